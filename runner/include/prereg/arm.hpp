@@ -1,0 +1,64 @@
+// The host-side interface of a kernel arm: tensors in, an allocator for what the arm
+// allocates inside its step, and a stream (opaque here: runner/ never includes CUDA).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace prereg {
+
+/// Element type of x, y, gamma, beta, dy, dx, dgamma, dbeta. Statistics are always fp32.
+enum class dtype { fp32, fp16, bf16 };
+/// A pass of a cell: forward only, or forward followed by backward.
+enum class pass_kind { fwd, fwd_bwd };
+/// The normalisation an arm computes.
+enum class operation { layernorm, rmsnorm };
+
+[[nodiscard]] std::string_view to_string(dtype d);
+[[nodiscard]] std::string_view to_string(pass_kind p); ///< "fwd" | "fwd+bwd"
+[[nodiscard]] std::string_view to_string(operation o);
+[[nodiscard]] std::size_t element_bytes(dtype d);
+
+/// eps used inside the square root: LayerNorm 1e-5 (PyTorch default), RMSNorm 1e-6 (Qwen2.5).
+[[nodiscard]] double norm_eps(operation o);
+
+/// The buffers of one invocation. Row-major [rows, cols] for x, y, dy, dx; [cols] for
+/// gamma (RMSNorm's weight), beta (unused by RMSNorm), dgamma, dbeta; [rows] fp32 mean and
+/// rstd saved by the forward for the backward (RMSNorm uses only rstd).
+/// Pointers are host memory for CPU arms and device memory for CUDA arms.
+struct norm_tensors {
+  const void *x = nullptr;
+  const void *gamma = nullptr;
+  const void *beta = nullptr;
+  void *y = nullptr;
+  float *mean = nullptr;
+  float *rstd = nullptr;
+  const void *dy = nullptr;
+  void *dx = nullptr;
+  void *dgamma = nullptr;
+  void *dbeta = nullptr;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  dtype type = dtype::fp32;
+};
+
+/// What an arm allocates inside its timed step goes through this, so it is billed to the
+/// arm (peak bytes) and never to the harness.
+class step_allocator {
+public:
+  virtual ~step_allocator() = default;
+  /// Memory of at least `bytes`, on the arm's device. Never returns null (throws instead).
+  virtual void *allocate(std::size_t bytes) = 0;
+  /// Returns memory from allocate().
+  virtual void release(void *p) = 0;
+};
+
+/// The entry points of one arm. `stream` is a cudaStream_t for CUDA arms, null for CPU.
+struct arm_ops {
+  void (*forward)(const norm_tensors &, step_allocator &, void *stream) = nullptr;
+  void (*backward)(const norm_tensors &, step_allocator &, void *stream) = nullptr;
+};
+
+} // namespace prereg

@@ -1,0 +1,113 @@
+// The one seam to hardware: probe a device, say whether an arm can run a cell, and measure a
+// plan into raw facts. Backends only record; analysis (stats, defects, verdicts) computes.
+#pragma once
+
+#include "prereg/arm.hpp"
+#include "prereg/json.hpp"
+#include "prereg/protocol.hpp"
+#include "prereg/registry.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prereg {
+
+/// One cell of the experiment: an arm of the protocol, a pass and a shape.
+struct cell_key {
+  std::string arm; ///< the protocol's arm id (not the kernel name)
+  pass_kind pass = pass_kind::fwd;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  friend bool operator==(const cell_key &, const cell_key &) = default;
+};
+
+/// What the engine asks a backend to do: the protocol, the cells that can run (in protocol
+/// order: arms x passes x rows x cols), and the seed for arm order and random inputs.
+struct run_plan {
+  const protocol *proto = nullptr;
+  std::vector<cell_key> cells;
+  std::uint64_t seed = 0;
+};
+
+/// Raw facts about one cell.
+struct cell_record {
+  cell_key key;
+  std::vector<double> samples_ms; ///< one per repetition, in measurement order; one step each
+  std::uint64_t peak_bytes = 0;   ///< largest total the arm's step_allocator held at once
+  std::uint64_t harness_bytes_in_window = 0; ///< device memory the harness gained inside a
+                                             ///< timed window (should be 0)
+  double clock_mhz = std::numeric_limits<double>::quiet_NaN(); ///< SM clock read after the cell
+  std::optional<std::string> error; ///< the arm failed during measurement (samples may be short)
+};
+
+/// Correctness of one arm x pass x shape against the float64 reference.
+struct correctness_record {
+  cell_key key;
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  bool unwritten = false; ///< some output element kept its poison value
+  bool passed = false;
+  std::string detail; ///< which output failed first, or empty
+};
+
+/// The instrument's own measured properties.
+struct instrument_record {
+  double ceiling_gbps = 0;           ///< median copy bandwidth, bytes read + written
+  std::vector<double> ceiling_samples_gbps;
+  std::uint64_t ceiling_bytes = 0;   ///< size of the copied buffer
+  double launch_floor_ms = 0;        ///< median time of an empty step
+  double timer_resolution_ms = 0;    ///< smallest non-zero difference the timer shows
+  std::uint64_t flush_bytes = 0;     ///< size of the buffer read to flush the cache (0: no flush)
+  std::string flush_method;          ///< e.g. "read-sweep"
+  std::uint64_t llc_bytes = 0;       ///< last-level cache size (0: unknown)
+  double clock_start_mhz = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// Everything a backend measured; analysis derives statistics, defects and verdicts from it.
+struct raw_run {
+  json environment = json::object(); ///< device_name, driver, runtime, sm_count, l2_bytes,
+                                     ///< clocks, other_processes (list or "unknown"), ...
+  instrument_record instrument;
+  std::vector<correctness_record> correctness;
+  std::vector<cell_record> cells;
+  std::vector<json> deviations; ///< {kind, cell?, message} the backend decided (e.g. skipped)
+};
+
+/// Progress callbacks; the engine prints, backends only report.
+class progress_sink {
+public:
+  virtual ~progress_sink() = default;
+  virtual void phase(std::string_view name) = 0;
+  virtual void cell_done(std::size_t done, std::size_t total) = 0;
+};
+
+/// A measuring device.
+class backend {
+public:
+  virtual ~backend() = default;
+  /// "cpu" | "cuda".
+  [[nodiscard]] virtual std::string_view device() const = 0;
+  /// Checks the device is usable and describes it; throws `error` (exit 5) if not.
+  [[nodiscard]] virtual json probe() = 0;
+  /// Why `arm` cannot run this cell here (beyond the registry's static limits), or nullopt:
+  /// e.g. it would not fit in memory.
+  [[nodiscard]] virtual std::optional<std::string>
+  cannot_run(const arm_info &arm, pass_kind pass, std::int64_t rows, std::int64_t cols,
+             dtype type, std::int64_t repeat) const = 0;
+  /// Checks correctness of every cell's arm x pass x shape, then measures the plan.
+  [[nodiscard]] virtual raw_run measure(const run_plan &plan, progress_sink &progress) = 0;
+};
+
+/// The CPU backend (kernels/cpu).
+[[nodiscard]] std::unique_ptr<backend> make_cpu_backend();
+/// The CUDA backend on device `ordinal` (kernels/cuda); in a build without CUDA it throws
+/// `error` (exit 5).
+[[nodiscard]] std::unique_ptr<backend> make_cuda_backend(int ordinal);
+
+} // namespace prereg

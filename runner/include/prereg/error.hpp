@@ -1,0 +1,62 @@
+// Typed errors carrying the contract's exit code and where the problem is.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace prereg {
+
+/// The contract's exit codes (CONTRACT.md section 1), the same for every command.
+enum class exit_code : int {
+  ok = 0,
+  failure = 1,      ///< internal or I/O failure
+  invalid = 2,      ///< usage error or invalid input
+  integrity = 3,    ///< refused on integrity
+  audit_failed = 4, ///< at least one audit check failed
+  environment = 5,  ///< the environment cannot serve (e.g. no usable CUDA device)
+};
+
+/// The one exception type of the tool: `main` catches it once and prints
+/// `prereg: error: WHAT (WHERE)` and exits with `code()`.
+class error : public std::runtime_error {
+public:
+  error(exit_code code, const std::string &what, std::string where = {})
+      : std::runtime_error(what), m_code(code), m_where(std::move(where)) {}
+
+  /// The exit code the process ends with.
+  [[nodiscard]] exit_code code() const noexcept { return m_code; }
+  /// A file, `file:line:column` for YAML/JSON input, or empty.
+  [[nodiscard]] const std::string &where() const noexcept { return m_where; }
+  /// The one-line message `prereg: error: WHAT (WHERE)` without the prefix.
+  [[nodiscard]] std::string line() const {
+    return m_where.empty() ? std::string(what()) : std::string(what()) + " (" + m_where + ")";
+  }
+
+private:
+  exit_code m_code;
+  std::string m_where;
+};
+
+/// Invalid input or usage (exit 2).
+[[nodiscard]] inline error invalid_input(const std::string &what, std::string where = {}) {
+  return {exit_code::invalid, what, std::move(where)};
+}
+/// Refused on integrity (exit 3).
+[[nodiscard]] inline error integrity_error(const std::string &what, std::string where = {}) {
+  return {exit_code::integrity, what, std::move(where)};
+}
+/// Internal or I/O failure (exit 1).
+[[nodiscard]] inline error io_error(const std::string &what, std::string where = {}) {
+  return {exit_code::failure, what, std::move(where)};
+}
+/// The environment cannot serve (exit 5).
+[[nodiscard]] inline error environment_error(const std::string &what, std::string where = {}) {
+  return {exit_code::environment, what, std::move(where)};
+}
+
+/// `file:line:column` with 1-based line and column.
+[[nodiscard]] inline std::string at(const std::string &file, int line, int column) {
+  return file + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+} // namespace prereg

@@ -1,0 +1,61 @@
+// The `expect` expression language of predictions (CONTRACT.md section 2): parse at freeze
+// time, evaluate per cell and per bootstrap resample.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prereg {
+
+/// A per-arm quantity an expression can read. An arm id alone means `time`.
+enum class metric { time, peak_mb, gbps, pct_ceiling };
+[[nodiscard]] std::string_view to_string(metric m);
+
+/// One (metric, arm) pair an expression reads.
+struct metric_ref {
+  metric what;
+  std::string arm;
+  friend bool operator==(const metric_ref &, const metric_ref &) = default;
+};
+
+/// A parsed `expect`: one or more comparisons joined by `and`.
+class expectation {
+public:
+  /// Parses `text`; identifiers must be in `arm_ids`. Any error (unknown identifier or
+  /// function, division by a literal zero, trailing tokens, bad syntax, nesting deeper than
+  /// 64) throws `error` (exit 2) at `where` with the character offset in the message.
+  [[nodiscard]] static expectation parse(std::string_view text,
+                                         const std::vector<std::string> &arm_ids,
+                                         const std::string &where);
+
+  /// Evaluates every comparison; true only if all hold. `value` supplies each reference.
+  [[nodiscard]] bool holds(const std::function<double(const metric_ref &)> &value) const;
+  /// Every (metric, arm) the expression reads, without duplicates, in first-use order.
+  [[nodiscard]] const std::vector<metric_ref> &references() const noexcept { return m_refs; }
+  /// The distinct arms the expression involves, in first-use order.
+  [[nodiscard]] std::vector<std::string> arms() const;
+
+  struct node {
+    enum class kind { number, ref, neg, abs, add, sub, mul, div } k;
+    double number = 0;  ///< for kind::number
+    int ref = -1;       ///< index into references() for kind::ref
+    int lhs = -1;       ///< child node index (neg/abs use lhs)
+    int rhs = -1;
+  };
+  struct comparison {
+    enum class op { lt, le, gt, ge } o;
+    int lhs;
+    int rhs;
+  };
+
+private:
+  std::vector<node> m_nodes;
+  std::vector<comparison> m_comparisons;
+  std::vector<metric_ref> m_refs;
+  [[nodiscard]] double eval(int index, const std::vector<double> &refs) const;
+  friend class expression_parser;
+};
+
+} // namespace prereg

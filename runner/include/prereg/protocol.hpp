@@ -1,0 +1,97 @@
+// The protocol (CONTRACT.md section 2): strict YAML validation, normalisation with every
+// default explicit, and the protocol hash.
+#pragma once
+
+#include "prereg/arm.hpp"
+#include "prereg/json.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prereg {
+
+enum class launch_mode { stream, graph };
+enum class order_mode { interleaved, sequential };
+enum class statistic_kind { median, mean, min };
+
+/// One arm of the experiment: a registered kernel under a local id.
+struct arm_spec {
+  std::string id;
+  std::string kernel;
+  launch_mode launch = launch_mode::stream;
+  std::int64_t repeat = 1; ///< invocations per timed step, on distinct buffers
+};
+
+/// The cells a prediction's `at` selects; after normalisation every list is explicit
+/// (a missing key selects every value of the protocol's dimension, in protocol order).
+struct cell_selector {
+  std::vector<std::int64_t> rows;
+  std::vector<std::int64_t> cols;
+  std::vector<pass_kind> passes;
+};
+
+struct prediction_spec {
+  std::string id;
+  std::string claim;
+  cell_selector at;
+  std::string expect; ///< the expression text as written
+};
+
+struct measurement_spec {
+  std::int64_t repetitions = 0;
+  std::int64_t warmup = 10;
+  bool l2_flush = true;
+  order_mode order = order_mode::interleaved;
+};
+
+struct analysis_spec {
+  statistic_kind statistic = statistic_kind::median;
+  double confidence = 0.95;
+  std::int64_t bootstrap_resamples = 10000;
+  double unstable_iqr_ratio = 0.5;
+};
+
+struct correctness_spec {
+  double rtol = 0;
+  double atol = 0;
+};
+
+/// A validated protocol; every field holds its explicit or default value.
+struct protocol {
+  std::int64_t schema = 1;
+  std::string id;
+  std::string title;
+  std::string hypothesis;
+  std::string device; ///< "cuda" | "cpu"
+  operation op = operation::layernorm;
+  dtype type = dtype::fp32;
+  std::vector<std::int64_t> rows;
+  std::vector<std::int64_t> cols;
+  std::vector<pass_kind> passes;
+  std::optional<std::pair<std::int64_t, std::int64_t>> operating_point; ///< rows, cols
+  std::vector<arm_spec> arms;
+  measurement_spec measurement;
+  analysis_spec analysis;
+  correctness_spec correctness;
+  std::vector<prediction_spec> predictions;
+};
+
+/// Parses and strictly validates a protocol YAML text (CONTRACT.md section 2). Every
+/// rejection throws `error` (exit 2) with `file:line:column` of the offending node.
+/// Kernels are checked against the registry for the protocol's device.
+[[nodiscard]] protocol parse_protocol(std::string_view yaml_text, const std::string &file);
+
+/// The normalised protocol as JSON, every default explicit (the object that is hashed).
+[[nodiscard]] json to_json(const protocol &p);
+
+/// Rebuilds a protocol from its normalised JSON (a frozen copy or a report's body),
+/// validating it like a YAML file; errors name `where`.
+[[nodiscard]] protocol protocol_from_json(const json &body, const std::string &where);
+
+/// SHA-256 hex of the canonical JSON of the normalised protocol.
+[[nodiscard]] std::string protocol_hash(const protocol &p);
+
+} // namespace prereg
