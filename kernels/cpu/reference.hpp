@@ -1,0 +1,58 @@
+// The float64 reference of every operation and pass, and the host-side data helpers shared by
+// the CPU and CUDA backends: fp16/bf16 conversion, random inputs, poison, tolerance checks.
+#pragma once
+
+#include "prereg/arm.hpp"
+#include "prereg/backend.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace prereg::reference {
+
+/// Inputs of one invocation, as doubles (already rounded to the dtype they are stored in).
+struct inputs64 {
+  std::vector<double> x, gamma, beta, dy; ///< x, dy: [rows*cols]; gamma, beta: [cols]
+  std::int64_t rows = 0, cols = 0;
+};
+
+/// The float64 reference outputs. dx/dgamma/dbeta are filled only when backward is asked.
+struct outputs64 {
+  std::vector<double> y, mean, rstd, dx, dgamma, dbeta;
+};
+
+/// The float64 reference of `op` (eps = norm_eps(op)); RMSNorm ignores beta and mean.
+[[nodiscard]] outputs64 compute(operation op, const inputs64 &in, bool backward);
+
+/// Fresh random inputs (never zeros): x ~ U(-2, 2) plus a per-row offset, gamma ~ 1 + U(-.5,.5),
+/// beta ~ U(-.5, .5), dy ~ U(-1, 1), each rounded to `type`. Deterministic in `seed`.
+[[nodiscard]] inputs64 random_inputs(std::int64_t rows, std::int64_t cols, dtype type,
+                                     std::uint64_t seed);
+
+/// Round-to-nearest-even conversions between float and the 16-bit storage types.
+[[nodiscard]] std::uint16_t float_to_half(float f);
+[[nodiscard]] float half_to_float(std::uint16_t h);
+[[nodiscard]] std::uint16_t float_to_bf16(float f);
+[[nodiscard]] float bf16_to_float(std::uint16_t h);
+
+/// Packs doubles into `type`'s storage bytes (fp32: float, fp16/bf16: uint16).
+[[nodiscard]] std::vector<std::uint8_t> pack(const std::vector<double> &v, dtype type);
+/// Unpacks `type`'s storage bytes into doubles.
+[[nodiscard]] std::vector<double> unpack(const std::vector<std::uint8_t> &bytes, dtype type);
+/// `n` elements of `type` filled with a quiet-NaN bit pattern (the poison).
+[[nodiscard]] std::vector<std::uint8_t> poison(std::size_t n, dtype type);
+
+/// Compares one output with its reference: element passes if |out-ref| <= atol + rtol*|ref|
+/// (NaN never passes; a NaN output where the poison was is reported as unwritten).
+struct comparison {
+  double max_abs_error = 0;
+  double max_rel_error = 0; ///< |out-ref| / max(|ref|, tiny)
+  bool unwritten = false;
+  bool passed = true;
+  std::int64_t first_bad = -1; ///< index of the first failing element, or -1
+};
+[[nodiscard]] comparison compare(const std::vector<double> &out, const std::vector<double> &ref,
+                                 double rtol, double atol);
+
+} // namespace prereg::reference

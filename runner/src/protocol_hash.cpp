@@ -1,0 +1,10 @@
+// The protocol hash: SHA-256 of the JCS bytes of the normalised protocol.
+#include "prereg/crypto.hpp"
+#include "prereg/json.hpp"
+#include "prereg/protocol.hpp"
+
+namespace prereg {
+
+std::string protocol_hash(const protocol &p) { return sha256_hex(canonical_json(to_json(p))); }
+
+} // namespace prereg
