@@ -1,17 +1,326 @@
-// The command table: {name, summary, function}; help and suggestions come from it.
+// The command table: {name, summary, function}; help and unknown-name suggestions come from it.
 #include "commands.hpp"
 
 #include "prereg/build_info.hpp"
+#include "prereg/crypto.hpp"
+#include "prereg/error.hpp"
+#include "prereg/fs.hpp"
+#include "prereg/json.hpp"
+#include "prereg/keyring.hpp"
+#include "prereg/protocol.hpp"
+#include "prereg/registry.hpp"
+#include "prereg/store.hpp"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
 namespace prereg::cli {
+namespace {
+
+using args_t = std::vector<std::string>;
+
+/// Options shared by every command.
+struct common_options {
+  std::string store_dir;
+  std::string key_file;
+  void add_store(CLI::App &app) {
+    app.add_option("--store", store_dir, "store folder (else $PREREG_STORE, else ./.prereg)");
+  }
+  void add_key(CLI::App &app) {
+    app.add_option("--key", key_file,
+                   "signing key (else $PREREG_KEY, else ~/.config/prereg/signing.key)");
+  }
+  [[nodiscard]] store open_store() const { return store(store::default_root(store_dir)); }
+};
+
+/// Parses `args` with `app`; returns false when help was printed.
+bool parse(CLI::App &app, args_t args) {
+  std::reverse(args.begin(), args.end());
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp &) {
+    fmt::print("{}", app.help());
+    return false;
+  } catch (const CLI::ParseError &e) {
+    throw invalid_input(fmt::format("{}: {}", app.get_name(), e.what()));
+  }
+  return true;
+}
+
+bool is_yaml_path(const std::string &path) {
+  return path.ends_with(".yaml") || path.ends_with(".yml");
+}
+
+protocol parse_protocol_file(const std::string &file, std::string *bytes_out = nullptr) {
+  std::string bytes = read_file(file);
+  protocol p = parse_protocol(bytes, file);
+  if (bytes_out) *bytes_out = std::move(bytes);
+  return p;
+}
+
+int cmd_freeze(args_t args) {
+  CLI::App app{"validate, normalise, hash, store, sign and ledger a protocol", "freeze"};
+  common_options o;
+  std::string file;
+  o.add_store(app);
+  o.add_key(app);
+  app.add_option("FILE", file, "protocol YAML")->required();
+  if (!parse(app, args)) return 0;
+  std::string bytes;
+  const protocol p = parse_protocol_file(file, &bytes);
+  const signing_key key = load_or_create_key(default_key_path(o.key_file));
+  const store s = o.open_store();
+  const freeze_outcome r = s.freeze(bytes, p, key);
+  if (r.already_frozen)
+    fmt::print("{} is already frozen (idempotent: nothing written)\n", p.id);
+  else
+    fmt::print("frozen {} in {} (signer {})\n", p.id, s.root().string(),
+               key.fingerprint().substr(0, 16));
+  fmt::print("{}\n", r.hash);
+  return 0;
+}
+
+int cmd_check(args_t args) {
+  CLI::App app{"validate a protocol and print the hash it would get; stores nothing", "check"};
+  std::string file;
+  app.add_option("FILE", file, "protocol YAML")->required();
+  if (!parse(app, args)) return 0;
+  const protocol p = parse_protocol_file(file);
+  fmt::print("{}: valid protocol {} ({} arms, {} predictions)\n", file, p.id, p.arms.size(),
+             p.predictions.size());
+  fmt::print("{}\n", protocol_hash(p));
+  return 0;
+}
+
+int cmd_canon(args_t args) {
+  CLI::App app{"print the RFC 8785 canonical bytes of a JSON file or a normalised protocol",
+               "canon"};
+  std::string file;
+  app.add_option("FILE", file, "a .json file, or a protocol .yaml/.yml")->required();
+  if (!parse(app, args)) return 0;
+  std::string out;
+  if (is_yaml_path(file))
+    out = canonical_json(to_json(parse_protocol_file(file)));
+  else
+    out = canonical_json(parse_json_strict(read_file(file), file));
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+int cmd_keygen(args_t args) {
+  CLI::App app{"create an Ed25519 signing key pair", "keygen"};
+  common_options o;
+  bool force = false;
+  o.add_key(app);
+  app.add_flag("--force", force, "replace an existing key");
+  if (!parse(app, args)) return 0;
+  const auto path = default_key_path(o.key_file);
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !force)
+    throw invalid_input("a signing key already exists there; use --force to replace it",
+                        path.string());
+  const signing_key key = signing_key::generate();
+  key.save(path);
+  fmt::print(stderr, "prereg: wrote {} (mode 0600) and its public key beside it\n",
+             path.string());
+  fmt::print("{}\n", key.fingerprint());
+  return 0;
+}
+
+/// Number of run-start entries per protocol hash in the ledger.
+std::size_t count_runs(const std::vector<json> &entries, const std::string &hash) {
+  return static_cast<std::size_t>(std::count_if(entries.begin(), entries.end(), [&](const json &e) {
+    return e.value("event", "") == "run-start" && e.value("protocol_hash", "") == hash;
+  }));
+}
+
+int cmd_list(args_t args) {
+  CLI::App app{"list frozen protocols", "list"};
+  common_options o;
+  o.add_store(app);
+  if (!parse(app, args)) return 0;
+  const store s = o.open_store();
+  const auto entries = s.get_ledger().entries();
+  fmt::print("{:<64}  {:<24}  {:<27}  {:>4}  {}\n", "hash", "id", "frozen-at", "runs", "title");
+  for (const auto &h : s.hashes()) {
+    const frozen_protocol fp = s.load(h);
+    fmt::print("{:<64}  {:<24}  {:<27}  {:>4}  {}\n", h, fp.proto.id,
+               fp.freeze.value("frozen_at", ""), count_runs(entries, h), fp.proto.title);
+  }
+  return 0;
+}
+
+int cmd_show(args_t args) {
+  CLI::App app{"show a frozen protocol, its freeze record and its runs", "show"};
+  common_options o;
+  std::string hash;
+  o.add_store(app);
+  app.add_option("HASH", hash, "hash or unique prefix")->required();
+  if (!parse(app, args)) return 0;
+  const store s = o.open_store();
+  const frozen_protocol fp = s.load(s.resolve(hash));
+  fmt::print("protocol {}\n  id: {}\n  title: {}\n  hypothesis: {}\n  device: {}  operation: {}  "
+             "dtype: {}\n",
+             fp.hash, fp.proto.id, fp.proto.title, fp.proto.hypothesis, fp.proto.device,
+             to_string(fp.proto.op), to_string(fp.proto.type));
+  fmt::print("  arms:");
+  for (const auto &a : fp.proto.arms) fmt::print(" {}={}", a.id, a.kernel);
+  fmt::print("\n  predictions:\n");
+  for (const auto &pr : fp.proto.predictions)
+    fmt::print("    {}: {}  [expect {}]\n", pr.id, pr.claim, pr.expect);
+  fmt::print("freeze record\n  frozen_at: {}\n  signer: {}\n  source_sha256: {}\n  tool_version: "
+             "{}\n  kernels:\n",
+             fp.freeze.value("frozen_at", ""), fp.freeze.value("signer", ""),
+             fp.freeze.value("source_sha256", ""), fp.freeze.value("tool_version", ""));
+  for (const auto &[arm, k] : fp.freeze.at("kernels").items())
+    fmt::print("    {}: {} {}\n", arm, k.value("kernel", ""), k.value("source_sha256", ""));
+  fmt::print("runs\n");
+  std::size_t n = 0;
+  for (const auto &e : s.get_ledger().entries()) {
+    if (e.value("protocol_hash", "") != fp.hash || e.value("event", "") == "freeze") continue;
+    ++n;
+    fmt::print("  seq {:>4}  {}  {:<13} {}{}\n", e.value("seq", 0), e.value("time", ""),
+               e.value("event", ""), e.value("run_id", ""),
+               e.contains("report_sha256")
+                   ? " report " + e.value("report_sha256", "").substr(0, 16)
+                   : (e.contains("reason") ? " (" + e.value("reason", "") + ")" : ""));
+  }
+  if (n == 0) fmt::print("  (none)\n");
+  return 0;
+}
+
+int cmd_ledger(args_t args) {
+  CLI::App app{"check the ledger: `prereg ledger verify`", "ledger"};
+  common_options o;
+  std::string action;
+  o.add_store(app);
+  app.add_option("ACTION", action, "verify")->required()->check(CLI::IsMember({"verify"}));
+  if (!parse(app, args)) return 0;
+  const store s = o.open_store();
+  const auto n = s.get_ledger().verify([&](const std::string &fp) { return s.find_key(fp); });
+  fmt::print("ok {} entries\n", n);
+  return 0;
+}
+
+int cmd_arms(args_t args) {
+  CLI::App app{"the kernels this build knows, with device and source hash", "arms"};
+  if (!parse(app, args)) return 0;
+#ifdef PREREG_HAVE_CUDA
+  const bool cuda_built = true;
+#else
+  const bool cuda_built = false;
+#endif
+  fmt::print("{:<6} {:<20} {:<10} {:<15} {:<8} {:<16} {}\n", "device", "kernel", "operation",
+             "dtypes", "passes", "source", "runnable here");
+  for (const auto &a : all_arms()) {
+    std::vector<std::string_view> dts;
+    for (auto d : a.dtypes) dts.push_back(to_string(d));
+    fmt::print("{:<6} {:<20} {:<10} {:<15} {:<8} {:<16} {}\n", a.device, a.name,
+               to_string(a.op), fmt::join(dts, ","), a.has_backward ? "fwd,bwd" : "fwd",
+               a.source_sha256.substr(0, 16),
+               (a.device == "cpu" || cuda_built) ? "yes" : "no (built without CUDA)");
+  }
+  return 0;
+}
+
+struct command {
+  const char *name;
+  const char *summary;
+  int (*run)(args_t);
+};
+
+int cmd_help(args_t args);
+
+constexpr command commands[] = {
+    {"freeze", "validate, normalise, hash, store, sign and ledger a protocol", cmd_freeze},
+    {"check", "validate a protocol and print the hash it would get", cmd_check},
+    {"canon", "print RFC 8785 canonical bytes of a JSON file or a protocol", cmd_canon},
+    {"keygen", "create an Ed25519 signing key pair", cmd_keygen},
+    {"list", "list frozen protocols", cmd_list},
+    {"show", "show a frozen protocol, its freeze record and its runs", cmd_show},
+    {"ledger", "`ledger verify`: check the ledger chain and signatures", cmd_ledger},
+    {"arms", "the kernels this build can run", cmd_arms},
+    {"help", "help on a command", cmd_help},
+};
+
+const command *find_command(std::string_view name) {
+  for (const auto &c : commands)
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+void print_usage() {
+  fmt::print("prereg {} — pre-registered GPU kernel experiments\n\nusage: prereg COMMAND "
+             "[OPTIONS]\n\ncommands:\n",
+             build_info::version);
+  for (const auto &c : commands) fmt::print("  {:<8} {}\n", c.name, c.summary);
+  fmt::print("\n`prereg help COMMAND` or `prereg COMMAND --help` for a command's options.\n");
+}
+
+int cmd_help(args_t args) {
+  if (args.empty()) {
+    print_usage();
+    return 0;
+  }
+  const command *c = find_command(args.front());
+  if (c == nullptr || std::string_view(c->name) == "help")
+    throw invalid_input(fmt::format("no command '{}'", args.front()));
+  return c->run({"--help"});
+}
+
+} // namespace
 
 int run_command_line(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fmt::print("prereg {}\n", build_info::version);
-  return 0;
+  const args_t all(argv + 1, argv + argc);
+  if (all.empty()) {
+    print_usage();
+    return 2;
+  }
+  const std::string &name = all.front();
+  if (name == "--version" || name == "version") {
+    fmt::print("prereg {} ({}; {})\n", build_info::version, build_info::git_commit,
+               build_info::build_flags);
+    return 0;
+  }
+  if (name == "--help" || name == "-h") {
+    print_usage();
+    return 0;
+  }
+  const command *c = find_command(name);
+  if (c == nullptr) {
+    const command *best = nullptr;
+    std::size_t best_d = 3;
+    for (const auto &cand : commands) {
+      const auto d = edit_distance(name, cand.name);
+      if (d < best_d) best_d = d, best = &cand;
+    }
+    throw invalid_input(best ? fmt::format("unknown command '{}'; did you mean '{}'?", name,
+                                           best->name)
+                             : fmt::format("unknown command '{}'; see `prereg help`", name));
+  }
+  return c->run(args_t(all.begin() + 1, all.end()));
 }
 
 } // namespace prereg::cli

@@ -1,0 +1,85 @@
+// The frozen-protocol store (CONTRACT.md section 3): protocols/<hash>/, keys/, ledger.jsonl,
+// and the integrity check `run` calls before touching any device.
+#pragma once
+
+#include "prereg/crypto.hpp"
+#include "prereg/json.hpp"
+#include "prereg/ledger.hpp"
+#include "prereg/protocol.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prereg {
+
+/// A protocol as stored, verified on load.
+struct frozen_protocol {
+  std::string hash;
+  std::string canonical;      ///< protocol.json bytes
+  json body;                  ///< the normalised protocol
+  protocol proto;             ///< rebuilt from body
+  json freeze;                ///< the signed freeze record
+  std::string source;         ///< source.yaml bytes
+};
+
+/// What freeze did.
+struct freeze_outcome {
+  std::string hash;
+  bool already_frozen = false;
+};
+
+/// A store folder. Construction creates nothing; writes create what they need.
+class store {
+public:
+  explicit store(std::filesystem::path root) : m_root(std::move(root)) {}
+
+  /// --store, else $PREREG_STORE, else ./.prereg.
+  [[nodiscard]] static std::filesystem::path default_root(const std::string &flag);
+
+  [[nodiscard]] const std::filesystem::path &root() const noexcept { return m_root; }
+  [[nodiscard]] std::filesystem::path protocol_dir(const std::string &hash) const;
+  [[nodiscard]] std::filesystem::path lock_path() const { return m_root / "lock"; }
+  [[nodiscard]] ledger get_ledger() const { return ledger(m_root / "ledger.jsonl"); }
+
+  /// Validates nothing itself: stores `p` (already parsed from `source`), signs the freeze
+  /// record, saves the public key and appends a freeze entry — all under the store lock.
+  /// Idempotent: a protocol already stored is reported as such and nothing is written.
+  freeze_outcome freeze(std::string_view source, const protocol &p, const signing_key &key) const;
+
+  /// Every stored hash, sorted.
+  [[nodiscard]] std::vector<std::string> hashes() const;
+
+  /// A full hash from a hash or unique prefix: exit 2 for a malformed or ambiguous prefix,
+  /// exit 3 for one that matches nothing in the store.
+  [[nodiscard]] std::string resolve(std::string_view hash_or_prefix) const;
+
+  /// Loads and verifies a stored protocol: protocol.json must hash to its name, source.yaml
+  /// must match the freeze record, and the freeze record's signature must verify with a key in
+  /// the store (or in `extra_keys`). Any failure is exit 3.
+  [[nodiscard]] frozen_protocol load(const std::string &hash) const;
+
+  /// Saves a public key under keys/<fingerprint>.pub (idempotent).
+  void add_key(const public_key &key) const;
+  /// The public key with this fingerprint from keys/, verified to match its name.
+  [[nodiscard]] std::optional<public_key> find_key(const std::string &fingerprint) const;
+
+private:
+  std::filesystem::path m_root;
+};
+
+/// The integrity check `run` calls before any measurement (CONTRACT.md section 3). `arg` is a
+/// hash, a unique prefix or a protocol file. Refusals are exit 3 and say why: unknown hash,
+/// corrupted stored copy, a file whose bytes match no freeze (cosmetic change, or which fields
+/// changed and against which frozen hash), a kernel whose source hash changed since freezing.
+[[nodiscard]] frozen_protocol resolve_for_run(const store &s, std::string_view arg);
+
+/// Throws exit 3 if a kernel named by the freeze record has another source hash in this build.
+void check_kernel_sources(const frozen_protocol &fp);
+
+/// The dotted paths of the JSON members that differ between `a` and `b` (sorted).
+[[nodiscard]] std::vector<std::string> changed_fields(const json &a, const json &b);
+
+} // namespace prereg

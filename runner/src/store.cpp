@@ -1,0 +1,259 @@
+// The frozen-protocol store and the integrity check run performs before measuring.
+#include "prereg/store.hpp"
+
+#include "prereg/build_info.hpp"
+#include "prereg/error.hpp"
+#include "prereg/fs.hpp"
+#include "prereg/registry.hpp"
+#include "prereg/signed_json.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace prereg {
+namespace fs = std::filesystem;
+namespace {
+
+bool is_hex(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  });
+}
+
+void collect_changes(const json &a, const json &b, const std::string &path,
+                     std::vector<std::string> &out) {
+  if (a.is_object() && b.is_object()) {
+    for (const auto &[k, v] : a.items()) {
+      const std::string p = path.empty() ? k : path + "." + k;
+      if (!b.contains(k)) out.push_back(p);
+      else collect_changes(v, b.at(k), p, out);
+    }
+    for (const auto &[k, v] : b.items())
+      if (!a.contains(k)) out.push_back(path.empty() ? k : path + "." + k);
+    return;
+  }
+  if (a.is_array() && b.is_array() && a.size() == b.size()) {
+    for (std::size_t i = 0; i < a.size(); ++i)
+      collect_changes(a[i], b[i], fmt::format("{}[{}]", path, i), out);
+    return;
+  }
+  if (canonical_json(a) != canonical_json(b)) out.push_back(path);
+}
+
+} // namespace
+
+std::vector<std::string> changed_fields(const json &a, const json &b) {
+  std::vector<std::string> out;
+  collect_changes(a, b, "", out);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+fs::path store::default_root(const std::string &flag) {
+  if (!flag.empty()) return flag;
+  if (const char *env = std::getenv("PREREG_STORE"); env && *env) return env;
+  return ".prereg";
+}
+
+fs::path store::protocol_dir(const std::string &hash) const {
+  return m_root / "protocols" / hash;
+}
+
+void store::add_key(const public_key &key) const {
+  const auto path = m_root / "keys" / (key.fingerprint() + ".pub");
+  if (fs::exists(path) && read_file(path) == key.pem()) return;
+  write_file_atomic(path, key.pem());
+}
+
+std::optional<public_key> store::find_key(const std::string &fingerprint) const {
+  if (!is_hex(fingerprint) || fingerprint.size() != 64) return std::nullopt;
+  const auto path = m_root / "keys" / (fingerprint + ".pub");
+  if (!fs::exists(path)) return std::nullopt;
+  auto key = public_key::from_pem(read_file(path), path.string());
+  if (key.fingerprint() != fingerprint)
+    throw integrity_error("public key file does not match its fingerprint name", path.string());
+  return key;
+}
+
+freeze_outcome store::freeze(std::string_view source, const protocol &p,
+                             const signing_key &key) const {
+  const std::string canonical = canonical_json(to_json(p));
+  const std::string hash = sha256_hex(canonical);
+  file_lock lock(lock_path());
+  const auto dir = protocol_dir(hash);
+  if (fs::exists(dir / "freeze.json")) {
+    (void)load(hash); // an existing copy must still be intact
+    return {hash, true};
+  }
+  json kernels = json::object();
+  for (const auto &arm : p.arms) {
+    const arm_info *info = find_arm(p.device, arm.kernel);
+    if (info == nullptr)
+      throw invalid_input(fmt::format("unknown kernel {} for device {}", arm.kernel, p.device));
+    kernels[arm.id] = {{"kernel", arm.kernel}, {"source_sha256", info->source_sha256}};
+  }
+  json record = {{"protocol_hash", hash},
+                 {"source_sha256", sha256_hex(source)},
+                 {"kernels", kernels},
+                 {"tool_version", build_info::version},
+                 {"frozen_at", utc_now_rfc3339()},
+                 {"signer", key.fingerprint()}};
+  record = sign_record(std::move(record), key);
+  add_key(key.public_part());
+  write_file_atomic(dir / "source.yaml", source);
+  write_file_atomic(dir / "protocol.json", canonical);
+  // freeze.json last: its presence marks the protocol as frozen.
+  write_file_atomic(dir / "freeze.json", canonical_json(record));
+  get_ledger().append({{"event", ledger_event::freeze}, {"protocol_hash", hash},
+                       {"protocol_id", p.id}},
+                      key);
+  return {hash, false};
+}
+
+std::vector<std::string> store::hashes() const {
+  std::vector<std::string> out;
+  const auto dir = m_root / "protocols";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto &entry : fs::directory_iterator(dir)) {
+    const auto name = entry.path().filename().string();
+    if (entry.is_directory() && name.size() == 64 && is_hex(name) &&
+        fs::exists(entry.path() / "freeze.json"))
+      out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string store::resolve(std::string_view arg) const {
+  if (!is_hex(arg) || arg.size() > 64)
+    throw invalid_input(fmt::format("'{}' is not a protocol hash or hash prefix (lowercase hex)",
+                                    arg));
+  std::vector<std::string> matches;
+  for (const auto &h : hashes())
+    if (h.compare(0, arg.size(), arg) == 0) matches.push_back(h);
+  if (matches.empty())
+    throw integrity_error(fmt::format("no frozen protocol {} in the store", arg),
+                          m_root.string());
+  if (matches.size() > 1)
+    throw invalid_input(fmt::format("prefix {} is ambiguous: it matches {} and {}", arg,
+                                    matches[0], matches[1]));
+  return matches.front();
+}
+
+frozen_protocol store::load(const std::string &hash) const {
+  const auto dir = protocol_dir(hash);
+  frozen_protocol fp;
+  fp.hash = hash;
+  for (const char *name : {"protocol.json", "source.yaml", "freeze.json"})
+    if (!fs::exists(dir / name))
+      throw integrity_error(fmt::format("stored protocol is missing {}", name), dir.string());
+  fp.canonical = read_file(dir / "protocol.json");
+  if (sha256_hex(fp.canonical) != hash)
+    throw integrity_error(
+        fmt::format("stored copy is corrupted: protocol.json no longer hashes to {}", hash),
+        (dir / "protocol.json").string());
+  fp.body = parse_json_strict(fp.canonical, (dir / "protocol.json").string());
+  fp.proto = protocol_from_json(fp.body, (dir / "protocol.json").string());
+  fp.source = read_file(dir / "source.yaml");
+  const auto freeze_path = (dir / "freeze.json").string();
+  try {
+    fp.freeze = parse_json_strict(read_file(dir / "freeze.json"), freeze_path);
+  } catch (const error &e) {
+    throw integrity_error(fmt::format("freeze record is corrupted: {}", e.what()), freeze_path);
+  }
+  if (!fp.freeze.is_object() || fp.freeze.value("protocol_hash", "") != hash)
+    throw integrity_error("freeze record does not name this protocol", freeze_path);
+  if (fp.freeze.value("source_sha256", "") != sha256_hex(fp.source))
+    throw integrity_error("stored source.yaml no longer matches the freeze record",
+                          (dir / "source.yaml").string());
+  const std::string signer = record_signer(fp.freeze);
+  const auto key = find_key(signer);
+  if (!key)
+    throw integrity_error(fmt::format("freeze record is signed by a key not in the store ({})",
+                                      signer.empty() ? "unsigned" : signer),
+                          freeze_path);
+  if (!verify_record(fp.freeze, *key))
+    throw integrity_error("freeze record signature does not verify (tampered)", freeze_path);
+  return fp;
+}
+
+void check_kernel_sources(const frozen_protocol &fp) {
+  const auto &kernels = fp.freeze.at("kernels");
+  for (const auto &arm : fp.proto.arms) {
+    const arm_info *info = find_arm(fp.proto.device, arm.kernel);
+    if (info == nullptr)
+      throw integrity_error(fmt::format("kernel {} ({}) is not in this build", arm.kernel,
+                                        fp.proto.device));
+    const auto it = kernels.find(arm.id);
+    if (it == kernels.end())
+      throw integrity_error(fmt::format("freeze record has no source hash for arm {}", arm.id));
+    const std::string frozen = it->value("source_sha256", "");
+    if (frozen != info->source_sha256)
+      throw integrity_error(fmt::format(
+          "kernel {} source changed since freezing (frozen {}, this build {}); sources: {}",
+          arm.kernel, frozen.substr(0, 12), info->source_sha256.substr(0, 12),
+          fmt::join(info->sources, " ")));
+  }
+}
+
+frozen_protocol resolve_for_run(const store &s, std::string_view arg) {
+  const fs::path path(arg);
+  std::error_code ec;
+  const bool looks_like_file = fs::is_regular_file(path, ec) || arg.ends_with(".yaml") ||
+                               arg.ends_with(".yml");
+  frozen_protocol fp;
+  if (!looks_like_file) {
+    fp = s.load(s.resolve(arg));
+  } else {
+    const std::string bytes = read_file(path);
+    const std::string digest = sha256_hex(bytes);
+    std::optional<std::string> match;
+    for (const auto &h : s.hashes()) {
+      const auto rec = s.protocol_dir(h) / "freeze.json";
+      try {
+        if (parse_json_strict(read_file(rec), rec.string()).value("source_sha256", "") == digest)
+          match = h;
+      } catch (const error &) {
+        // a corrupted record cannot match; load() reports it when that protocol is used
+      }
+    }
+    if (match) {
+      fp = s.load(*match);
+    } else {
+      const protocol p = parse_protocol(bytes, path.string());
+      const json body = to_json(p);
+      const std::string hash = sha256_hex(canonical_json(body));
+      const auto all = s.hashes();
+      if (std::find(all.begin(), all.end(), hash) != all.end())
+        throw integrity_error(
+            fmt::format("{} was changed cosmetically since freezing (same protocol, other "
+                        "bytes: frozen as {}); run it by hash or freeze the new file",
+                        path.string(), hash),
+            path.string());
+      for (auto it = all.rbegin(); it != all.rend(); ++it) {
+        const auto stored = s.protocol_dir(*it) / "protocol.json";
+        json other;
+        try {
+          other = parse_json_strict(read_file(stored), stored.string());
+        } catch (const error &) {
+          continue;
+        }
+        if (other.value("id", "") == p.id)
+          throw integrity_error(
+              fmt::format("{} was modified since freezing: changed {} (frozen as {})",
+                          path.string(), fmt::join(changed_fields(other, body), ", "), *it),
+              path.string());
+      }
+      throw integrity_error(fmt::format("{} is not frozen: run `prereg freeze {}` first",
+                                        path.string(), path.string()),
+                            path.string());
+    }
+  }
+  check_kernel_sources(fp);
+  return fp;
+}
+
+} // namespace prereg
