@@ -9,6 +9,7 @@
 #include "prereg/keyring.hpp"
 #include "prereg/protocol.hpp"
 #include "prereg/registry.hpp"
+#include "prereg/run.hpp"
 #include "prereg/store.hpp"
 
 #include <CLI/CLI.hpp>
@@ -230,6 +231,28 @@ int cmd_arms(args_t args) {
   return 0;
 }
 
+int cmd_run(args_t args) {
+  CLI::App app{"verify, measure, judge, write and sign a report", "run"};
+  common_options o;
+  std::string out_dir = "reports";
+  run_options r;
+  o.add_store(app);
+  o.add_key(app);
+  app.add_option("TARGET", r.target, "protocol hash, unique prefix, or frozen FILE.yaml")
+      ->required();
+  app.add_option("--out", out_dir, "reports folder (default ./reports)");
+  app.add_option("--device", r.device_ordinal, "CUDA device ordinal (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--quiet,-q", r.quiet, "no progress on stderr");
+  if (!parse(app, args)) return 0;
+  r.store_root = store::default_root(o.store_dir);
+  r.key_path = default_key_path(o.key_file);
+  r.out_dir = out_dir;
+  const auto dir = run_protocol(r);
+  fmt::print("{}\n", dir.string());
+  return 0;
+}
+
 struct command {
   const char *name;
   const char *summary;
@@ -242,6 +265,7 @@ constexpr command commands[] = {
     {"freeze", "validate, normalise, hash, store, sign and ledger a protocol", cmd_freeze},
     {"check", "validate a protocol and print the hash it would get", cmd_check},
     {"canon", "print RFC 8785 canonical bytes of a JSON file or a protocol", cmd_canon},
+    {"run", "verify, measure, judge, write and sign a report", cmd_run},
     {"keygen", "create an Ed25519 signing key pair", cmd_keygen},
     {"list", "list frozen protocols", cmd_list},
     {"show", "show a frozen protocol, its freeze record and its runs", cmd_show},

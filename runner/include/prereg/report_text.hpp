@@ -1,0 +1,17 @@
+// The human files of a report, rendered from report.json alone (so `prereg report` can
+// regenerate them byte for byte).
+#pragma once
+
+#include "prereg/json.hpp"
+
+#include <string>
+
+namespace prereg {
+
+/// report.md: environment and instrument header, per-pass tables, predictions, defects.
+[[nodiscard]] std::string render_markdown(const json &report);
+
+/// report.html: one self-contained page with inline SVG charts; fetches nothing.
+[[nodiscard]] std::string render_html(const json &report);
+
+} // namespace prereg

@@ -1,0 +1,42 @@
+// `prereg run`: integrity check, plan, measure through a backend, analyse, write and sign the
+// report, and keep the ledger honest about every run that starts.
+#pragma once
+
+#include "prereg/backend.hpp"
+#include "prereg/store.hpp"
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace prereg {
+
+struct run_options {
+  std::string target;                ///< HASH | PREFIX | FILE.yaml
+  std::filesystem::path store_root;  ///< resolved store folder
+  std::filesystem::path key_path;    ///< resolved signing key
+  std::filesystem::path out_dir;     ///< reports root (default ./reports)
+  int device_ordinal = 0;
+  bool quiet = false;
+  /// Makes the backend for a device name ("cpu" | "cuda"); tests plant a fake here.
+  std::function<std::unique_ptr<backend>(const std::string &device, int ordinal)> make_backend;
+};
+
+/// Runs the protocol; returns the report folder. Refusals throw `error` with the contract's
+/// exit code before any device is touched; a failure or interrupt after the run started
+/// appends a run-aborted ledger entry and leaves no report folder.
+std::filesystem::path run_protocol(const run_options &options);
+
+/// The backend the build links for a device name.
+[[nodiscard]] std::unique_ptr<backend> make_default_backend(const std::string &device,
+                                                            int ordinal);
+
+/// Records as aborted every run-start in the ledger whose process on this host is gone and
+/// that has no completion or abort entry (e.g. after SIGKILL). Returns how many.
+std::size_t reap_vanished_runs(const store &s, const signing_key &key);
+
+/// The cells of a protocol in plan order: arms x passes x rows x cols.
+[[nodiscard]] std::vector<cell_key> all_cells(const protocol &p);
+
+} // namespace prereg
