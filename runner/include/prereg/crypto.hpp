@@ -48,6 +48,8 @@ public:
   /// Loads the private key; a file readable or writable by group/others, or not an Ed25519
   /// PKCS#8 key, is refused with `error` (exit 3) naming the path and the fix.
   [[nodiscard]] static signing_key load(const std::filesystem::path &path);
+  /// Parses an unencrypted PKCS#8 PEM Ed25519 private key; anything else is `error` (exit 3).
+  [[nodiscard]] static signing_key from_pem(std::string_view pem, const std::string &where);
   /// Writes the private key (PKCS#8 PEM, mode 0600, atomically) and `<path minus .key>.pub`.
   void save(const std::filesystem::path &path) const;
 
