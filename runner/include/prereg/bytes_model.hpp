@@ -1,0 +1,24 @@
+// The bytes model: bytes an invocation must move, and the GB/s and % of ceiling derived from a
+// time (docs/analysis.md, "Bytes model").
+#pragma once
+
+#include "prereg/arm.hpp"
+
+#include <cstdint>
+
+namespace prereg {
+
+/// Bytes one invocation of `op` must read plus write for a [rows, cols] input of `type`
+/// (statistics are fp32, 4 bytes). Throws `error` (exit 2) for a negative shape or overflow.
+[[nodiscard]] std::uint64_t bytes_per_invocation(operation op, dtype type, pass_kind pass,
+                                                 std::int64_t rows, std::int64_t cols);
+/// Bytes one timed step moves: `repeat` invocations (repeat >= 1).
+[[nodiscard]] std::uint64_t bytes_per_step(operation op, dtype type, pass_kind pass,
+                                           std::int64_t rows, std::int64_t cols,
+                                           std::int64_t repeat);
+/// bytes / (time_ms * 1e-3) / 1e9 [GB/s]; NaN unless time_ms > 0 and finite.
+[[nodiscard]] double gbps(std::uint64_t bytes, double time_ms);
+/// 100 * gbps / ceiling_gbps [%]; NaN unless ceiling_gbps > 0 and finite.
+[[nodiscard]] double pct_ceiling(double gbps, double ceiling_gbps);
+
+} // namespace prereg

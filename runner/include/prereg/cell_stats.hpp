@@ -1,0 +1,78 @@
+// Per-cell statistics of a run: the report's cells[] numbers, `bound` and `flags`, derived
+// only from a cell's raw record, the protocol and the instrument (docs/analysis.md).
+#pragma once
+
+#include "prereg/backend.hpp"
+#include "prereg/json.hpp"
+#include "prereg/protocol.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prereg {
+
+/// Thresholds of `bound`, `flags` and the cell-level defects; fixed, part of the contract.
+namespace thresholds {
+inline constexpr double launch_bound_factor = 2.0;      ///< launch if median < 2 x floor x repeat
+inline constexpr double bandwidth_bound_pct = 60.0;     ///< bandwidth if pct_ceiling >= 60
+inline constexpr double above_ceiling_pct = 100.0;      ///< above-ceiling if pct_ceiling > 100
+inline constexpr double timer_resolution_factor = 20.0; ///< median < 20 x timer resolution
+inline constexpr double drift_abs_rho = 0.5;            ///< drift if |Spearman rho| > 0.5 ...
+inline constexpr std::size_t drift_min_samples = 10;    ///< ... and at least 10 samples
+inline constexpr double clock_throttle_ratio = 0.9;     ///< clock < 0.9 x clock at start
+inline constexpr double flush_llc_factor = 2.0;         ///< flush buffer >= 2 x last-level cache
+} // namespace thresholds
+
+/// What limits a cell, judged from its median.
+enum class bound_kind { launch, bandwidth, neither };
+/// "launch" | "bandwidth" | "neither".
+[[nodiscard]] std::string_view to_string(bound_kind b);
+
+/// The derived numbers of one cell. Times are NaN when the cell has no samples.
+struct cell_statistics {
+  cell_key key;
+  std::size_t n = 0; ///< number of samples
+  double median_ms = 0;
+  double q1_ms = 0;
+  double q3_ms = 0;
+  double iqr_ms = 0;
+  double mean_ms = 0;
+  double min_ms = 0;
+  double statistic_ms = 0; ///< the protocol's statistic (median, mean or min)
+  double spearman_rho = 0; ///< samples vs repetition index
+  std::uint64_t peak_bytes = 0;
+  std::uint64_t bytes_per_step = 0; ///< bytes model x the arm's repeat
+  double gbps = 0;                  ///< bytes_per_step at statistic_ms [GB/s]
+  double pct_ceiling = 0;           ///< 100 x gbps / ceiling_gbps [%]
+  bool unstable = false;
+  bound_kind bound = bound_kind::neither;
+  std::vector<std::string> flags; ///< in the documented order
+};
+
+/// True if a cell with this IQR and median is unstable: iqr/median > ratio when median > 0;
+/// when median <= 0, iqr > 0. False for NaN (no samples).
+[[nodiscard]] bool is_unstable(double iqr_ms, double median_ms, double ratio);
+
+/// The `correctness_record` of `key`, or null.
+[[nodiscard]] const correctness_record *find_correctness(std::span<const correctness_record> all,
+                                                         const cell_key &key);
+
+/// The statistics of one cell. Throws `error` (exit 2) if the cell's arm is not in `proto`
+/// or a sample is not finite.
+[[nodiscard]] cell_statistics compute_cell_statistics(const cell_record &cell,
+                                                      const protocol &proto,
+                                                      const instrument_record &instrument,
+                                                      std::span<const correctness_record> checks);
+
+/// The statistics of every cell of `run`, in the order of `run.cells`.
+[[nodiscard]] std::vector<cell_statistics> compute_cell_statistics(const protocol &proto,
+                                                                   const raw_run &run);
+
+/// A report cells[] entry: the record's key, samples_ms, peak_bytes and error with every
+/// derived field; non-finite numbers are written as null.
+[[nodiscard]] json to_json(const cell_record &cell, const cell_statistics &stats);
+
+} // namespace prereg

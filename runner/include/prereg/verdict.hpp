@@ -1,0 +1,76 @@
+// The decision rule (CONTRACT.md section 2): a seeded bootstrap per selected cell gives p, the
+// fraction of resamples in which a prediction's `expect` holds; p decides the verdict.
+#pragma once
+
+#include "prereg/backend.hpp"
+#include "prereg/expr.hpp"
+#include "prereg/json.hpp"
+#include "prereg/protocol.hpp"
+#include "prereg/rng.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prereg {
+
+/// The value of each (metric, arm) an expression reads, in one resample of one cell.
+using metric_lookup = std::function<double(const metric_ref &)>;
+/// Whether a prediction's `expect` holds for the given metric values.
+using predicate = std::function<bool(const metric_lookup &)>;
+
+/// A prediction ready to judge: its predicate and every reference it reads, in first-use
+/// order (as `expectation::references()` gives them; this order fixes the resampling order).
+struct prediction_check {
+  predicate holds;
+  std::vector<metric_ref> refs;
+};
+
+enum class verdict_kind { confirmed, refuted, inconclusive };
+/// "confirmed" | "refuted" | "inconclusive".
+[[nodiscard]] std::string_view to_string(verdict_kind v);
+
+/// p of one selected cell; nullopt when an involved arm has no samples there.
+struct cell_p {
+  pass_kind pass = pass_kind::fwd;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::optional<double> p;
+};
+
+/// The judgement of one prediction.
+struct prediction_result {
+  std::string id;
+  std::string claim;
+  std::string expect;
+  verdict_kind verdict = verdict_kind::inconclusive;
+  std::vector<cell_p> cells; ///< in selector order: passes, then rows, then cols
+  std::string reason;
+};
+
+/// The seed of the bootstrap generator: stream_seed(seed_from_hash(hash), bootstrap).
+[[nodiscard]] std::uint64_t bootstrap_seed(std::string_view protocol_hash);
+
+/// Judges one prediction over its selected cells, advancing `gen` in the documented order.
+/// Throws `error` (exit 2) if `check` names an arm the protocol lacks or the protocol's
+/// bootstrap_resamples is below 1.
+[[nodiscard]] prediction_result evaluate_prediction(const protocol &proto,
+                                                    const prediction_spec &spec,
+                                                    const prediction_check &check,
+                                                    const raw_run &run, rng &gen);
+
+/// Judges every prediction of `proto` (checks[i] belongs to proto.predictions[i]) in
+/// protocol order with one generator seeded by bootstrap_seed(protocol_hash).
+[[nodiscard]] std::vector<prediction_result>
+evaluate_predictions(const protocol &proto, std::string_view protocol_hash,
+                     std::span<const prediction_check> checks, const raw_run &run);
+
+/// The report's predictions[] entry: {id, claim, expect, verdict, cells: [{pass, rows, cols,
+/// p}], reason}; p is null where it could not be computed.
+[[nodiscard]] json to_json(const prediction_result &r);
+
+} // namespace prereg

@@ -1,0 +1,152 @@
+// Per-cell statistics, `bound` and `flags`; thresholds are in cell_stats.hpp.
+#include "prereg/cell_stats.hpp"
+
+#include "prereg/bytes_model.hpp"
+#include "prereg/error.hpp"
+#include "prereg/stats.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace prereg {
+namespace {
+
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+const arm_spec &find_arm_spec(const protocol &proto, const std::string &id) {
+  const auto it = std::find_if(proto.arms.begin(), proto.arms.end(),
+                               [&](const arm_spec &a) { return a.id == id; });
+  if (it == proto.arms.end()) {
+    throw invalid_input(fmt::format("cell names arm '{}', which the protocol lacks", id));
+  }
+  return *it;
+}
+
+} // namespace
+
+std::string_view to_string(bound_kind b) {
+  switch (b) {
+  case bound_kind::launch:
+    return "launch";
+  case bound_kind::bandwidth:
+    return "bandwidth";
+  case bound_kind::neither:
+    return "neither";
+  }
+  return "?";
+}
+
+bool is_unstable(double iqr_ms, double median_ms, double ratio) {
+  if (std::isnan(iqr_ms) || std::isnan(median_ms))
+    return false;
+  if (median_ms <= 0.0)
+    return iqr_ms > 0.0;
+  return iqr_ms / median_ms > ratio;
+}
+
+const correctness_record *find_correctness(std::span<const correctness_record> all,
+                                           const cell_key &key) {
+  const auto it = std::find_if(all.begin(), all.end(),
+                               [&](const correctness_record &c) { return c.key == key; });
+  return it == all.end() ? nullptr : &*it;
+}
+
+cell_statistics compute_cell_statistics(const cell_record &cell, const protocol &proto,
+                                        const instrument_record &instrument,
+                                        std::span<const correctness_record> checks) {
+  const arm_spec &arm = find_arm_spec(proto, cell.key.arm);
+  const std::span<const double> s = cell.samples_ms;
+  cell_statistics out;
+  out.key = cell.key;
+  out.n = s.size();
+  out.median_ms = median(s);
+  out.q1_ms = q1(s);
+  out.q3_ms = q3(s);
+  out.iqr_ms = out.q3_ms - out.q1_ms;
+  out.mean_ms = mean(s);
+  out.min_ms = minimum(s);
+  out.statistic_ms = statistic(s, proto.analysis.statistic);
+  out.spearman_rho = spearman_vs_index(s);
+  out.peak_bytes = cell.peak_bytes;
+  out.bytes_per_step =
+      bytes_per_step(proto.op, proto.type, cell.key.pass, cell.key.rows, cell.key.cols, arm.repeat);
+  out.gbps = gbps(out.bytes_per_step, out.statistic_ms);
+  out.pct_ceiling = pct_ceiling(out.gbps, instrument.ceiling_gbps);
+  out.unstable = is_unstable(out.iqr_ms, out.median_ms, proto.analysis.unstable_iqr_ratio);
+
+  const double launch_limit_ms = thresholds::launch_bound_factor * instrument.launch_floor_ms *
+                                 static_cast<double>(arm.repeat);
+  if (instrument.launch_floor_ms > 0.0 && out.median_ms < launch_limit_ms) {
+    out.bound = bound_kind::launch;
+  } else if (out.pct_ceiling >= thresholds::bandwidth_bound_pct) {
+    out.bound = bound_kind::bandwidth;
+  } else {
+    out.bound = bound_kind::neither;
+  }
+
+  const correctness_record *check = find_correctness(checks, cell.key);
+  if (cell.error)
+    out.flags.emplace_back("error");
+  if (out.n == 0)
+    out.flags.emplace_back("no-samples");
+  if (check != nullptr && !check->passed)
+    out.flags.emplace_back("correctness-failure");
+  if (out.unstable)
+    out.flags.emplace_back("unstable");
+  if (out.pct_ceiling > thresholds::above_ceiling_pct)
+    out.flags.emplace_back("above-ceiling");
+  if (instrument.timer_resolution_ms > 0.0 &&
+      out.median_ms < thresholds::timer_resolution_factor * instrument.timer_resolution_ms) {
+    out.flags.emplace_back("timer-resolution");
+  }
+  if (out.n >= thresholds::drift_min_samples &&
+      std::fabs(out.spearman_rho) > thresholds::drift_abs_rho) {
+    out.flags.emplace_back("drift");
+  }
+  if (instrument.clock_start_mhz > 0.0 && cell.clock_mhz > 0.0 &&
+      cell.clock_mhz < thresholds::clock_throttle_ratio * instrument.clock_start_mhz) {
+    out.flags.emplace_back("clock-throttle");
+  }
+  if (cell.harness_bytes_in_window > 0)
+    out.flags.emplace_back("harness-allocation");
+  return out;
+}
+
+std::vector<cell_statistics> compute_cell_statistics(const protocol &proto, const raw_run &run) {
+  std::vector<cell_statistics> out;
+  out.reserve(run.cells.size());
+  for (const auto &cell : run.cells) {
+    out.push_back(compute_cell_statistics(cell, proto, run.instrument, run.correctness));
+  }
+  return out;
+}
+
+json to_json(const cell_record &cell, const cell_statistics &stats) {
+  json j = json::object();
+  j["arm"] = cell.key.arm;
+  j["pass"] = std::string(to_string(cell.key.pass));
+  j["rows"] = cell.key.rows;
+  j["cols"] = cell.key.cols;
+  j["samples_ms"] = cell.samples_ms;
+  j["n"] = stats.n;
+  j["median_ms"] = finite_or_null(stats.median_ms);
+  j["q1_ms"] = finite_or_null(stats.q1_ms);
+  j["q3_ms"] = finite_or_null(stats.q3_ms);
+  j["iqr_ms"] = finite_or_null(stats.iqr_ms);
+  j["mean_ms"] = finite_or_null(stats.mean_ms);
+  j["min_ms"] = finite_or_null(stats.min_ms);
+  j["statistic_ms"] = finite_or_null(stats.statistic_ms);
+  j["spearman_rho"] = finite_or_null(stats.spearman_rho);
+  j["peak_bytes"] = stats.peak_bytes;
+  j["bytes_per_step"] = stats.bytes_per_step;
+  j["gbps"] = finite_or_null(stats.gbps);
+  j["pct_ceiling"] = finite_or_null(stats.pct_ceiling);
+  j["bound"] = std::string(to_string(stats.bound));
+  j["flags"] = stats.flags;
+  j["error"] = cell.error ? json(*cell.error) : json(nullptr);
+  return j;
+}
+
+} // namespace prereg

@@ -1,0 +1,195 @@
+// Tests of per-cell statistics, `bound` and `flags`.
+#include "prereg/cell_stats.hpp"
+#include "prereg/error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace prereg;
+
+namespace {
+
+protocol make_protocol() {
+  protocol p;
+  p.id = "t";
+  p.device = "cpu";
+  p.op = operation::layernorm;
+  p.type = dtype::fp32;
+  p.rows = {2};
+  p.cols = {4};
+  p.passes = {pass_kind::fwd};
+  p.arms = {{"a", "layernorm.fused", launch_mode::stream, 1},
+            {"b", "layernorm.unfused", launch_mode::stream, 2}};
+  p.measurement.repetitions = 4;
+  return p;
+}
+
+instrument_record make_instrument() {
+  instrument_record ins;
+  ins.ceiling_gbps = 1e-3; // 112 bytes in 0.1 ms = 1.12e-3 GB/s
+  ins.launch_floor_ms = 0.001;
+  ins.timer_resolution_ms = 0.0001;
+  ins.clock_start_mhz = 1000;
+  return ins;
+}
+
+cell_record make_cell(std::string arm, std::vector<double> samples) {
+  cell_record c;
+  c.key = {std::move(arm), pass_kind::fwd, 2, 4};
+  c.samples_ms = std::move(samples);
+  c.peak_bytes = 64;
+  c.clock_mhz = 1000;
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("cell statistics from samples") {
+  protocol p = make_protocol();
+  instrument_record ins = make_instrument();
+  const cell_record cell = make_cell("a", {0.4, 0.1, 0.3, 0.2}); // sorted .1 .2 .3 .4
+  SUBCASE("numbers") {
+    const cell_statistics s = compute_cell_statistics(cell, p, ins, {});
+    CHECK(s.key == cell.key);
+    CHECK(s.n == 4);
+    CHECK(s.median_ms == doctest::Approx(0.25));
+    CHECK(s.q1_ms == doctest::Approx(0.175));
+    CHECK(s.q3_ms == doctest::Approx(0.325));
+    CHECK(s.iqr_ms == doctest::Approx(0.15));
+    CHECK(s.mean_ms == doctest::Approx(0.25));
+    CHECK(s.min_ms == 0.1);
+    CHECK(s.statistic_ms == s.median_ms);
+    CHECK(s.spearman_rho == doctest::Approx(-0.4)); // ranks 4 1 3 2: cov -2, var 5 and 5
+    CHECK(s.peak_bytes == 64);
+    CHECK(s.bytes_per_step == 112);
+    CHECK(s.gbps == doctest::Approx(4.48e-4)); // 112 B / 0.25 ms
+    CHECK(s.pct_ceiling == doctest::Approx(44.8));
+    CHECK(s.unstable); // IQR/median = 0.6 > 0.5
+    CHECK(s.bound == bound_kind::neither);
+    CHECK(s.flags == std::vector<std::string>{"unstable"});
+  }
+  SUBCASE("a looser threshold makes it stable") {
+    p.analysis.unstable_iqr_ratio = 0.6;
+    const cell_statistics s = compute_cell_statistics(cell, p, ins, {});
+    CHECK_FALSE(s.unstable);
+    CHECK(s.flags.empty());
+  }
+  SUBCASE("gbps follows the protocol's statistic") {
+    p.analysis.statistic = statistic_kind::min;
+    const cell_statistics s = compute_cell_statistics(cell, p, ins, {});
+    CHECK(s.statistic_ms == 0.1);
+    CHECK(s.gbps == doctest::Approx(1.12e-3));
+    CHECK(s.pct_ceiling == doctest::Approx(112.0));
+    CHECK(s.flags == std::vector<std::string>{"unstable", "above-ceiling"});
+  }
+  SUBCASE("launch bound scales with repeat") {
+    ins.launch_floor_ms = 0.1; // limit 0.2 ms for repeat 1, 0.4 ms for repeat 2
+    CHECK(compute_cell_statistics(cell, p, ins, {}).bound == bound_kind::neither);
+    const cell_record b = make_cell("b", {0.4, 0.1, 0.3, 0.2});
+    const cell_statistics s = compute_cell_statistics(b, p, ins, {});
+    CHECK(s.bytes_per_step == 224);
+    CHECK(s.bound == bound_kind::launch);
+  }
+  SUBCASE("bandwidth bound at 60% of the ceiling") {
+    ins.ceiling_gbps = 7e-4; // 4.48e-4 / 7e-4 = 64%
+    CHECK(compute_cell_statistics(cell, p, ins, {}).bound == bound_kind::bandwidth);
+    ins.ceiling_gbps = 8e-4; // 56%
+    CHECK(compute_cell_statistics(cell, p, ins, {}).bound == bound_kind::neither);
+  }
+  SUBCASE("unknown launch floor and ceiling") {
+    ins.launch_floor_ms = 0;
+    ins.ceiling_gbps = 0;
+    const cell_statistics s = compute_cell_statistics(cell, p, ins, {});
+    CHECK(std::isnan(s.pct_ceiling));
+    CHECK(s.bound == bound_kind::neither);
+  }
+}
+
+TEST_CASE("flags come in the documented order") {
+  const protocol p = make_protocol();
+  instrument_record ins = make_instrument();
+  SUBCASE("a failed cell without samples") {
+    cell_record c = make_cell("a", {});
+    c.error = "out of memory";
+    const cell_statistics s = compute_cell_statistics(c, p, ins, {});
+    CHECK(s.n == 0);
+    CHECK(std::isnan(s.median_ms));
+    CHECK(std::isnan(s.gbps));
+    CHECK_FALSE(s.unstable);
+    CHECK(s.bound == bound_kind::neither);
+    CHECK(s.flags == std::vector<std::string>{"error", "no-samples"});
+    const json j = to_json(c, s);
+    CHECK(j["median_ms"].is_null());
+    CHECK(j["gbps"].is_null());
+    CHECK(j["error"] == "out of memory");
+    CHECK(j["flags"] == json::array({"error", "no-samples"}));
+  }
+  SUBCASE("many at once") {
+    std::vector<double> rising;
+    for (int i = 0; i < 12; ++i)
+      rising.push_back(1.0 + 0.01 * i);
+    cell_record c = make_cell("a", rising);
+    c.clock_mhz = 899; // below 0.9 x 1000
+    c.harness_bytes_in_window = 10;
+    ins.timer_resolution_ms = 0.1; // 20 x 0.1 = 2 ms > median 1.055 ms
+    const std::vector<correctness_record> checks{
+        {{"a", pass_kind::fwd, 2, 4}, 1.0, 1.0, false, false, "y[0]"}};
+    const cell_statistics s = compute_cell_statistics(c, p, ins, checks);
+    CHECK(s.spearman_rho == 1.0);
+    CHECK(s.flags == std::vector<std::string>{"correctness-failure", "timer-resolution", "drift",
+                                              "clock-throttle", "harness-allocation"});
+  }
+  SUBCASE("drift needs ten samples") {
+    std::vector<double> rising;
+    for (int i = 0; i < 9; ++i)
+      rising.push_back(1.0 + 0.01 * i);
+    const cell_statistics s = compute_cell_statistics(make_cell("a", rising), p, ins, {});
+    CHECK(s.spearman_rho == 1.0);
+    CHECK(s.flags.empty());
+  }
+  SUBCASE("a clock at 90% is not throttled") {
+    cell_record c = make_cell("a", {1.0, 1.0});
+    c.clock_mhz = 900;
+    CHECK(compute_cell_statistics(c, p, ins, {}).flags.empty());
+    c.clock_mhz = std::nan("");
+    CHECK(compute_cell_statistics(c, p, ins, {}).flags.empty());
+  }
+}
+
+TEST_CASE("unstable threshold") {
+  CHECK(is_unstable(0.6, 1.0, 0.5));
+  CHECK_FALSE(is_unstable(0.5, 1.0, 0.5));
+  CHECK_FALSE(is_unstable(0.0, 0.0, 0.5));
+  CHECK(is_unstable(1.0, 0.0, 0.5));
+  CHECK_FALSE(is_unstable(std::nan(""), std::nan(""), 0.5));
+}
+
+TEST_CASE("a cell of an arm the protocol lacks is refused") {
+  try {
+    static_cast<void>(
+        compute_cell_statistics(make_cell("zz", {1.0}), make_protocol(), make_instrument(), {}));
+    FAIL("no error");
+  } catch (const error &e) {
+    CHECK(e.code() == exit_code::invalid);
+    CHECK(std::string(e.what()) == "cell names arm 'zz', which the protocol lacks");
+  }
+}
+
+TEST_CASE("every cell of a run, in order") {
+  raw_run run;
+  run.instrument = make_instrument();
+  run.cells = {make_cell("b", {1.0}), make_cell("a", {2.0})};
+  const auto all = compute_cell_statistics(make_protocol(), run);
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].key.arm == "b");
+  CHECK(all[0].median_ms == 1.0);
+  CHECK(all[1].key.arm == "a");
+  CHECK(all[1].median_ms == 2.0);
+  const json j = to_json(run.cells[0], all[0]);
+  CHECK(j["arm"] == "b");
+  CHECK(j["pass"] == "fwd");
+  CHECK(j["samples_ms"] == json::array({1.0}));
+  CHECK(j["bound"] == "neither");
+  CHECK(j["error"].is_null());
+}
