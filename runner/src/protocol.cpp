@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
