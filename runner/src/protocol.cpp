@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <map>
