@@ -1,0 +1,595 @@
+// The protocol: schema validation of a strict YAML (or normalised JSON) tree, and the
+// normalised JSON with every default explicit.
+#include "prereg/protocol.hpp"
+
+#include "prereg/error.hpp"
+#include "prereg/expr.hpp"
+#include "prereg/registry.hpp"
+#include "prereg/yaml_strict.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace prereg {
+namespace {
+
+using strict_yaml::node;
+using strict_yaml::scalar_style;
+
+constexpr std::size_t max_arms = 64;
+constexpr std::size_t max_predictions = 256;
+constexpr std::int64_t max_cells = 20000;           // arms x passes x rows x cols
+constexpr std::int64_t max_invocations = 100000000; // cells x (repetitions + warmup) x repeat
+constexpr std::int64_t max_extent = std::int64_t{1} << 31; // rows and cols
+
+[[noreturn]] void fail(const node &n, const std::string &what) {
+  throw invalid_input(what, n.where);
+}
+
+// Plain scalars that some YAML reader (1.1 or 1.2) resolves to null, a boolean or a number.
+bool is_ambiguous_plain(const std::string &v) {
+  static const std::set<std::string> words{
+      "~",     "null",  "Null",  "NULL",  "true",  "True", "TRUE", "false", "False", "FALSE",
+      "yes",   "Yes",   "YES",   "no",    "No",    "NO",   "on",   "On",    "ON",    "off",
+      "Off",   "OFF",   "y",     "Y",     "n",     "N",    ".inf", ".Inf",  ".INF",  "-.inf",
+      "-.Inf", "-.INF", "+.inf", "+.Inf", "+.INF", ".nan", ".NaN", ".NAN"};
+  if (words.count(v) != 0)
+    return true;
+  // Anything starting like a number: [+-]? (digit | .digit); covers 0x, 0o, 1_000, 1:30, 1e3.
+  std::size_t i = (v.starts_with('+') || v.starts_with('-')) ? 1 : 0;
+  if (i < v.size() && v[i] == '.')
+    ++i;
+  return i < v.size() && v[i] >= '0' && v[i] <= '9';
+}
+
+std::string as_string(const node &n, std::string_view what) {
+  if (n.k != node::kind::scalar)
+    fail(n, fmt::format("{} must be a string, got {}", what, strict_yaml::describe(n)));
+  if (n.style == scalar_style::plain && is_ambiguous_plain(n.value))
+    fail(n, fmt::format("{} must be a string, got the plain scalar '{}' which YAML may read as "
+                        "a number, boolean or null: quote it",
+                        what, n.value));
+  return n.value;
+}
+
+std::string as_nonempty_string(const node &n, std::string_view what) {
+  auto s = as_string(n, what);
+  if (s.find_first_not_of(" \t\n") == std::string::npos)
+    fail(n, fmt::format("{} must not be empty", what));
+  return s;
+}
+
+// A plain decimal integer in [lo, hi]: no sign other than '-', no leading zeros, no 0x/1e3/60.0.
+std::int64_t as_int(const node &n, std::string_view what, std::int64_t lo, std::int64_t hi) {
+  const auto range = [&] { return fmt::format("an integer from {} to {}", lo, hi); };
+  if (n.k != node::kind::scalar)
+    fail(n, fmt::format("{} must be {}, got {}", what, range(), strict_yaml::describe(n)));
+  if (n.style != scalar_style::plain)
+    fail(n, fmt::format("{} must be {}, got the quoted string \"{}\"", what, range(), n.value));
+  const std::string &v = n.value;
+  const std::size_t digits = v.starts_with('-') ? 1 : 0;
+  const bool decimal =
+      v.size() > digits &&
+      std::all_of(v.begin() + digits, v.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+      !(v[digits] == '0' && v.size() > digits + 1);
+  if (!decimal)
+    fail(n, fmt::format("{} must be {} written in plain decimal, got '{}'", what, range(), v));
+  std::int64_t out = 0;
+  const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || ptr != v.data() + v.size() || out < lo || out > hi)
+    fail(n, fmt::format("{} must be {}, got {}", what, range(), v));
+  return out;
+}
+
+// A plain decimal number with optional fraction and exponent (1, 0.95, 1.0e-5, 1e-5).
+double as_float(const node &n, std::string_view what) {
+  if (n.k != node::kind::scalar)
+    fail(n, fmt::format("{} must be a number, got {}", what, strict_yaml::describe(n)));
+  if (n.style != scalar_style::plain)
+    fail(n, fmt::format("{} must be a number, got the quoted string \"{}\"", what, n.value));
+  const std::string &v = n.value;
+  std::size_t i = v.starts_with('-') ? 1 : 0;
+  auto digits = [&] {
+    const std::size_t start = i;
+    while (i < v.size() && v[i] >= '0' && v[i] <= '9')
+      ++i;
+    return i - start;
+  };
+  bool ok = digits() > 0;
+  if (ok && i < v.size() && v[i] == '.') {
+    ++i;
+    ok = digits() > 0;
+  }
+  if (ok && i < v.size() && (v[i] == 'e' || v[i] == 'E')) {
+    ++i;
+    if (i < v.size() && (v[i] == '+' || v[i] == '-'))
+      ++i;
+    ok = digits() > 0;
+  }
+  if (!ok || i != v.size())
+    fail(n,
+         fmt::format("{} must be a plain decimal number (like 0.95 or 1e-5), got '{}'", what, v));
+  double out = 0;
+  const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || ptr != v.data() + v.size() || !std::isfinite(out))
+    fail(n, fmt::format("{} is out of range: {}", what, v));
+  return out;
+}
+
+bool as_bool(const node &n, std::string_view what) {
+  if (n.k == node::kind::scalar && n.style == scalar_style::plain) {
+    if (n.value == "true")
+      return true;
+    if (n.value == "false")
+      return false;
+  }
+  fail(n, fmt::format("{} must be true or false (plain, lowercase), got {}", what,
+                      strict_yaml::describe(n)));
+}
+
+template <typename E>
+E as_enum(const node &n, std::string_view what,
+          std::initializer_list<std::pair<std::string_view, E>> values) {
+  const std::string s = n.k == node::kind::scalar ? n.value : std::string();
+  for (const auto &[name, value] : values)
+    if (n.k == node::kind::scalar && s == name)
+      return value;
+  std::string allowed;
+  for (const auto &[name, value] : values)
+    allowed += (allowed.empty() ? "" : " | ") + std::string(name);
+  fail(n, fmt::format("{} must be one of {}, got {}", what, allowed, strict_yaml::describe(n)));
+}
+
+pass_kind as_pass(const node &n, std::string_view what) {
+  return as_enum<pass_kind>(n, what, {{"fwd", pass_kind::fwd}, {"fwd+bwd", pass_kind::fwd_bwd}});
+}
+
+const std::vector<node> &as_list(const node &n, std::string_view what, std::size_t max_items) {
+  if (n.k != node::kind::sequence)
+    fail(n, fmt::format("{} must be a list, got {}", what, strict_yaml::describe(n)));
+  if (n.items.empty())
+    fail(n, fmt::format("{} must not be empty", what));
+  if (n.items.size() > max_items)
+    fail(n, fmt::format("{} has {} items, more than the limit of {}", what, n.items.size(),
+                        max_items));
+  return n.items;
+}
+
+// A mapping whose keys are all in `allowed`; gives access to required and optional keys.
+class fields {
+public:
+  fields(const node &map, std::string_view what, std::initializer_list<std::string_view> allowed)
+      : m_map(map), m_what(what) {
+    if (map.k != node::kind::mapping)
+      fail(map, fmt::format("{} must be a mapping, got {}", what, strict_yaml::describe(map)));
+    for (const auto &[key, value] : map.entries) {
+      if (std::find(allowed.begin(), allowed.end(), key.value) != allowed.end())
+        continue;
+      std::string names;
+      for (auto a : allowed)
+        names += (names.empty() ? "" : ", ") + std::string(a);
+      fail(key, fmt::format("unknown key '{}' in {} (allowed: {})", key.value, what, names));
+    }
+  }
+  [[nodiscard]] const node *optional(std::string_view key) const { return m_map.find(key); }
+  [[nodiscard]] const node &required(std::string_view key) const {
+    if (const node *n = m_map.find(key))
+      return *n;
+    fail(m_map, fmt::format("missing required key '{}' in {}", key, m_what));
+  }
+  [[nodiscard]] std::string path(std::string_view key) const {
+    return m_what == "the protocol" ? std::string(key) : fmt::format("{}.{}", m_what, key);
+  }
+
+private:
+  const node &m_map;
+  std::string m_what;
+};
+
+bool id_char(char c, bool upper_and_dot) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+         (upper_and_dot && ((c >= 'A' && c <= 'Z') || c == '.'));
+}
+
+// [a-z0-9][a-z0-9_-]{0,63}
+std::string as_id(const node &n, std::string_view what) {
+  const std::string s = n.k == node::kind::scalar ? n.value : std::string();
+  const bool ok = n.k == node::kind::scalar && !s.empty() && s.size() <= 64 && s[0] != '_' &&
+                  s[0] != '-' &&
+                  std::all_of(s.begin(), s.end(), [](char c) { return id_char(c, false); });
+  if (!ok)
+    fail(n, fmt::format("{} must match [a-z0-9][a-z0-9_-]{{0,63}}, got {}", what,
+                        strict_yaml::describe(n)));
+  return as_string(n, what);
+}
+
+// [A-Za-z0-9_.-]{1,64}
+std::string as_prediction_id(const node &n, std::string_view what) {
+  const std::string s = n.k == node::kind::scalar ? n.value : std::string();
+  const bool ok = n.k == node::kind::scalar && !s.empty() && s.size() <= 64 &&
+                  std::all_of(s.begin(), s.end(), [](char c) { return id_char(c, true); });
+  if (!ok)
+    fail(n, fmt::format("{} must match [A-Za-z0-9_.-]{{1,64}}, got {}", what,
+                        strict_yaml::describe(n)));
+  return as_string(n, what);
+}
+
+std::vector<std::int64_t> as_extents(const node &n, std::string_view what) {
+  std::vector<std::int64_t> out;
+  for (const node &item : as_list(n, what, strict_yaml::max_list_items)) {
+    const auto v = as_int(item, what, 1, max_extent);
+    if (std::find(out.begin(), out.end(), v) != out.end())
+      fail(item, fmt::format("{} lists {} twice", what, v));
+    out.push_back(v);
+  }
+  return out;
+}
+
+// One `at` dimension: a scalar or a list of values that must exist in `all`; normalised to
+// the protocol's order. A missing key selects every value.
+template <typename T, typename Parse>
+std::vector<T> select(const node *n, const std::vector<T> &all, std::string_view what,
+                      Parse parse_value, const std::function<std::string(const T &)> &show) {
+  if (n == nullptr)
+    return all;
+  std::vector<const node *> values;
+  if (n->k == node::kind::sequence) {
+    for (const node &item : as_list(*n, what, strict_yaml::max_list_items))
+      values.push_back(&item);
+  } else {
+    values.push_back(n);
+  }
+  std::vector<T> chosen;
+  for (const node *v : values) {
+    const T value = parse_value(*v);
+    if (std::find(all.begin(), all.end(), value) == all.end()) {
+      std::string listed;
+      for (const auto &a : all)
+        listed += (listed.empty() ? "" : ", ") + show(a);
+      fail(*v, fmt::format("{} selects {}, which the protocol does not have (it has {})", what,
+                           show(value), listed));
+    }
+    if (std::find(chosen.begin(), chosen.end(), value) != chosen.end())
+      fail(*v, fmt::format("{} lists {} twice", what, show(value)));
+    chosen.push_back(value);
+  }
+  std::vector<T> ordered;
+  for (const auto &a : all)
+    if (std::find(chosen.begin(), chosen.end(), a) != chosen.end())
+      ordered.push_back(a);
+  return ordered;
+}
+
+const std::vector<std::string> reserved_words{"and",     "abs",  "time",
+                                              "peak_mb", "gbps", "pct_ceiling"};
+
+bool is_number_literal(const std::string &s) {
+  // digits ['.' digits] [e [+-] digits], as the expression tokeniser reads numbers.
+  std::size_t i = 0;
+  auto digits = [&] {
+    const std::size_t start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9')
+      ++i;
+    return i > start;
+  };
+  if (!digits())
+    return false;
+  if (i < s.size() && s[i] == '.' && (++i, !digits()))
+    return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-'))
+      ++i;
+    if (!digits())
+      return false;
+  }
+  return i == s.size();
+}
+
+correctness_spec default_tolerance(dtype d) {
+  switch (d) {
+  case dtype::fp32:
+    return {1e-5, 1e-5};
+  case dtype::fp16:
+    return {1e-3, 1e-3};
+  case dtype::bf16:
+    return {1.6e-2, 1e-2};
+  }
+  return {};
+}
+
+std::string show_int(const std::int64_t &v) { return std::to_string(v); }
+std::string show_pass(const pass_kind &p) { return std::string(to_string(p)); }
+
+protocol validate(const node &root) {
+  const fields top(root, "the protocol",
+                   {"prereg", "id", "title", "hypothesis", "device", "operation", "dtype", "shapes",
+                    "passes", "operating_point", "arms", "measurement", "analysis", "correctness",
+                    "predictions"});
+  protocol p;
+  {
+    const node &version = top.required("prereg");
+    p.schema = as_int(version, "prereg", std::numeric_limits<std::int64_t>::min(),
+                      std::numeric_limits<std::int64_t>::max());
+    if (p.schema != 1)
+      fail(version, fmt::format("unsupported schema version prereg: {} (this tool reads "
+                                "prereg: 1)",
+                                p.schema));
+  }
+  p.id = as_id(top.required("id"), "id");
+  p.title = as_nonempty_string(top.required("title"), "title");
+  p.hypothesis = as_nonempty_string(top.required("hypothesis"), "hypothesis");
+  p.device =
+      as_enum<std::string>(top.required("device"), "device", {{"cuda", "cuda"}, {"cpu", "cpu"}});
+  p.op = as_enum<operation>(top.required("operation"), "operation",
+                            {{"layernorm", operation::layernorm}, {"rmsnorm", operation::rmsnorm}});
+  p.type = as_enum<dtype>(top.required("dtype"), "dtype",
+                          {{"fp32", dtype::fp32}, {"fp16", dtype::fp16}, {"bf16", dtype::bf16}});
+
+  const node &shapes_node = top.required("shapes");
+  {
+    const fields shapes(shapes_node, "shapes", {"rows", "cols"});
+    p.rows = as_extents(shapes.required("rows"), "shapes.rows");
+    p.cols = as_extents(shapes.required("cols"), "shapes.cols");
+  }
+
+  for (const node &item : as_list(top.required("passes"), "passes", 2)) {
+    const auto pass = as_pass(item, "passes");
+    if (std::find(p.passes.begin(), p.passes.end(), pass) != p.passes.end())
+      fail(item, fmt::format("passes lists {} twice", to_string(pass)));
+    p.passes.push_back(pass);
+  }
+
+  if (const node *op = top.optional("operating_point"); op && op->k != node::kind::null) {
+    const fields point(*op, "operating_point", {"rows", "cols"});
+    const node &r = point.required("rows");
+    const node &c = point.required("cols");
+    const auto rows = as_int(r, "operating_point.rows", 1, max_extent);
+    const auto cols = as_int(c, "operating_point.cols", 1, max_extent);
+    if (std::find(p.rows.begin(), p.rows.end(), rows) == p.rows.end())
+      fail(r, fmt::format("operating_point.rows {} is not in shapes.rows", rows));
+    if (std::find(p.cols.begin(), p.cols.end(), cols) == p.cols.end())
+      fail(c, fmt::format("operating_point.cols {} is not in shapes.cols", cols));
+    p.operating_point = std::make_pair(rows, cols);
+  }
+
+  const auto &arm_nodes = as_list(top.required("arms"), "arms", max_arms);
+  for (std::size_t i = 0; i < arm_nodes.size(); ++i) {
+    const node &item = arm_nodes[i];
+    const fields arm(item, fmt::format("arms[{}]", i), {"id", "kernel", "launch", "repeat"});
+    arm_spec a;
+    const node &id_node = arm.required("id");
+    a.id = as_id(id_node, arm.path("id"));
+    if (std::find(reserved_words.begin(), reserved_words.end(), a.id) != reserved_words.end())
+      fail(id_node,
+           fmt::format("arm id '{}' is a word of the expect language; choose another", a.id));
+    if (is_number_literal(a.id))
+      fail(id_node, fmt::format("arm id '{}' reads as a number in expect; choose another", a.id));
+    for (const auto &other : p.arms)
+      if (other.id == a.id)
+        fail(id_node, fmt::format("duplicate arm id '{}'", a.id));
+    const node &kernel_node = arm.required("kernel");
+    a.kernel = as_string(kernel_node, arm.path("kernel"));
+    const arm_info *info = find_arm(p.device, a.kernel);
+    if (info == nullptr)
+      fail(kernel_node, fmt::format("unknown kernel '{}' for device {} (see `prereg arms`)",
+                                    a.kernel, p.device));
+    if (info->op != p.op)
+      fail(kernel_node, fmt::format("kernel '{}' computes {}, but the protocol's operation is {}",
+                                    a.kernel, to_string(info->op), to_string(p.op)));
+    if (std::find(info->dtypes.begin(), info->dtypes.end(), p.type) == info->dtypes.end())
+      fail(kernel_node, fmt::format("kernel '{}' ({}) does not support dtype {}", a.kernel,
+                                    p.device, to_string(p.type)));
+    for (const auto pass : p.passes)
+      if (pass == pass_kind::fwd_bwd && !info->has_backward)
+        fail(kernel_node,
+             fmt::format("kernel '{}' has no backward pass, but passes lists fwd+bwd", a.kernel));
+    if (const node *launch = arm.optional("launch"))
+      a.launch =
+          as_enum<launch_mode>(*launch, arm.path("launch"),
+                               {{"stream", launch_mode::stream}, {"graph", launch_mode::graph}});
+    if (const node *repeat = arm.optional("repeat"))
+      a.repeat = as_int(*repeat, arm.path("repeat"), 1, 4096);
+    p.arms.push_back(std::move(a));
+  }
+
+  const auto cells =
+      static_cast<std::int64_t>(p.arms.size() * p.passes.size() * p.rows.size() * p.cols.size());
+  if (cells > max_cells)
+    fail(shapes_node, fmt::format("too many cells: {} arms x {} passes x {} rows x {} cols = {}, "
+                                  "more than the limit of {}",
+                                  p.arms.size(), p.passes.size(), p.rows.size(), p.cols.size(),
+                                  cells, max_cells));
+
+  const node &measurement_node = top.required("measurement");
+  {
+    const fields m(measurement_node, "measurement", {"repetitions", "warmup", "l2_flush", "order"});
+    const node &reps = m.required("repetitions");
+    p.measurement.repetitions = as_int(reps, "measurement.repetitions", 3, 100000);
+    if (const node *n = m.optional("warmup"))
+      p.measurement.warmup = as_int(*n, "measurement.warmup", 0, 100000);
+    if (const node *n = m.optional("l2_flush"))
+      p.measurement.l2_flush = as_bool(*n, "measurement.l2_flush");
+    if (const node *n = m.optional("order"))
+      p.measurement.order = as_enum<order_mode>(
+          *n, "measurement.order",
+          {{"interleaved", order_mode::interleaved}, {"sequential", order_mode::sequential}});
+    std::int64_t invocations = 0;
+    const auto per_arm_cells =
+        static_cast<std::int64_t>(p.passes.size() * p.rows.size() * p.cols.size());
+    std::int64_t repeat_sum = 0;
+    for (const auto &a : p.arms)
+      repeat_sum += a.repeat;
+    invocations = per_arm_cells * (p.measurement.repetitions + p.measurement.warmup) * repeat_sum;
+    if (invocations > max_invocations)
+      fail(reps, fmt::format("too many timed invocations: {} cells per arm x ({} repetitions + {} "
+                             "warmup) x {} summed repeat over arms = {}, more than the limit of {}",
+                             per_arm_cells, p.measurement.repetitions, p.measurement.warmup,
+                             repeat_sum, invocations, max_invocations));
+  }
+
+  if (const node *analysis_node = top.optional("analysis")) {
+    const fields a(*analysis_node, "analysis",
+                   {"statistic", "confidence", "bootstrap_resamples", "unstable_iqr_ratio"});
+    if (const node *n = a.optional("statistic"))
+      p.analysis.statistic = as_enum<statistic_kind>(*n, "analysis.statistic",
+                                                     {{"median", statistic_kind::median},
+                                                      {"mean", statistic_kind::mean},
+                                                      {"min", statistic_kind::min}});
+    if (const node *n = a.optional("confidence")) {
+      p.analysis.confidence = as_float(*n, "analysis.confidence");
+      if (!(p.analysis.confidence > 0.5 && p.analysis.confidence < 1))
+        fail(*n,
+             fmt::format("analysis.confidence must be above 0.5 and below 1, got {}", n->value));
+    }
+    if (const node *n = a.optional("bootstrap_resamples"))
+      p.analysis.bootstrap_resamples = as_int(*n, "analysis.bootstrap_resamples", 100, 1000000);
+    if (const node *n = a.optional("unstable_iqr_ratio")) {
+      p.analysis.unstable_iqr_ratio = as_float(*n, "analysis.unstable_iqr_ratio");
+      if (!(p.analysis.unstable_iqr_ratio > 0))
+        fail(*n, fmt::format("analysis.unstable_iqr_ratio must be above 0, got {}", n->value));
+    }
+  }
+
+  p.correctness = default_tolerance(p.type);
+  if (const node *correctness_node = top.optional("correctness")) {
+    const fields c(*correctness_node, "correctness", {"rtol", "atol"});
+    for (auto [key, target] :
+         {std::pair{"rtol", &p.correctness.rtol}, std::pair{"atol", &p.correctness.atol}}) {
+      if (const node *n = c.optional(key)) {
+        *target = as_float(*n, c.path(key));
+        if (*target < 0)
+          fail(*n, fmt::format("{} must be 0 or more, got {}", c.path(key), n->value));
+      }
+    }
+  }
+
+  std::vector<std::string> arm_ids;
+  for (const auto &a : p.arms)
+    arm_ids.push_back(a.id);
+  const auto &prediction_nodes =
+      as_list(top.required("predictions"), "predictions", max_predictions);
+  for (std::size_t i = 0; i < prediction_nodes.size(); ++i) {
+    const node &item = prediction_nodes[i];
+    const fields pred(item, fmt::format("predictions[{}]", i), {"id", "claim", "at", "expect"});
+    prediction_spec s;
+    const node &id_node = pred.required("id");
+    s.id = as_prediction_id(id_node, pred.path("id"));
+    for (const auto &other : p.predictions)
+      if (other.id == s.id)
+        fail(id_node, fmt::format("duplicate prediction id '{}'", s.id));
+    s.claim = as_nonempty_string(pred.required("claim"), pred.path("claim"));
+    s.at.rows = p.rows;
+    s.at.cols = p.cols;
+    s.at.passes = p.passes;
+    if (const node *at_node = pred.optional("at")) {
+      const fields at(*at_node, pred.path("at"), {"rows", "cols", "pass"});
+      s.at.rows = select<std::int64_t>(
+          at.optional("rows"), p.rows, at.path("rows"),
+          [&](const node &n) { return as_int(n, at.path("rows"), 1, max_extent); }, show_int);
+      s.at.cols = select<std::int64_t>(
+          at.optional("cols"), p.cols, at.path("cols"),
+          [&](const node &n) { return as_int(n, at.path("cols"), 1, max_extent); }, show_int);
+      s.at.passes = select<pass_kind>(
+          at.optional("pass"), p.passes, at.path("pass"),
+          [&](const node &n) { return as_pass(n, at.path("pass")); }, show_pass);
+    }
+    const node &expect_node = pred.required("expect");
+    s.expect = as_nonempty_string(expect_node, pred.path("expect"));
+    try {
+      (void)expectation::parse(s.expect, arm_ids, expect_node.where);
+    } catch (const error &e) {
+      throw invalid_input(fmt::format("prediction {}: expect: {}", s.id, e.what()), e.where());
+    }
+    p.predictions.push_back(std::move(s));
+  }
+  return p;
+}
+
+std::string_view name_of(launch_mode m) { return m == launch_mode::stream ? "stream" : "graph"; }
+std::string_view name_of(order_mode m) {
+  return m == order_mode::interleaved ? "interleaved" : "sequential";
+}
+std::string_view name_of(statistic_kind s) {
+  switch (s) {
+  case statistic_kind::median:
+    return "median";
+  case statistic_kind::mean:
+    return "mean";
+  case statistic_kind::min:
+    return "min";
+  }
+  return "?";
+}
+
+json passes_json(const std::vector<pass_kind> &passes) {
+  json out = json::array();
+  for (const auto pass : passes)
+    out.push_back(std::string(to_string(pass)));
+  return out;
+}
+
+} // namespace
+
+protocol parse_protocol(std::string_view yaml_text, const std::string &file) {
+  return validate(strict_yaml::parse(yaml_text, file));
+}
+
+json to_json(const protocol &p) {
+  json arms = json::array();
+  for (const auto &a : p.arms)
+    arms.push_back({{"id", a.id},
+                    {"kernel", a.kernel},
+                    {"launch", std::string(name_of(a.launch))},
+                    {"repeat", a.repeat}});
+  json predictions = json::array();
+  for (const auto &s : p.predictions)
+    predictions.push_back(
+        {{"id", s.id},
+         {"claim", s.claim},
+         {"at", {{"rows", s.at.rows}, {"cols", s.at.cols}, {"pass", passes_json(s.at.passes)}}},
+         {"expect", s.expect}});
+  json operating_point = nullptr;
+  if (p.operating_point)
+    operating_point = {{"rows", p.operating_point->first}, {"cols", p.operating_point->second}};
+  return {
+      {"prereg", p.schema},
+      {"id", p.id},
+      {"title", p.title},
+      {"hypothesis", p.hypothesis},
+      {"device", p.device},
+      {"operation", std::string(to_string(p.op))},
+      {"dtype", std::string(to_string(p.type))},
+      {"shapes", {{"rows", p.rows}, {"cols", p.cols}}},
+      {"passes", passes_json(p.passes)},
+      {"operating_point", operating_point},
+      {"arms", arms},
+      {"measurement",
+       {{"repetitions", p.measurement.repetitions},
+        {"warmup", p.measurement.warmup},
+        {"l2_flush", p.measurement.l2_flush},
+        {"order", std::string(name_of(p.measurement.order))}}},
+      {"analysis",
+       {{"statistic", std::string(name_of(p.analysis.statistic))},
+        {"confidence", p.analysis.confidence},
+        {"bootstrap_resamples", p.analysis.bootstrap_resamples},
+        {"unstable_iqr_ratio", p.analysis.unstable_iqr_ratio}}},
+      {"correctness", {{"rtol", p.correctness.rtol}, {"atol", p.correctness.atol}}},
+      {"predictions", predictions},
+  };
+}
+
+protocol protocol_from_json(const json &body, const std::string &where) {
+  return validate(strict_yaml::from_json(body, where));
+}
+
+} // namespace prereg
