@@ -248,6 +248,7 @@ int cmd_run(args_t args) {
   r.store_root = store::default_root(o.store_dir);
   r.key_path = default_key_path(o.key_file);
   r.out_dir = out_dir;
+  r.make_backend = make_default_backend;
   const auto dir = run_protocol(r);
   fmt::print("{}\n", dir.string());
   return 0;

@@ -124,12 +124,6 @@ json cell_json(const cell_key &c) {
 
 } // namespace
 
-std::unique_ptr<backend> make_default_backend(const std::string &device, int ordinal) {
-  if (device == "cuda") return make_cuda_backend(ordinal);
-  if (device == "cpu") return make_cpu_backend();
-  throw invalid_input(fmt::format("unknown device '{}'", device));
-}
-
 std::vector<cell_key> all_cells(const protocol &p) {
   std::vector<cell_key> cells;
   for (const auto &arm : p.arms)
@@ -177,8 +171,8 @@ fs::path run_protocol(const run_options &o) {
   reap_vanished_runs(s, key);
 
   // 2. The environment must be able to serve (exit 5 before the run starts; no ledger entry).
-  auto make = o.make_backend ? o.make_backend : make_default_backend;
-  std::unique_ptr<backend> dev = make(proto.device, o.device_ordinal);
+  if (!o.make_backend) throw std::logic_error("run_options.make_backend is not set");
+  std::unique_ptr<backend> dev = o.make_backend(proto.device, o.device_ordinal);
   json environment = dev->probe();
 
   // 3. The plan: every cell that can run; the rest become deviations.

@@ -109,5 +109,8 @@ public:
 /// The CUDA backend on device `ordinal` (kernels/cuda); in a build without CUDA it throws
 /// `error` (exit 5).
 [[nodiscard]] std::unique_ptr<backend> make_cuda_backend(int ordinal);
+/// The backend this build links for a device name ("cpu" | "cuda"; kernels/backends.cpp).
+[[nodiscard]] std::unique_ptr<backend> make_default_backend(const std::string &device,
+                                                            int ordinal);
 
 } // namespace prereg

@@ -19,7 +19,8 @@ struct run_options {
   std::filesystem::path out_dir;     ///< reports root (default ./reports)
   int device_ordinal = 0;
   bool quiet = false;
-  /// Makes the backend for a device name ("cpu" | "cuda"); tests plant a fake here.
+  /// Makes the backend for a device name ("cpu" | "cuda"): make_default_backend in the CLI,
+  /// a fake in tests.
   std::function<std::unique_ptr<backend>(const std::string &device, int ordinal)> make_backend;
 };
 
@@ -27,10 +28,6 @@ struct run_options {
 /// exit code before any device is touched; a failure or interrupt after the run started
 /// appends a run-aborted ledger entry and leaves no report folder.
 std::filesystem::path run_protocol(const run_options &options);
-
-/// The backend the build links for a device name.
-[[nodiscard]] std::unique_ptr<backend> make_default_backend(const std::string &device,
-                                                            int ordinal);
 
 /// Records as aborted every run-start in the ledger whose process on this host is gone and
 /// that has no completion or abort entry (e.g. after SIGKILL). Returns how many.
