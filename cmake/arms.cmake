@@ -38,3 +38,8 @@ ${PREREG_ARM_ENTRIES}    {nullptr, nullptr, nullptr, nullptr}};
 endfunction()
 
 # --- the arms --------------------------------------------------------------------------
+# CPU arms (kernels/cpu): each arm's file plus the shared headers its code includes.
+prereg_arm(cpu layernorm.unfused kernels/cpu/layernorm_unfused.cpp kernels/cpu/eager_ops.hpp kernels/cpu/norm_common.hpp)
+prereg_arm(cpu layernorm.fused kernels/cpu/layernorm_fused.cpp kernels/cpu/norm_common.hpp)
+prereg_arm(cpu rmsnorm.unfused kernels/cpu/rmsnorm_unfused.cpp kernels/cpu/eager_ops.hpp kernels/cpu/norm_common.hpp)
+prereg_arm(cpu rmsnorm.fused kernels/cpu/rmsnorm_fused.cpp kernels/cpu/norm_common.hpp)

@@ -55,4 +55,16 @@ struct comparison {
 [[nodiscard]] comparison compare(const std::vector<double> &out, const std::vector<double> &ref,
                                  double rtol, double atol);
 
+/// Whether `v` is the poison of some dtype, as unpack() returns it (a NaN that an arm never
+/// computes: it carries the poison's payload).
+[[nodiscard]] bool is_poison(double v);
+
+/// `v` rounded (to nearest, ties to even) to the values `type` can hold.
+[[nodiscard]] double round_to(double v, dtype type);
+
+/// The seed of one cell's random inputs: `stream_seed(plan_seed, stream_id::inputs)` mixed
+/// with rows, cols and the pass through the generator (identical for every arm of the cell).
+[[nodiscard]] std::uint64_t cell_seed(std::uint64_t plan_seed, pass_kind pass, std::int64_t rows,
+                                      std::int64_t cols);
+
 } // namespace prereg::reference

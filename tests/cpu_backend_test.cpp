@@ -1,0 +1,286 @@
+// Tests of the CPU backend: probe, memory refusal, a small measured plan, sample order,
+// instrument facts, and planted wrong arms failing correctness.
+#include "cpu/cpu_arms.hpp"
+#include "cpu/cpu_backend.hpp"
+
+#include "prereg/registry.hpp"
+#include "prereg/rng.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+using namespace prereg;
+
+namespace {
+
+class recording_progress final : public progress_sink {
+public:
+  void phase(std::string_view name) override { phases.emplace_back(name); }
+  void cell_done(std::size_t done, std::size_t total) override {
+    last_done = done;
+    last_total = total;
+  }
+  std::vector<std::string> phases;
+  std::size_t last_done = 0, last_total = 0;
+};
+
+protocol small_protocol(order_mode order, bool flush) {
+  protocol p;
+  p.id = "cpu_backend_test";
+  p.title = "CPU backend test";
+  p.hypothesis = "none";
+  p.device = "cpu";
+  p.op = operation::layernorm;
+  p.type = dtype::fp32;
+  p.rows = {4, 32};
+  p.cols = {96};
+  p.passes = {pass_kind::fwd, pass_kind::fwd_bwd};
+  p.arms = {{"unfused", "layernorm.unfused", launch_mode::stream, 1},
+            {"fused", "layernorm.fused", launch_mode::stream, 2}};
+  p.measurement.repetitions = 5;
+  p.measurement.warmup = 2;
+  p.measurement.l2_flush = flush;
+  p.measurement.order = order;
+  p.correctness = {1e-5, 1e-5};
+  return p;
+}
+
+// Every arm x pass x rows x cols, in protocol order.
+run_plan plan_of(const protocol &p, std::uint64_t seed) {
+  run_plan plan{&p, {}, seed};
+  for (const auto &a : p.arms)
+    for (pass_kind pass : p.passes)
+      for (auto r : p.rows)
+        for (auto c : p.cols)
+          plan.cells.push_back({a.id, pass, r, c});
+  return plan;
+}
+
+struct measured {
+  protocol proto;
+  raw_run raw;
+  std::vector<cell_key> order; // every timed sample's cell, in measurement order
+  recording_progress progress;
+};
+
+// The interleaved, flushed run, measured once for every test case that looks at it.
+const measured &interleaved_run() {
+  static const measured m = [] {
+    measured r;
+    r.proto = small_protocol(order_mode::interleaved, true);
+    cpu_backend_options options;
+    options.on_sample = [&r](const cell_key &k) { r.order.push_back(k); };
+    auto b = make_cpu_backend(std::move(options));
+    r.raw = b->measure(plan_of(r.proto, 0x5eed), r.progress);
+    return r;
+  }();
+  return m;
+}
+
+const cell_record &cell_of(const raw_run &raw, std::string_view arm, pass_kind pass,
+                           std::int64_t rows) {
+  for (const auto &c : raw.cells)
+    if (c.key.arm == arm && c.key.pass == pass && c.key.rows == rows)
+      return c;
+  FAIL("no such cell");
+  throw std::logic_error("unreachable");
+}
+
+// Planted arms: wrong y; dx never written; a forward that throws.
+void unnormalised_forward(const norm_tensors &t, step_allocator &, void *) {
+  const auto *x = static_cast<const float *>(t.x);
+  auto *y = static_cast<float *>(t.y);
+  for (std::int64_t i = 0; i < t.rows * t.cols; ++i)
+    y[i] = x[i];
+  for (std::int64_t r = 0; r < t.rows; ++r)
+    t.mean[r] = t.rstd[r] = 0;
+}
+void lazy_backward(const norm_tensors &t, step_allocator &, void *) {
+  std::memset(t.dgamma, 0, static_cast<std::size_t>(t.cols) * 4);
+  std::memset(t.dbeta, 0, static_cast<std::size_t>(t.cols) * 4);
+}
+void throwing_forward(const norm_tensors &, step_allocator &, void *) {
+  throw std::runtime_error("planted failure");
+}
+const arm_ops wrong_y_ops{&unnormalised_forward, &lazy_backward};
+const arm_ops lazy_dx_ops{cpu_arm_ops("layernorm.fused")->forward, &lazy_backward};
+const arm_ops throwing_ops{&throwing_forward, &lazy_backward};
+
+} // namespace
+
+TEST_CASE("cpu backend: probe describes the host") {
+  auto b = make_cpu_backend();
+  CHECK(b->device() == "cpu");
+  const json env = b->probe();
+  CHECK_FALSE(env.at("device_name").get<std::string>().empty());
+  CHECK(env.at("cores").get<int>() >= 1);
+  CHECK(env.at("memory_bytes").get<std::uint64_t>() > 0);
+  CHECK(env.contains("llc_bytes"));
+  CHECK(env.at("other_processes") == "unknown");
+  CHECK_FALSE(env.at("kernel").get<std::string>().empty());
+}
+
+TEST_CASE("cpu backend: cannot_run refuses a cell that would not fit in memory") {
+  auto b = make_cpu_backend();
+  const arm_info *arm = find_arm("cpu", "layernorm.unfused");
+  REQUIRE(arm != nullptr);
+  CHECK_FALSE(b->cannot_run(*arm, pass_kind::fwd_bwd, 64, 1024, dtype::fp32, 1).has_value());
+  const auto reason =
+      b->cannot_run(*arm, pass_kind::fwd_bwd, std::int64_t{1} << 30, 65536, dtype::fp32, 1);
+  REQUIRE(reason.has_value());
+  CHECK(reason->find("MiB") != std::string::npos);
+  CHECK(reason->find("MemAvailable") != std::string::npos);
+}
+
+TEST_CASE("cpu backend: a measured plan has every sample, correct arms and honest memory") {
+  const measured &m = interleaved_run();
+  const raw_run &raw = m.raw;
+  CHECK(m.progress.phases == std::vector<std::string>{"correctness", "ceiling", "timing"});
+  CHECK(m.progress.last_done == 8);
+  CHECK(m.progress.last_total == 8);
+  CHECK(raw.environment.at("other_processes") == "unknown");
+  CHECK(raw.deviations.empty());
+
+  REQUIRE(raw.cells.size() == 8);
+  for (const auto &c : raw.cells) {
+    INFO(c.key.arm << " " << to_string(c.key.pass) << " " << c.key.rows);
+    CHECK_FALSE(c.error.has_value());
+    REQUIRE(c.samples_ms.size() == 5);
+    for (double s : c.samples_ms)
+      CHECK((std::isfinite(s) && s > 0));
+    CHECK(c.harness_bytes_in_window == 0);
+  }
+  for (std::int64_t rows : {4, 32}) {
+    CHECK(cell_of(raw, "unfused", pass_kind::fwd, rows).peak_bytes > 0);
+    CHECK(cell_of(raw, "unfused", pass_kind::fwd_bwd, rows).peak_bytes > 0);
+    CHECK(cell_of(raw, "fused", pass_kind::fwd, rows).peak_bytes == 0);
+    CHECK(cell_of(raw, "fused", pass_kind::fwd_bwd, rows).peak_bytes > 0);
+  }
+  // The unfused forward holds at least two [rows*cols] fp32 intermediates at once.
+  CHECK(cell_of(raw, "unfused", pass_kind::fwd, 32).peak_bytes >= 2 * 32 * 96 * 4);
+
+  REQUIRE(raw.correctness.size() == 8);
+  for (const auto &c : raw.correctness) {
+    INFO(c.key.arm << " " << to_string(c.key.pass) << " " << c.key.rows << ": " << c.detail);
+    CHECK(c.passed);
+    CHECK_FALSE(c.unwritten);
+    CHECK(c.detail.empty());
+    CHECK(c.max_abs_error < 1e-4);
+  }
+}
+
+TEST_CASE("cpu backend: the instrument's own facts") {
+  const measured &m = interleaved_run();
+  const instrument_record &ins = m.raw.instrument;
+  CHECK(ins.llc_bytes == m.raw.environment.at("llc_bytes").get<std::uint64_t>());
+  CHECK(ins.flush_method == "read-sweep");
+  if (ins.llc_bytes > 0)
+    CHECK(ins.flush_bytes >= 2 * ins.llc_bytes);
+  else
+    CHECK(ins.flush_bytes == 64ull << 20);
+  CHECK(ins.ceiling_bytes >= 4 * ins.llc_bytes);
+  CHECK(ins.ceiling_bytes >= 64ull << 20);
+  CHECK(ins.ceiling_samples_gbps.size() >= 9);
+  for (double g : ins.ceiling_samples_gbps)
+    CHECK((std::isfinite(g) && g > 0));
+  CHECK(ins.ceiling_gbps > 0);
+  CHECK(ins.timer_resolution_ms > 0);
+  CHECK((std::isfinite(ins.launch_floor_ms) && ins.launch_floor_ms >= 0));
+}
+
+TEST_CASE("cpu backend: interleaved order is a seeded shuffle of the arms per repetition") {
+  const measured &m = interleaved_run();
+  // 4 groups (pass x rows) x 5 repetitions x 2 arms.
+  REQUIRE(m.order.size() == 40);
+  rng expected(stream_seed(0x5eed, stream_id::arm_order));
+  int fused_first = 0, unfused_first = 0;
+  for (std::size_t g = 0; g < 4; ++g)
+    for (std::size_t r = 0; r < 5; ++r) {
+      const cell_key &a = m.order[g * 10 + r * 2];
+      const cell_key &b = m.order[g * 10 + r * 2 + 1];
+      CHECK(a.arm != b.arm); // each arm once per repetition
+      CHECK((a.pass == b.pass && a.rows == b.rows && a.cols == b.cols));
+      CHECK(a.pass == (g < 2 ? pass_kind::fwd : pass_kind::fwd_bwd)); // plan order of groups
+      // Fisher-Yates over {unfused, fused} draws below(2) once: 0 swaps them.
+      const std::string first = expected.below(2) == 0 ? "fused" : "unfused";
+      CHECK(a.arm == first);
+      (a.arm == "fused" ? fused_first : unfused_first)++;
+    }
+  CHECK(fused_first > 0);
+  CHECK(unfused_first > 0);
+}
+
+TEST_CASE("cpu backend: sequential order, no flush, planted wrong arms") {
+  protocol p = small_protocol(order_mode::sequential, false);
+  p.rows = {4};
+  p.arms.push_back({"wrong_y", "layernorm.fused", launch_mode::stream, 1});
+  p.arms.push_back({"lazy_dx", "layernorm.fused", launch_mode::stream, 1});
+  p.arms.push_back({"throws", "layernorm.fused", launch_mode::stream, 1});
+  std::vector<cell_key> order;
+  cpu_backend_options options;
+  options.on_sample = [&](const cell_key &k) { order.push_back(k); };
+  options.resolve = [](const arm_spec &a) -> const arm_ops * {
+    if (a.id == "wrong_y")
+      return &wrong_y_ops;
+    if (a.id == "lazy_dx")
+      return &lazy_dx_ops;
+    if (a.id == "throws")
+      return &throwing_ops;
+    return cpu_arm_ops(a.kernel);
+  };
+  recording_progress progress;
+  const raw_run raw = make_cpu_backend(std::move(options))->measure(plan_of(p, 7), progress);
+
+  CHECK(raw.instrument.flush_bytes == 0);
+  CHECK(raw.instrument.flush_method == "none");
+  CHECK(raw.instrument.ceiling_gbps > 0);
+
+  // Arm by arm within each (pass, shape): the samples of one cell are consecutive.
+  REQUIRE(order.size() == 2 * 4 * 5); // "throws" never reaches a sample
+  for (std::size_t i = 0; i < order.size(); ++i)
+    CHECK(order[i] == order[i / 5 * 5]);
+  CHECK(order[0].arm == "unfused");
+  CHECK(order[5].arm == "fused");
+
+  std::map<std::string, const correctness_record *> fwd, bwd;
+  for (const auto &c : raw.correctness)
+    (c.key.pass == pass_kind::fwd ? fwd : bwd)[c.key.arm] = &c;
+  REQUIRE(fwd.size() == 5);
+  REQUIRE(bwd.size() == 5);
+  CHECK(fwd["unfused"]->passed);
+  CHECK(bwd["fused"]->passed);
+
+  CHECK_FALSE(fwd["wrong_y"]->passed);
+  CHECK(fwd["wrong_y"]->detail.rfind("y: element 0 (row 0, col 0)", 0) == 0);
+  CHECK(fwd["wrong_y"]->max_abs_error > 0.1);
+  CHECK_FALSE(fwd["wrong_y"]->unwritten);
+  CHECK_FALSE(bwd["wrong_y"]->passed);
+  CHECK(bwd["wrong_y"]->detail.rfind("y:", 0) == 0); // y is checked before dx
+
+  CHECK(fwd["lazy_dx"]->passed); // its forward is the real one
+  CHECK_FALSE(bwd["lazy_dx"]->passed);
+  CHECK(bwd["lazy_dx"]->unwritten);
+  CHECK(bwd["lazy_dx"]->detail == "dx: unwritten (still poison) at element 0 (row 0, col 0)");
+
+  CHECK_FALSE(fwd["throws"]->passed);
+  CHECK(fwd["throws"]->detail == "the arm threw: planted failure");
+
+  // The failing arm is recorded and the run goes on.
+  for (const auto &c : raw.cells) {
+    INFO(c.key.arm);
+    if (c.key.arm == "throws") {
+      REQUIRE(c.error.has_value());
+      CHECK(c.error->find("planted failure") != std::string::npos);
+      CHECK(c.samples_ms.empty());
+    } else {
+      CHECK_FALSE(c.error.has_value());
+      CHECK(c.samples_ms.size() == 5);
+    }
+  }
+}
