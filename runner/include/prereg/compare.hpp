@@ -1,0 +1,27 @@
+// Comparing two reports cell by cell: the ratio of medians B/A with a percentile-bootstrap
+// confidence interval (docs/report.md, "Comparing two reports").
+#pragma once
+
+#include "prereg/json.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace prereg {
+
+/// The generator seed of one compared cell: stream_seed(seed_from_hash(A's protocol hash) ^
+/// rotl(seed_from_hash(B's protocol hash), 1), bootstrap) ^ FNV-1a 64 of "arm|pass|rowsxcols".
+[[nodiscard]] std::uint64_t compare_cell_seed(const std::string &hash_a, const std::string &hash_b,
+                                              const std::string &cell_label);
+
+/// Every cell present in both reports (same arm id, pass, rows, cols): median_a_ms,
+/// median_b_ms, ratio = median B / median A, [ci_lo, ci_hi] at A's analysis.confidence from
+/// A's bootstrap_resamples, and mark faster | slower | same (same if the interval holds 1),
+/// or no-samples. Throws `error` (exit 2) naming "report A"/"report B" for malformed input.
+[[nodiscard]] json compare_reports(const json &a, const json &b);
+
+/// The comparison as text: a header and an aligned table (cell, median A, median B, ratio,
+/// [lo, hi], mark), then the cells found in only one report.
+[[nodiscard]] std::string render_comparison(const json &comparison);
+
+} // namespace prereg

@@ -1,0 +1,329 @@
+// Cell-by-cell comparison of two reports: ratio of medians with a percentile-bootstrap interval.
+#include "prereg/compare.hpp"
+
+#include "prereg/error.hpp"
+#include "prereg/rng.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <span>
+#include <tuple>
+#include <vector>
+
+namespace prereg {
+namespace {
+
+// The R-7 quantile of `x` (sorted ascending, non-empty), as prereg/stats.hpp defines it.
+double sorted_quantile(std::span<const double> x, double p) {
+  const double h = static_cast<double>(x.size() - 1) * p;
+  const double lo_d = std::floor(h);
+  const auto lo = static_cast<std::size_t>(lo_d);
+  const double frac = h - lo_d;
+  if (frac == 0.0 || lo + 1 >= x.size())
+    return x[lo];
+  return x[lo] + frac * (x[lo + 1] - x[lo]);
+}
+
+// The R-7 median of `x` (non-empty); reorders `x`. Equal to quantile(x, 0.5) of stats.hpp.
+double median_inplace(std::vector<double> &x) {
+  const std::size_t lo = (x.size() - 1) / 2;
+  std::nth_element(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(lo), x.end());
+  const double a = x[lo];
+  if (x.size() % 2 == 1)
+    return a;
+  const double b = *std::min_element(x.begin() + static_cast<std::ptrdiff_t>(lo) + 1, x.end());
+  return a + 0.5 * (b - a);
+}
+
+using cell_id = std::tuple<std::string, std::string, std::int64_t, std::int64_t>;
+
+std::uint64_t rotl1(std::uint64_t x) { return (x << 1) | (x >> 63); }
+
+std::uint64_t fnv1a64(const std::string &s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string label(const cell_id &k) {
+  return fmt::format("{}|{}|{}x{}", std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k));
+}
+
+// A ratio of two medians: 0/0 is 1 (both instantaneous), x/0 is +infinity.
+double ratio_of(double b, double a) {
+  if (a == 0.0)
+    return b == 0.0 ? 1.0 : std::numeric_limits<double>::infinity();
+  return b / a;
+}
+
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+const json &member(const json &obj, const char *key, const std::string &who,
+                   const std::string &path) {
+  if (!obj.is_object() || !obj.contains(key)) {
+    throw invalid_input(fmt::format("{} has no {}{}", who, path.empty() ? "" : path + ".", key));
+  }
+  return obj.at(key);
+}
+
+struct side {
+  std::string hash;
+  std::string run_id;
+  std::string protocol_id;
+  std::map<cell_id, std::vector<double>> cells;
+  std::vector<cell_id> order; ///< cells in report order
+};
+
+side read_side(const json &report, const std::string &who) {
+  if (!report.is_object())
+    throw invalid_input(who + " is not a JSON object");
+  side s;
+  const json &proto = member(report, "protocol", who, "");
+  const json &hash = member(proto, "hash", who, "protocol");
+  if (!hash.is_string())
+    throw invalid_input(who + ": protocol.hash is not a string");
+  s.hash = hash.get<std::string>();
+  if (const auto run = report.find("run"); run != report.end() && run->is_object())
+    s.run_id = run->value("run_id", "");
+  if (const auto body = proto.find("body"); body != proto.end() && body->is_object())
+    s.protocol_id = body->value("id", "");
+  const json &cells = member(report, "cells", who, "");
+  if (!cells.is_array())
+    throw invalid_input(who + ": cells is not an array");
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const json &c = cells[i];
+    const std::string where = fmt::format("{}: cells[{}]", who, i);
+    if (!c.is_object() || !c.contains("arm") || !c["arm"].is_string() || !c.contains("pass") ||
+        !c["pass"].is_string() || !c.contains("rows") || !c["rows"].is_number_integer() ||
+        !c.contains("cols") || !c["cols"].is_number_integer() || !c.contains("samples_ms") ||
+        !c["samples_ms"].is_array()) {
+      throw invalid_input(where + " lacks arm, pass, rows, cols or samples_ms");
+    }
+    cell_id k{c["arm"].get<std::string>(), c["pass"].get<std::string>(),
+              c["rows"].get<std::int64_t>(), c["cols"].get<std::int64_t>()};
+    std::vector<double> samples;
+    samples.reserve(c["samples_ms"].size());
+    for (const json &v : c["samples_ms"]) {
+      if (!v.is_number() || !std::isfinite(v.get<double>())) {
+        throw invalid_input(where + ": a sample is not a finite number");
+      }
+      samples.push_back(v.get<double>());
+    }
+    if (!s.cells.emplace(k, std::move(samples)).second) {
+      throw invalid_input(fmt::format("{} repeats cell {}", where, label(k)));
+    }
+    s.order.push_back(k);
+  }
+  return s;
+}
+
+json key_json(const cell_id &k) {
+  return {{"arm", std::get<0>(k)},
+          {"pass", std::get<1>(k)},
+          {"rows", std::get<2>(k)},
+          {"cols", std::get<3>(k)}};
+}
+
+// Display width of UTF-8 text: code points, not bytes.
+std::size_t width(const std::string &s) {
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+std::string pad(const std::string &s, std::size_t w, bool right) {
+  const std::string fill(w > width(s) ? w - width(s) : 0, ' ');
+  return right ? fill + s : s + fill;
+}
+
+std::string time_text(const json &ms) {
+  if (!ms.is_number())
+    return "-";
+  const double ms_v = ms.get<double>();
+  const bool micro = ms_v < 1.0;
+  const double v = micro ? ms_v * 1e3 : ms_v;
+  return fmt::format("{:.{}f} {}", v, v < 10.0 ? 2 : v < 100.0 ? 1 : 0, micro ? "µs" : "ms");
+}
+
+std::string ratio_text(const json &r) {
+  if (!r.is_number())
+    return "-";
+  return fmt::format("{:.3f}", r.get<double>());
+}
+
+} // namespace
+
+std::uint64_t compare_cell_seed(const std::string &hash_a, const std::string &hash_b,
+                                const std::string &cell_label) {
+  const std::uint64_t base =
+      stream_seed(seed_from_hash(hash_a) ^ rotl1(seed_from_hash(hash_b)), stream_id::bootstrap);
+  return base ^ fnv1a64(cell_label);
+}
+
+json compare_reports(const json &a, const json &b) {
+  const side sa = read_side(a, "report A");
+  const side sb = read_side(b, "report B");
+  const json &analysis =
+      member(member(member(a, "protocol", "report A", ""), "body", "report A", "protocol"),
+             "analysis", "report A", "protocol.body");
+  const json &conf_j = member(analysis, "confidence", "report A", "protocol.body.analysis");
+  const json &res_j = member(analysis, "bootstrap_resamples", "report A", "protocol.body.analysis");
+  if (!conf_j.is_number() || !(conf_j.get<double>() > 0.0 && conf_j.get<double>() < 1.0)) {
+    throw invalid_input("report A: protocol.body.analysis.confidence is not in (0, 1)");
+  }
+  if (!res_j.is_number_integer() || res_j.get<std::int64_t>() < 1) {
+    throw invalid_input("report A: protocol.body.analysis.bootstrap_resamples is below 1");
+  }
+  const double confidence = conf_j.get<double>();
+  const auto resamples = static_cast<std::size_t>(res_j.get<std::int64_t>());
+  const double p_lo = (1.0 - confidence) / 2.0;
+  const double p_hi = (1.0 + confidence) / 2.0;
+
+  json cells = json::array();
+  json only_a = json::array();
+  std::size_t faster = 0, slower = 0, same = 0;
+  double log_sum = 0.0;
+  std::size_t log_n = 0;
+  std::vector<double> ra, rb, ratios(resamples);
+  for (const cell_id &k : sa.order) {
+    const auto it = sb.cells.find(k);
+    if (it == sb.cells.end()) {
+      only_a.push_back(key_json(k));
+      continue;
+    }
+    const std::vector<double> &xa = sa.cells.at(k);
+    const std::vector<double> &xb = it->second;
+    json row = key_json(k);
+    row["n_a"] = xa.size();
+    row["n_b"] = xb.size();
+    if (xa.empty() || xb.empty()) {
+      ra = xa;
+      rb = xb;
+      row["median_a_ms"] = ra.empty() ? json(nullptr) : json(median_inplace(ra));
+      row["median_b_ms"] = rb.empty() ? json(nullptr) : json(median_inplace(rb));
+      row["ratio"] = nullptr;
+      row["ci_lo"] = nullptr;
+      row["ci_hi"] = nullptr;
+      row["mark"] = "no-samples";
+      cells.push_back(std::move(row));
+      continue;
+    }
+    ra = xa;
+    rb = xb;
+    const double ma = median_inplace(ra);
+    const double mb = median_inplace(rb);
+    const double ratio = ratio_of(mb, ma);
+    rng gen(compare_cell_seed(sa.hash, sb.hash, label(k)));
+    for (std::size_t r = 0; r < resamples; ++r) {
+      for (auto &v : ra)
+        v = xa[gen.below(xa.size())];
+      for (auto &v : rb)
+        v = xb[gen.below(xb.size())];
+      ratios[r] = ratio_of(median_inplace(rb), median_inplace(ra));
+    }
+    std::sort(ratios.begin(), ratios.end());
+    const double lo = sorted_quantile(ratios, p_lo);
+    const double hi = sorted_quantile(ratios, p_hi);
+    const char *mark = hi < 1.0 ? "faster" : lo > 1.0 ? "slower" : "same";
+    (hi < 1.0 ? faster : lo > 1.0 ? slower : same) += 1;
+    if (std::isfinite(ratio) && ratio > 0.0) {
+      log_sum += std::log(ratio);
+      ++log_n;
+    }
+    row["median_a_ms"] = ma;
+    row["median_b_ms"] = mb;
+    row["ratio"] = finite_or_null(ratio);
+    row["ci_lo"] = finite_or_null(lo);
+    row["ci_hi"] = finite_or_null(hi);
+    row["mark"] = mark;
+    cells.push_back(std::move(row));
+  }
+  json only_b = json::array();
+  for (const cell_id &k : sb.order)
+    if (!sa.cells.contains(k))
+      only_b.push_back(key_json(k));
+
+  const auto side_json = [](const side &s) {
+    return json{{"protocol_hash", s.hash}, {"protocol_id", s.protocol_id}, {"run_id", s.run_id}};
+  };
+  return {{"a", side_json(sa)},
+          {"b", side_json(sb)},
+          {"method", "percentile bootstrap of median(B*)/median(A*)"},
+          {"confidence", confidence},
+          {"bootstrap_resamples", resamples},
+          {"cells", cells},
+          {"only_in_a", only_a},
+          {"only_in_b", only_b},
+          {"summary",
+           {{"faster", faster},
+            {"slower", slower},
+            {"same", same},
+            {"geomean_ratio",
+             log_n == 0 ? json(nullptr)
+                        : finite_or_null(std::exp(log_sum / static_cast<double>(log_n)))}}}};
+}
+
+std::string render_comparison(const json &cmp) {
+  const auto side_line = [](const char *name, const json &s) {
+    return fmt::format("{} = run {} (protocol {} {})\n", name, s.value("run_id", "?"),
+                       s.value("protocol_id", "?"), s.value("protocol_hash", "?").substr(0, 12));
+  };
+  std::string out = side_line("A", cmp.at("a")) + side_line("B", cmp.at("b"));
+  out += fmt::format("ratio = median B / median A; {:g}% percentile-bootstrap interval from {} "
+                     "resamples; same = the interval contains 1\n\n",
+                     100.0 * cmp.at("confidence").get<double>(),
+                     cmp.at("bootstrap_resamples").get<std::size_t>());
+  std::vector<std::array<std::string, 6>> rows;
+  rows.push_back({"cell", "median A", "median B", "ratio", "[lo, hi]", "mark"});
+  for (const json &c : cmp.at("cells")) {
+    const std::string interval =
+        c.at("ci_lo").is_number() && c.at("ci_hi").is_number()
+            ? fmt::format("[{:.3f}, {:.3f}]", c["ci_lo"].get<double>(), c["ci_hi"].get<double>())
+            : "-";
+    rows.push_back(
+        {fmt::format("{} {} {}x{}", c.at("arm").get<std::string>(), c.at("pass").get<std::string>(),
+                     c.at("rows").get<std::int64_t>(), c.at("cols").get<std::int64_t>()),
+         time_text(c.at("median_a_ms")), time_text(c.at("median_b_ms")), ratio_text(c.at("ratio")),
+         interval, c.at("mark").get<std::string>()});
+  }
+  std::array<std::size_t, 6> w{};
+  for (const auto &r : rows)
+    for (std::size_t i = 0; i < r.size(); ++i)
+      w[i] = std::max(w[i], width(r[i]));
+  for (const auto &r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const bool right = i >= 1 && i <= 3;
+      line += (i == 0 ? "" : "  ") + (i + 1 == r.size() ? r[i] : pad(r[i], w[i], right));
+    }
+    out += line + "\n";
+  }
+  const json &s = cmp.at("summary");
+  out += fmt::format("\n{} faster, {} slower, {} same", s.at("faster").get<std::size_t>(),
+                     s.at("slower").get<std::size_t>(), s.at("same").get<std::size_t>());
+  if (s.at("geomean_ratio").is_number())
+    out += fmt::format("; geometric mean ratio {:.3f}", s["geomean_ratio"].get<double>());
+  out += "\n";
+  for (const auto &[key, name] :
+       {std::pair{"only_in_a", "only in A"}, {"only_in_b", "only in B"}}) {
+    const json &list = cmp.at(key);
+    if (list.empty())
+      continue;
+    std::string cells;
+    for (const json &c : list)
+      cells += fmt::format("{}{} {} {}x{}", cells.empty() ? "" : ", ",
+                           c.at("arm").get<std::string>(), c.at("pass").get<std::string>(),
+                           c.at("rows").get<std::int64_t>(), c.at("cols").get<std::int64_t>());
+    out += fmt::format("{} ({}): {}\n", name, list.size(), cells);
+  }
+  return out;
+}
+
+} // namespace prereg

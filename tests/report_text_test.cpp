@@ -1,0 +1,326 @@
+// Tests of report.md and report.html rendered from hand-made sample reports (tests/data/reports).
+#include "prereg/report_text.hpp"
+
+#include "prereg/error.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using prereg::json;
+
+namespace {
+
+const fs::path data_dir = fs::path(PREREG_TEST_DATA) / "reports";
+
+json sample(const std::string &name) {
+  std::ifstream in(data_dir / name, std::ios::binary);
+  REQUIRE(in.good());
+  std::stringstream s;
+  s << in.rdbuf();
+  return json::parse(s.str());
+}
+
+std::size_t count(const std::string &hay, const std::string &needle) {
+  std::size_t n = 0;
+  for (std::size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1))
+    ++n;
+  return n;
+}
+
+// The <svg class="chart" ...>...</svg> elements of a page, in order.
+std::vector<std::string> charts(const std::string &page) {
+  std::vector<std::string> out;
+  for (std::size_t at = page.find("<svg class=\"chart\""); at != std::string::npos;
+       at = page.find("<svg class=\"chart\"", at + 1)) {
+    const std::size_t end = page.find("</svg>", at);
+    REQUIRE(end != std::string::npos);
+    out.push_back(page.substr(at, end - at));
+  }
+  return out;
+}
+
+std::string attribute(const std::string &element, const std::string &name) {
+  const std::string key = " " + name + "=\"";
+  const std::size_t at = element.find(key);
+  if (at == std::string::npos)
+    return {};
+  const std::size_t start = at + key.size();
+  return element.substr(start, element.find('"', start) - start);
+}
+
+// A markdown table row: the line that starts with "| `arm` |" after `heading`.
+std::string table_row(const std::string &md, const std::string &heading, const std::string &arm) {
+  const std::size_t h = md.find(heading);
+  REQUIRE(h != std::string::npos);
+  const std::size_t at = md.find("| `" + arm + "` |", h);
+  REQUIRE(at != std::string::npos);
+  return md.substr(at, md.find('\n', at) - at);
+}
+
+} // namespace
+
+TEST_CASE("markdown of a CUDA report: header, tables, operating point, verdicts, defects") {
+  const json r = sample("cuda_layernorm.json");
+  const std::string md = prereg::render_markdown(r);
+
+  SUBCASE("environment and instrument header") {
+    CHECK(md.find("# Fused vs unfused LayerNorm at batch 1 on H200\n") == 0);
+    CHECK(md.find("| device | NVIDIA H200 |") != std::string::npos);
+    CHECK(md.find("| driver | 550.90.07 |") != std::string::npos);
+    CHECK(md.find("| runtime | 12.4 |") != std::string::npos);
+    CHECK(md.find("| L2 cache | 50.0 MiB (52428800 bytes) |") != std::string::npos);
+    CHECK(md.find("| copy ceiling | 4013 GB/s") != std::string::npos);
+    CHECK(md.find("| launch floor | 4.10 µs") != std::string::npos);
+    CHECK(md.find("| timer resolution | 32.0 ns |") != std::string::npos);
+    CHECK(md.find("| cache flush | reads 200.0 MiB (read-sweep); last-level cache 50.0 MiB |") !=
+          std::string::npos);
+    CHECK(md.find("prereg 0.1.0, commit f6fb239c0ffee1234567890abcdef0123456789a") !=
+          std::string::npos);
+    CHECK(md.find("attempt **3**") != std::string::npos);
+    CHECK(md.find("| attempt | 3 (this run's number") != std::string::npos);
+    CHECK(md.find(r["run"]["run_id"].get<std::string>()) != std::string::npos);
+  }
+  SUBCASE("one table per pass and cols, the operating point's column marked") {
+    CHECK(md.find("## Results: fwd\n") != std::string::npos);
+    CHECK(md.find("## Results: fwd+bwd\n") != std::string::npos);
+    CHECK(md.find("### fwd, cols = 1024 (operating point: 128 rows)") != std::string::npos);
+    CHECK(md.find("### fwd+bwd, cols = 4096") != std::string::npos);
+    // Time, % of ceiling and peak tables for both passes at cols 1024; none at cols 4096.
+    CHECK(count(md, "| arm | **128** ◀ operating point | 1024 | 8192 | 65536 |") == 6);
+    CHECK(count(md, "| arm | 128 | 1024 | 8192 | 65536 |") == 6);
+    CHECK(count(md, "\n| --- | ---: | ---: | ---: | ---: |\n") == 12);
+  }
+  SUBCASE("cells: median (IQR) in sensible units, flags, missing and empty cells") {
+    const std::string fwd = table_row(md, "### fwd, cols = 1024", "unfused");
+    const auto &c0 = r["cells"][0];
+    REQUIRE(c0["arm"] == "unfused");
+    REQUIRE(c0["rows"] == 128);
+    CHECK(fwd == "| `unfused` | 13.3 (0.2) µs | 17.0 (0.9) µs ⚠ | 38.2 (0.8) µs | 216 (4) µs |");
+    const std::string unstable = table_row(md, "### fwd, cols = 1024", "fused");
+    CHECK(unstable.find("⚠") != std::string::npos);
+    CHECK(md.find("- `fused` at 128 rows: unstable (n = 30)") != std::string::npos);
+    CHECK(md.find("- `unfused` at 1024 rows: drift (n = 30)") != std::string::npos);
+    // The cell that ran out of memory has no samples; the skipped one never ran.
+    const std::string oom = table_row(md, "### fwd+bwd, cols = 4096", "fused_graph");
+    CHECK(oom.find("no samples ⚠ |") != std::string::npos);
+    CHECK(md.find("at 65536 rows: error, no-samples (n = 0) — cudaErrorMemoryAllocation") !=
+          std::string::npos);
+    const std::string skipped = table_row(md, "### fwd+bwd, cols = 4096", "unfused");
+    CHECK(skipped.find("| not run |") != std::string::npos);
+    // Slow cells switch to milliseconds.
+    CHECK(table_row(md, "### fwd+bwd, cols = 4096", "fused").find("1.77 (0.03) ms") !=
+          std::string::npos);
+    // % of ceiling with bound, and peak MB.
+    CHECK(md.find("| `fused` | 5.1% (launch) ⚠ | 27.6% (launch) |") != std::string::npos);
+    CHECK(md.find("78.0% (bandwidth) |") != std::string::npos);
+    CHECK(md.find("| `unfused` | 0.525 | 4.20 ⚠ | 33.62 | 269.0 |") != std::string::npos);
+    CHECK(md.find("| `fused_graph` | 0.002 ⚠ | 0.016 | 0.131 | — ⚠ |") != std::string::npos);
+  }
+  SUBCASE("predictions with claim, criterion, verdict and per-cell p") {
+    CHECK(md.find("### P1 — refuted") != std::string::npos);
+    CHECK(md.find("### P2 — confirmed") != std::string::npos);
+    CHECK(md.find("### P3 — inconclusive") != std::string::npos);
+    CHECK(md.find("- **Criterion:** `fused > unfused` at rows 128; cols 1024; pass fwd+bwd") !=
+          std::string::npos);
+    CHECK(md.find("| fwd+bwd 128×1024 | 0.0000 |") != std::string::npos);
+    CHECK(md.find("| fwd 65536×4096 | 1.0000 |") != std::string::npos);
+    CHECK(md.find("| fwd 128×1024 | — (not evaluated) |") != std::string::npos);
+    CHECK(md.find("| `P1` | **refuted** | `fused > unfused` |") != std::string::npos);
+    // Text from the json cannot open an HTML tag or a link in the markdown.
+    CHECK(md.find("unfused one (\\<launch overhead\\> & co.)") != std::string::npos);
+    CHECK_FALSE(std::regex_search(md, std::regex(R"([^\\]<launch)")));
+  }
+  SUBCASE("defects, deviations and correctness with their evidence") {
+    CHECK(md.find("## Defects (4)") != std::string::npos);
+    CHECK(md.find("| `unstable-cell` | fused fwd 128×1024 |") != std::string::npos);
+    CHECK(md.find("unstable_iqr_ratio = 0.5") != std::string::npos);
+    CHECK(md.find("| `device-contention` | whole run |") != std::string::npos);
+    CHECK(md.find("other_processes = \\[{name=python3, pid=48211, used_bytes=1073741824}\\]") !=
+          std::string::npos);
+    CHECK(md.find("## Deviations (3)") != std::string::npos);
+    CHECK(md.find("| `cell-skipped` | unfused fwd+bwd 65536×4096 |") != std::string::npos);
+    CHECK(md.find("47 check(s) against the float64 reference, 1 failed (tolerance rtol 1e-05, "
+                  "atol 1e-05)") != std::string::npos);
+    CHECK(md.find("| `fused_graph` | fwd+bwd | 8 | **1** | 3.10e-04 | 2.20e-03 |") !=
+          std::string::npos);
+    CHECK(md.find("- fused_graph fwd+bwd 128×4096: max abs error 3.10e-04, max rel error "
+                  "2.20e-03 — dgamma\\[517\\]") != std::string::npos);
+  }
+  SUBCASE("deterministic: same json, same bytes") {
+    CHECK(prereg::render_markdown(r) == md);
+    CHECK(prereg::render_markdown(json::parse(r.dump())) == md);
+  }
+}
+
+TEST_CASE("markdown of a CPU report without operating point, defects or deviations") {
+  const json r = sample("cpu_rmsnorm.json");
+  const std::string md = prereg::render_markdown(r);
+  CHECK(md.find("◀") == std::string::npos);
+  CHECK(md.find("| device | AMD EPYC 7B13 64-Core Processor |") != std::string::npos);
+  CHECK(md.find("| other processes | unknown (not observable here) |") != std::string::npos);
+  CHECK(md.find("| SM clock at start | not read |") != std::string::npos);
+  CHECK(md.find("| arm | 64 | 256 | 1024 |") != std::string::npos);
+  CHECK(md.find("### vec-wins — confirmed") != std::string::npos);
+  CHECK(md.find("The instrument reported no defects.") != std::string::npos);
+  CHECK(md.find("The run followed the protocol.") != std::string::npos);
+  CHECK(md.find("6 check(s) against the float64 reference, 0 failed") != std::string::npos);
+  CHECK(md.find("⚠") == std::string::npos);
+}
+
+TEST_CASE("html of a CUDA report: self-contained, one series per arm per chart") {
+  const json r = sample("cuda_layernorm.json");
+  const std::string page = prereg::render_html(r);
+
+  SUBCASE("fetches nothing") {
+    CHECK(page.find("<!DOCTYPE html>") == 0);
+    CHECK(page.find("Content-Security-Policy\" content=\"default-src 'none'") != std::string::npos);
+    const std::regex fetch(R"((src|href|xlink:href)\s*=|url\s*\(|@import|<script|<link|<iframe)",
+                           std::regex::icase);
+    CHECK_FALSE(std::regex_search(page, fetch));
+    CHECK(page.find("http:") == std::string::npos);
+    CHECK(page.find("https:") == std::string::npos);
+  }
+  SUBCASE("charts: three per pass and cols, one series group per arm") {
+    const auto svgs = charts(page);
+    REQUIRE(svgs.size() == 12);
+    for (const auto &svg : svgs) {
+      CAPTURE(attribute(svg, "id"));
+      CHECK(attribute(svg, "data-arms") == "3");
+      CHECK(count(svg, "<g class=\"series\"") == 3);
+      for (const char *arm : {"unfused", "fused", "fused_graph"})
+        CHECK(count(svg, std::string("<g class=\"series\" data-arm=\"") + arm + "\"") == 1);
+      CHECK(count(svg, "<g class=\"legend\">") == 1);
+    }
+    CHECK(attribute(svgs[0], "data-kind") == "time");
+    CHECK(attribute(svgs[1], "data-kind") == "pct");
+    CHECK(attribute(svgs[2], "data-kind") == "peak");
+    // The operating point is banded in the three charts of each pass at cols 1024 only.
+    CHECK(count(page, "<g class=\"op\">") == 6);
+    for (const auto &svg : svgs)
+      CHECK((svg.find("<g class=\"op\">") != std::string::npos) ==
+            (attribute(svg, "data-cols") == "1024"));
+    // The % chart draws the ceiling.
+    CHECK(svgs[1].find(">ceiling</text>") != std::string::npos);
+  }
+  SUBCASE("unstable cells are hollow with a tooltip; the empty cell draws no marker") {
+    CHECK(count(page, "<g class=\"pt unstable\">") == 3);
+    CHECK(page.find("<title>fused · fwd 128×1024 · median 5.21 µs, IQR") != std::string::npos);
+    CHECK(page.find("flags: unstable</title>") != std::string::npos);
+    const auto svgs = charts(page);
+    const std::string &time_bwd_4096 = svgs[9];
+    REQUIRE(attribute(time_bwd_4096, "id") == "chart-time-fwdbwd-4096");
+    const std::size_t g = time_bwd_4096.find("data-arm=\"fused_graph\"");
+    const std::string graph_series = time_bwd_4096.substr(g, time_bwd_4096.find("</g>\n", g) - g);
+    CHECK(count(graph_series, "<g class=\"pt") == 3); // 4 rows, the 65536 cell has no samples
+    CHECK(count(time_bwd_4096.substr(time_bwd_4096.find("data-arm=\"unfused\"")),
+                "<g class=\"pt") >= 3);
+  }
+  SUBCASE("verdict badges, tables and escaping") {
+    CHECK(page.find("<span class=\"badge refuted\">P1: refuted</span>") != std::string::npos);
+    CHECK(page.find("<span class=\"badge confirmed\">P2: confirmed</span>") != std::string::npos);
+    CHECK(page.find("<span class=\"badge inconclusive\">P3: inconclusive</span>") !=
+          std::string::npos);
+    CHECK(page.find("<span class=\"badge warn\">4 defect(s)</span>") != std::string::npos);
+    CHECK(page.find("(&lt;launch overhead&gt; &amp; co.)") != std::string::npos);
+    CHECK(page.find("<launch") == std::string::npos);
+    CHECK(count(page, "<th scope=\"col\" class=\"op num\"><strong>128</strong><span "
+                      "class=\"suffix\"> ◀ operating point</span></th>") == 6);
+    CHECK(page.find("<td class=\"flagged unstable op num\" title=\"unstable\">5.21 (4.02) µs<span "
+                    "class=\"suffix\"> ⚠</span></td>") != std::string::npos);
+    CHECK(page.find("@media print") != std::string::npos);
+  }
+  SUBCASE("deterministic") {
+    CHECK(prereg::render_html(r) == page);
+    CHECK(prereg::render_html(json::parse(r.dump())) == page);
+  }
+}
+
+TEST_CASE("html of a CPU report: all-zero peak memory on a linear axis, no band") {
+  const json r = sample("cpu_rmsnorm.json");
+  const std::string page = prereg::render_html(r);
+  const auto svgs = charts(page);
+  REQUIRE(svgs.size() == 3);
+  for (const auto &svg : svgs)
+    CHECK(count(svg, "<g class=\"series\"") == 2);
+  CHECK(page.find("<g class=\"op\">") == std::string::npos);
+  CHECK(svgs[2].find("peak MB</text>") != std::string::npos);
+  CHECK(svgs[2].find(">1</text>") != std::string::npos); // all-zero data: a 0..1 linear axis
+  CHECK_FALSE(std::regex_search(svgs[2], std::regex(R"(>[0-9.]+e-[0-9]+<)")));
+  CHECK(page.find("<span class=\"badge info\">0 defect(s)</span>") != std::string::npos);
+}
+
+TEST_CASE("hostile or sparse report.json renders safely") {
+  SUBCASE("text from the json is escaped everywhere") {
+    json r = sample("cpu_rmsnorm.json");
+    const std::string evil = "<script>alert(\"x\")</script>";
+    r["protocol"]["body"]["title"] = evil;
+    r["protocol"]["body"]["arms"][0]["id"] = evil;
+    for (auto &c : r["cells"])
+      if (c["arm"] == "scalar")
+        c["arm"] = evil;
+    r["environment"]["device_name"] = "<img src=x onerror=alert(1)>";
+    const std::string page = prereg::render_html(r);
+    CHECK(page.find("<script") == std::string::npos);
+    CHECK(page.find("<img") == std::string::npos);
+    CHECK(page.find("data-arm=\"&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;\"") !=
+          std::string::npos);
+    const std::string md = prereg::render_markdown(r);
+    CHECK_FALSE(std::regex_search(md, std::regex(R"((^|[^\\`])<(script|img))")));
+    CHECK(md.find("\\<script\\>") != std::string::npos);
+  }
+  SUBCASE("null numbers and missing sections") {
+    json r = sample("cpu_rmsnorm.json");
+    for (auto &c : r["cells"])
+      for (const char *k : {"median_ms", "q1_ms", "q3_ms", "iqr_ms", "pct_ceiling", "gbps"})
+        c[k] = nullptr;
+    r["instrument"]["ceiling_gbps"] = nullptr;
+    r.erase("environment");
+    const std::string md = prereg::render_markdown(r);
+    CHECK(count(md, "no samples") == 6); // 2 arms x 3 rows
+    CHECK(md.find("| copy ceiling | not measured |") != std::string::npos);
+    const std::string page = prereg::render_html(r);
+    for (const auto &svg : charts(page))
+      CHECK(count(svg, "<g class=\"series\"") == 2);
+    CHECK(page.find("(no data)") != std::string::npos);
+    CHECK_FALSE(std::regex_search(page, std::regex(R"(\b(nan|inf)\b)", std::regex::icase)));
+  }
+  SUBCASE("an empty object renders, a non-object is invalid input") {
+    CHECK(prereg::render_markdown(json::object()).find("# prereg report") == 0);
+    CHECK(prereg::render_html(json::object()).find("<!DOCTYPE html>") == 0);
+    try {
+      (void)prereg::render_html(json::array());
+      FAIL("expected an error");
+    } catch (const prereg::error &e) {
+      CHECK(e.code() == prereg::exit_code::invalid);
+      CHECK(std::string(e.what()) == "report.json is not a JSON object");
+    }
+  }
+}
+
+// With PREREG_REPORT_SAMPLES set to a folder, writes the samples' report.md/html there for
+// tests/browser/check_report.sh (run by .ci/run) and for looking at them by eye.
+TEST_CASE("sample pages for the browser check") {
+  const char *dir = std::getenv("PREREG_REPORT_SAMPLES");
+  for (const char *name : {"cuda_layernorm", "cpu_rmsnorm"}) {
+    const json r = sample(std::string(name) + ".json");
+    const std::string page = prereg::render_html(r);
+    CHECK(page.size() > 10000);
+    if (dir == nullptr)
+      continue;
+    fs::create_directories(dir);
+    for (const auto &[ext, body] :
+         {std::pair{".html", page}, {".md", prereg::render_markdown(r)}}) {
+      const fs::path out = fs::path(dir) / (std::string(name) + ext);
+      std::ofstream(out, std::ios::binary) << body;
+      CHECK(fs::file_size(out) == body.size());
+    }
+  }
+}
