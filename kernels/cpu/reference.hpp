@@ -43,7 +43,9 @@ struct outputs64 {
 /// `n` elements of `type` filled with a quiet-NaN bit pattern (the poison).
 [[nodiscard]] std::vector<std::uint8_t> poison(std::size_t n, dtype type);
 
-/// Compares one output with its reference: element passes if |out-ref| <= atol + rtol*|ref|
+/// Compares one output with its reference: element passes if |out-ref| <= atol + rtol*max|ref|
+/// (rtol is relative to the output's largest reference magnitude, so column sums that cancel
+/// are judged against the scale of their terms)
 /// (NaN never passes; a NaN output where the poison was is reported as unwritten).
 struct comparison {
   double max_abs_error = 0;
