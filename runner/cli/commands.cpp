@@ -10,6 +10,8 @@
 #include "prereg/protocol.hpp"
 #include "prereg/registry.hpp"
 #include "prereg/run.hpp"
+#include "prereg/compare.hpp"
+#include "prereg/report_text.hpp"
 #include "prereg/store.hpp"
 
 #include <CLI/CLI.hpp>
@@ -254,6 +256,50 @@ int cmd_run(args_t args) {
   return 0;
 }
 
+json read_report_json(const std::string &dir) {
+  const auto path = std::filesystem::path(dir) / "report.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw invalid_input("not a report folder: it has no report.json", dir);
+  return parse_json_strict(read_file(path), path.string());
+}
+
+int cmd_report(args_t args) {
+  CLI::App app{"regenerate report.md and report.html from report.json alone", "report"};
+  std::string dir;
+  std::string format = "both";
+  app.add_option("REPORT_DIR", dir, "a report folder")->required();
+  app.add_option("--format", format, "md | html (default: both, written into the folder)")
+      ->check(CLI::IsMember({"md", "html", "both"}));
+  if (!parse(app, args)) return 0;
+  const json report = read_report_json(dir);
+  const auto folder = std::filesystem::path(dir);
+  if (format == "md" || format == "both")
+    write_file_atomic(folder / "report.md", render_markdown(report));
+  if (format == "html" || format == "both")
+    write_file_atomic(folder / "report.html", render_html(report));
+  fmt::print("{}\n", folder.string());
+  return 0;
+}
+
+int cmd_compare(args_t args) {
+  CLI::App app{"ratio of medians per common cell of two reports, with a bootstrap interval",
+               "compare"};
+  std::string a_dir;
+  std::string b_dir;
+  bool as_json = false;
+  app.add_option("A_DIR", a_dir, "the baseline report folder")->required();
+  app.add_option("B_DIR", b_dir, "the report folder compared with it")->required();
+  app.add_flag("--json", as_json, "print the comparison as canonical JSON");
+  if (!parse(app, args)) return 0;
+  const json cmp = compare_reports(read_report_json(a_dir), read_report_json(b_dir));
+  if (as_json)
+    fmt::print("{}\n", canonical_json(cmp));
+  else
+    fmt::print("{}", render_comparison(cmp));
+  return 0;
+}
+
 struct command {
   const char *name;
   const char *summary;
@@ -267,6 +313,8 @@ constexpr command commands[] = {
     {"check", "validate a protocol and print the hash it would get", cmd_check},
     {"canon", "print RFC 8785 canonical bytes of a JSON file or a protocol", cmd_canon},
     {"run", "verify, measure, judge, write and sign a report", cmd_run},
+    {"report", "regenerate report.md / report.html from report.json", cmd_report},
+    {"compare", "compare two reports cell by cell", cmd_compare},
     {"keygen", "create an Ed25519 signing key pair", cmd_keygen},
     {"list", "list frozen protocols", cmd_list},
     {"show", "show a frozen protocol, its freeze record and its runs", cmd_show},
