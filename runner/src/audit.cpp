@@ -451,8 +451,6 @@ std::string check_payload(const audit_context &ctx) {
   std::string payload;
   try {
     payload = ctx.envelope().payload;
-  } catch (const check_failed &e) {
-    fail(fmt::format("cannot read the envelope's payload: {}", e.what()));
   } catch (const std::exception &e) {
     fail(fmt::format("cannot read the envelope's payload: {}", e.what()));
   }
