@@ -1,0 +1,897 @@
+// `prereg audit`: every check re-derives what the report claims from data it does not trust.
+#include "prereg/audit.hpp"
+
+#include "prereg/backend.hpp"
+#include "prereg/cell_stats.hpp"
+#include "prereg/defects.hpp"
+#include "prereg/fs.hpp"
+#include "prereg/ledger.hpp"
+#include "prereg/report.hpp"
+#include "prereg/run.hpp"
+#include "prereg/signed_json.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+#include <stdexcept>
+
+namespace prereg {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr std::array<std::string_view, 9> check_names{"envelope", "payload",    "protocol",
+                                                      "freeze",   "statistics", "verdicts",
+                                                      "defects",  "ledger",     "history"};
+
+/// A check failed; the message is printed after `FAIL name:`.
+struct check_failed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void fail(const std::string &why) { throw check_failed(why); }
+
+std::string short_hash(const std::string &h) { return h.substr(0, 12); }
+
+bool is_full_hash(const std::string &s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// ---- strict field access: a missing or mistyped field is a FAIL that names it -------------
+
+const json &member(const json &j, std::string_view key, const std::string &where) {
+  if (!j.is_object())
+    fail(fmt::format("{} is not an object", where));
+  const auto it = j.find(std::string(key));
+  if (it == j.end())
+    fail(fmt::format("missing field {}.{}", where, key));
+  return *it;
+}
+
+/// `report.json` member at a dotted path, e.g. "protocol.freeze".
+const json &at_path(const json &root, std::string_view dotted) {
+  const json *cur = &root;
+  std::string where = "report";
+  std::size_t start = 0;
+  while (start <= dotted.size()) {
+    const auto dot = dotted.find('.', start);
+    const auto key =
+        dotted.substr(start, dot == std::string_view::npos ? dotted.npos : dot - start);
+    cur = &member(*cur, key, where);
+    where += "." + std::string(key);
+    if (dot == std::string_view::npos)
+      break;
+    start = dot + 1;
+  }
+  return *cur;
+}
+
+std::string get_string(const json &j, const std::string &what) {
+  if (!j.is_string())
+    fail(fmt::format("{} is not a string", what));
+  return j.get<std::string>();
+}
+
+double get_number(const json &j, const std::string &what) {
+  if (!j.is_number())
+    fail(fmt::format("{} is not a number", what));
+  return j.get<double>();
+}
+
+/// A number, or NaN for null (the report writes non-finite numbers as null).
+double get_number_or_nan(const json &j, const std::string &what) {
+  if (j.is_null())
+    return std::numeric_limits<double>::quiet_NaN();
+  return get_number(j, what);
+}
+
+std::int64_t get_int(const json &j, const std::string &what) {
+  if (j.is_number_integer())
+    return j.get<std::int64_t>();
+  if (j.is_number_float()) {
+    const double d = j.get<double>();
+    if (std::nearbyint(d) == d && std::fabs(d) < 9.2e18)
+      return static_cast<std::int64_t>(d);
+  }
+  fail(fmt::format("{} is not an integer", what));
+}
+
+std::uint64_t get_u64(const json &j, const std::string &what) {
+  if (j.is_number_unsigned())
+    return j.get<std::uint64_t>();
+  if (j.is_number_integer() && j.get<std::int64_t>() >= 0)
+    return j.get<std::uint64_t>();
+  if (j.is_number_float()) {
+    const double d = j.get<double>();
+    if (d >= 0 && std::nearbyint(d) == d && d < 1.8e19)
+      return static_cast<std::uint64_t>(d);
+  }
+  fail(fmt::format("{} is not a non-negative integer", what));
+}
+
+bool get_bool(const json &j, const std::string &what) {
+  if (!j.is_boolean())
+    fail(fmt::format("{} is not a boolean", what));
+  return j.get<bool>();
+}
+
+const json &get_array(const json &j, const std::string &what) {
+  if (!j.is_array())
+    fail(fmt::format("{} is not an array", what));
+  return j;
+}
+
+pass_kind parse_pass(const json &j, const std::string &what) {
+  const std::string s = get_string(j, what);
+  if (s == "fwd")
+    return pass_kind::fwd;
+  if (s == "fwd+bwd")
+    return pass_kind::fwd_bwd;
+  fail(fmt::format("{} is '{}', not fwd or fwd+bwd", what, s));
+}
+
+cell_key parse_cell_key(const json &j, const std::string &where) {
+  cell_key k;
+  k.arm = get_string(member(j, "arm", where), where + ".arm");
+  k.pass = parse_pass(member(j, "pass", where), where + ".pass");
+  k.rows = get_int(member(j, "rows", where), where + ".rows");
+  k.cols = get_int(member(j, "cols", where), where + ".cols");
+  return k;
+}
+
+std::string cell_label(const cell_key &k) {
+  return fmt::format("{} {} {}x{}", k.arm, to_string(k.pass), k.rows, k.cols);
+}
+
+/// At most `max` characters of a JSON value, for messages.
+std::string excerpt(const json &j, std::size_t max = 80) {
+  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > max)
+    s = s.substr(0, max - 3) + "...";
+  return s;
+}
+
+/// The differing members of two JSON objects, as "field: report X, recomputed Y".
+std::string describe_difference(const json &recomputed, const json &reported) {
+  std::vector<std::string> parts;
+  for (const auto &path : changed_fields(recomputed, reported)) {
+    const auto top = path.substr(0, path.find_first_of(".["));
+    const bool both = recomputed.is_object() && reported.is_object() && recomputed.contains(top) &&
+                      reported.contains(top);
+    if (both && top == path)
+      parts.push_back(fmt::format("{} is {} in the report, recomputed {}", path,
+                                  excerpt(reported.at(top)), excerpt(recomputed.at(top))));
+    else if (!reported.is_object() || !reported.contains(top))
+      parts.push_back(fmt::format("{} is missing from the report", path));
+    else
+      parts.push_back(fmt::format("{} differs", path));
+    if (parts.size() == 4)
+      break;
+  }
+  if (parts.empty())
+    return "differs";
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+/// Joins at most `max` messages, saying how many were left out.
+std::string join_some(const std::vector<std::string> &items, std::size_t max = 3) {
+  std::vector<std::string> shown(
+      items.begin(), items.begin() + static_cast<std::ptrdiff_t>(std::min(max, items.size())));
+  std::string out = fmt::format("{}", fmt::join(shown, "; "));
+  if (items.size() > max)
+    out += fmt::format("; and {} more", items.size() - max);
+  return out;
+}
+
+/// "YYYYMMDDHHMMSS" + 9 fraction digits of an RFC 3339 UTC time ("...Z"), comparable as text.
+std::optional<std::string> time_key(const std::string &t) {
+  // YYYY-MM-DDTHH:MM:SS[.frac]Z
+  if (t.size() < 20 || t.back() != 'Z')
+    return std::nullopt;
+  const std::string_view pattern = "dddd-dd-ddTdd:dd:dd";
+  std::string key;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = t[i];
+    if (pattern[i] == 'd') {
+      if (c < '0' || c > '9')
+        return std::nullopt;
+      key += c;
+    } else if (c != pattern[i]) {
+      return std::nullopt;
+    }
+  }
+  std::string frac;
+  std::size_t i = pattern.size();
+  if (t[i] == '.') {
+    for (++i; i < t.size() - 1; ++i) {
+      if (t[i] < '0' || t[i] > '9')
+        return std::nullopt;
+      frac += t[i];
+    }
+    if (frac.empty() || frac.size() > 9)
+      return std::nullopt;
+  }
+  if (i != t.size() - 1)
+    return std::nullopt;
+  frac.resize(9, '0');
+  return key + frac;
+}
+
+// ---- what the checks share ------------------------------------------------------------------
+
+struct envelope_view {
+  std::string payload_type;
+  std::string payload; ///< base64-decoded
+  json signatures;
+};
+
+class audit_context {
+public:
+  audit_context(fs::path dir, const store &s, const std::vector<public_key> &trusted)
+      : m_dir(std::move(dir)), m_store(s), m_trusted(trusted) {
+    const auto path = m_dir / "report.json";
+    try {
+      if (!fs::exists(path))
+        throw std::runtime_error("report.json is missing");
+      m_bytes = read_file(path);
+      m_report = parse_json_strict(*m_bytes, path.string());
+      if (!m_report->is_object()) {
+        m_report.reset();
+        throw std::runtime_error("report.json is not a JSON object");
+      }
+    } catch (const std::exception &e) {
+      m_report_error = fmt::format("cannot read report.json: {}", e.what());
+    }
+  }
+
+  [[nodiscard]] const fs::path &dir() const { return m_dir; }
+  [[nodiscard]] const store &st() const { return m_store; }
+
+  /// report.json's bytes (FAIL if unreadable).
+  [[nodiscard]] const std::string &bytes() const {
+    if (!m_bytes)
+      fail(m_report_error);
+    return *m_bytes;
+  }
+  /// report.json parsed strictly (FAIL if unreadable or not an object).
+  [[nodiscard]] const json &report() const {
+    if (!m_report)
+      fail(m_report_error);
+    return *m_report;
+  }
+
+  /// The signer's key from --trust or the store's keys/, or nullopt.
+  [[nodiscard]] std::optional<public_key> key(const std::string &fingerprint) const {
+    for (const auto &k : m_trusted)
+      if (k.fingerprint() == fingerprint)
+        return k;
+    try {
+      return m_store.find_key(fingerprint);
+    } catch (const std::exception &) {
+      return std::nullopt; // a key file that does not match its name is no key
+    }
+  }
+  [[nodiscard]] key_lookup lookup() const {
+    return [this](const std::string &fp) { return key(fp); };
+  }
+
+  [[nodiscard]] envelope_view envelope() const {
+    const auto path = m_dir / "report.dsse.json";
+    if (!fs::exists(path))
+      fail("report.dsse.json is missing");
+    const json env = parse_json_strict(read_file(path), path.string());
+    envelope_view v;
+    v.payload_type = get_string(member(env, "payloadType", "envelope"), "envelope.payloadType");
+    const std::string encoded = get_string(member(env, "payload", "envelope"), "envelope.payload");
+    try {
+      v.payload = base64_decode(encoded);
+    } catch (const std::exception &e) {
+      fail(fmt::format("envelope.payload is not valid base64: {}", e.what()));
+    }
+    v.signatures = get_array(member(env, "signatures", "envelope"), "envelope.signatures");
+    return v;
+  }
+
+  [[nodiscard]] std::string hash() const {
+    return get_string(at_path(report(), "protocol.hash"), "report.protocol.hash");
+  }
+  [[nodiscard]] protocol proto() const {
+    try {
+      return protocol_from_json(at_path(report(), "protocol.body"), "report.json protocol.body");
+    } catch (const check_failed &) {
+      throw;
+    } catch (const std::exception &e) {
+      fail(fmt::format("protocol.body does not validate: {}", e.what()));
+    }
+  }
+  /// The raw run rebuilt from the report's recorded data.
+  [[nodiscard]] raw_run raw() const;
+
+private:
+  fs::path m_dir;
+  const store &m_store;
+  const std::vector<public_key> &m_trusted;
+  std::optional<std::string> m_bytes;
+  std::optional<json> m_report;
+  std::string m_report_error;
+};
+
+/// The evidence member `field` of the report's defect `code` at `key`, if there is one.
+const json *defect_evidence(const json &report, std::string_view code, const cell_key &key,
+                            std::string_view field) {
+  const auto it = report.find("defects");
+  if (it == report.end() || !it->is_array())
+    return nullptr;
+  for (const auto &d : *it) {
+    if (!d.is_object() || d.value("code", "") != code || !d.contains("cell") ||
+        !d.contains("evidence") || !d["evidence"].is_object() || !d["evidence"].contains(field))
+      continue;
+    try {
+      if (parse_cell_key(d["cell"], "defect.cell") == key)
+        return &d["evidence"][std::string(field)];
+    } catch (const check_failed &) {
+      // a malformed defect names no cell; the defects check reports it
+    }
+  }
+  return nullptr;
+}
+
+raw_run audit_context::raw() const {
+  const json &rep = report();
+  raw_run raw;
+  const json &env = at_path(rep, "environment");
+  if (!env.is_object())
+    fail("report.environment is not an object");
+  raw.environment = env;
+
+  const json &ins = at_path(rep, "instrument");
+  const std::string w = "report.instrument";
+  instrument_record &in = raw.instrument;
+  in.ceiling_gbps = get_number_or_nan(member(ins, "ceiling_gbps", w), w + ".ceiling_gbps");
+  for (const auto &v :
+       get_array(member(ins, "ceiling_samples_gbps", w), w + ".ceiling_samples_gbps"))
+    in.ceiling_samples_gbps.push_back(get_number(v, w + ".ceiling_samples_gbps[]"));
+  in.ceiling_bytes = get_u64(member(ins, "ceiling_bytes", w), w + ".ceiling_bytes");
+  in.launch_floor_ms = get_number_or_nan(member(ins, "launch_floor_ms", w), w + ".launch_floor_ms");
+  in.timer_resolution_ms =
+      get_number_or_nan(member(ins, "timer_resolution_ms", w), w + ".timer_resolution_ms");
+  in.flush_bytes = get_u64(member(ins, "flush_bytes", w), w + ".flush_bytes");
+  in.flush_method = get_string(member(ins, "flush_method", w), w + ".flush_method");
+  in.llc_bytes = get_u64(member(ins, "llc_bytes", w), w + ".llc_bytes");
+  in.clock_start_mhz = get_number_or_nan(member(ins, "clock_start_mhz", w), w + ".clock_start_mhz");
+
+  const json &checks = get_array(at_path(rep, "correctness"), "report.correctness");
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    const std::string cw = fmt::format("report.correctness[{}]", i);
+    const json &c = checks[i];
+    correctness_record r;
+    r.key = parse_cell_key(c, cw);
+    r.max_abs_error = get_number_or_nan(member(c, "max_abs_error", cw), cw + ".max_abs_error");
+    r.max_rel_error = get_number_or_nan(member(c, "max_rel_error", cw), cw + ".max_rel_error");
+    r.unwritten = get_bool(member(c, "unwritten", cw), cw + ".unwritten");
+    r.passed = get_bool(member(c, "passed", cw), cw + ".passed");
+    r.detail = get_string(member(c, "detail", cw), cw + ".detail");
+    raw.correctness.push_back(std::move(r));
+  }
+
+  const json &cells = get_array(at_path(rep, "cells"), "report.cells");
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const std::string cw = fmt::format("report.cells[{}]", i);
+    const json &c = cells[i];
+    cell_record r;
+    r.key = parse_cell_key(c, cw);
+    for (const auto &v : get_array(member(c, "samples_ms", cw), cw + ".samples_ms"))
+      r.samples_ms.push_back(get_number(v, cw + ".samples_ms[]"));
+    r.peak_bytes = get_u64(member(c, "peak_bytes", cw), cw + ".peak_bytes");
+    const json &err = member(c, "error", cw);
+    if (!err.is_null())
+      r.error = get_string(err, cw + ".error");
+    // The cell JSON does not carry these two; the defects that raised them hold them as
+    // evidence. Without one, the value is unknown and its flag cannot be recomputed, so a
+    // flag or a defect without the other fails the statistics check.
+    if (c.contains("clock_mhz"))
+      r.clock_mhz = get_number_or_nan(c["clock_mhz"], cw + ".clock_mhz");
+    else if (const json *e = defect_evidence(rep, "clock-throttle", r.key, "clock_mhz"))
+      r.clock_mhz = get_number_or_nan(*e, "clock-throttle evidence clock_mhz");
+    if (c.contains("harness_bytes_in_window"))
+      r.harness_bytes_in_window =
+          get_u64(c["harness_bytes_in_window"], cw + ".harness_bytes_in_window");
+    else if (const json *e =
+                 defect_evidence(rep, "harness-allocation", r.key, "harness_bytes_in_window"))
+      r.harness_bytes_in_window = get_u64(*e, "harness-allocation evidence");
+    raw.cells.push_back(std::move(r));
+  }
+  return raw;
+}
+
+// ---- the checks -------------------------------------------------------------------------------
+
+std::string check_envelope(const audit_context &ctx) {
+  const envelope_view env = ctx.envelope();
+  if (env.payload_type != dsse_payload_type)
+    fail(fmt::format("payloadType is '{}', not {}", env.payload_type, dsse_payload_type));
+  if (env.signatures.empty())
+    fail("the envelope holds no signature");
+  const std::string pae = dsse_pae(env.payload_type, env.payload);
+  std::vector<std::string> signers;
+  for (std::size_t i = 0; i < env.signatures.size(); ++i) {
+    const std::string w = fmt::format("envelope.signatures[{}]", i);
+    const json &s = env.signatures[i];
+    const std::string keyid = get_string(member(s, "keyid", w), w + ".keyid");
+    const std::string sig_b64 = get_string(member(s, "sig", w), w + ".sig");
+    const auto key = ctx.key(keyid);
+    if (!key)
+      fail(fmt::format("signature {} is by an unknown key {} (not in {} nor --trust)", i,
+                       keyid.empty() ? "(empty keyid)" : keyid,
+                       (ctx.st().root() / "keys").string()));
+    std::string sig;
+    try {
+      sig = base64_decode(sig_b64);
+    } catch (const std::exception &) {
+      fail(fmt::format("signature {} is not valid base64", i));
+    }
+    if (!key->verify(pae, sig))
+      fail(fmt::format("signature {} by {} does not verify over the DSSE PAE of the payload", i,
+                       short_hash(keyid)));
+    signers.push_back(short_hash(keyid));
+  }
+  return fmt::format("{} signature(s) by {} verify over DSSE PAE ({})", signers.size(),
+                     fmt::join(signers, ", "), dsse_payload_type);
+}
+
+std::string check_payload(const audit_context &ctx) {
+  const std::string &bytes = ctx.bytes();
+  std::string payload;
+  try {
+    payload = ctx.envelope().payload;
+  } catch (const std::exception &e) {
+    fail(fmt::format("cannot read the envelope's payload: {}", e.what()));
+  }
+  if (payload != bytes) {
+    std::size_t i = 0;
+    while (i < payload.size() && i < bytes.size() && payload[i] == bytes[i])
+      ++i;
+    fail(fmt::format("report.json ({} bytes, sha256 {}) is not the signed payload ({} bytes, "
+                     "sha256 {}); first difference at byte {}",
+                     bytes.size(), short_hash(sha256_hex(bytes)), payload.size(),
+                     short_hash(sha256_hex(payload)), i));
+  }
+  if (canonical_json(ctx.report()) != bytes)
+    fail("report.json is not in RFC 8785 canonical form");
+  return fmt::format("report.json ({} bytes, sha256 {}) is the signed payload, in canonical form",
+                     bytes.size(), short_hash(sha256_hex(bytes)));
+}
+
+std::string check_protocol(const audit_context &ctx) {
+  const std::string hash = ctx.hash();
+  const json &body = at_path(ctx.report(), "protocol.body");
+  const std::string canonical = canonical_json(body);
+  if (const auto h = sha256_hex(canonical); h != hash)
+    fail(fmt::format("protocol.body hashes to {}, not to protocol.hash {}", h, hash));
+  if (!is_full_hash(hash))
+    fail(fmt::format("protocol.hash '{}' is not a SHA-256 hex", hash));
+  const auto stored_path = ctx.st().protocol_dir(hash) / "protocol.json";
+  if (!fs::exists(stored_path))
+    fail(fmt::format("the store {} holds no frozen protocol {}", ctx.st().root().string(), hash));
+  const std::string stored = read_file(stored_path);
+  if (sha256_hex(stored) != hash)
+    fail(fmt::format("the store's copy {} is corrupted: it no longer hashes to its name",
+                     stored_path.string()));
+  if (stored != canonical)
+    fail(fmt::format("protocol.body differs from the frozen copy {}", stored_path.string()));
+  (void)ctx.proto();
+  return fmt::format("body hashes to {}, equals the frozen copy and re-validates",
+                     short_hash(hash));
+}
+
+std::string check_freeze(const audit_context &ctx) {
+  const std::string hash = ctx.hash();
+  const json &record = at_path(ctx.report(), "protocol.freeze");
+  if (!record.is_object())
+    fail("protocol.freeze is not an object");
+  if (!is_full_hash(hash))
+    fail(fmt::format("protocol.hash '{}' is not a SHA-256 hex", hash));
+  const auto path = ctx.st().protocol_dir(hash) / "freeze.json";
+  if (!fs::exists(path))
+    fail(fmt::format("the store {} holds no freeze record for {}", ctx.st().root().string(), hash));
+  const json stored = parse_json_strict(read_file(path), path.string());
+  if (canonical_json(record) != canonical_json(stored))
+    fail(fmt::format("the report's freeze record differs from {}: {}", path.string(),
+                     describe_difference(stored, record)));
+  if (record.value("protocol_hash", "") != hash)
+    fail("the freeze record does not name this protocol's hash");
+  const std::string signer = record_signer(record);
+  if (signer.empty())
+    fail("the freeze record is not signed");
+  const auto key = ctx.key(signer);
+  if (!key)
+    fail(fmt::format("the freeze record is signed by an unknown key {}", signer));
+  if (!verify_record(record, *key))
+    fail("the freeze record's signature does not verify");
+  const std::string frozen_at =
+      get_string(member(record, "frozen_at", "protocol.freeze"), "protocol.freeze.frozen_at");
+  const std::string started_at =
+      get_string(at_path(ctx.report(), "run.started_at"), "report.run.started_at");
+  const auto fk = time_key(frozen_at);
+  const auto sk = time_key(started_at);
+  if (!fk)
+    fail(fmt::format("frozen_at '{}' is not an RFC 3339 UTC time", frozen_at));
+  if (!sk)
+    fail(fmt::format("run.started_at '{}' is not an RFC 3339 UTC time", started_at));
+  if (!(*fk < *sk))
+    fail(fmt::format("frozen_at {} is not before the run's started_at {}", frozen_at, started_at));
+  return fmt::format("freeze record equals the store's, signed by {}, frozen_at {} < started_at {}",
+                     short_hash(signer), frozen_at, started_at);
+}
+
+/// FAILs unless the report's cells are plan cells in plan order and every plan cell that is
+/// absent is named by a deviation (skipped).
+void check_cell_coverage(const protocol &proto, const raw_run &raw, const json &report) {
+  const auto plan = all_cells(proto);
+  std::size_t next = 0;
+  std::vector<bool> present(plan.size(), false);
+  for (const auto &c : raw.cells) {
+    const auto it = std::find(plan.begin() + static_cast<std::ptrdiff_t>(next), plan.end(), c.key);
+    if (it == plan.end())
+      fail(fmt::format("cell {} is not a cell of the protocol, or is out of order or repeated",
+                       cell_label(c.key)));
+    next = static_cast<std::size_t>(it - plan.begin()) + 1;
+    present[next - 1] = true;
+  }
+  std::vector<cell_key> excused;
+  for (const auto &d : get_array(at_path(report, "deviations"), "report.deviations"))
+    if (d.is_object() && d.contains("cell")) {
+      try {
+        excused.push_back(parse_cell_key(d["cell"], "deviation.cell"));
+      } catch (const check_failed &) {
+        // a deviation that names no valid cell excuses nothing
+      }
+    }
+  for (std::size_t i = 0; i < plan.size(); ++i)
+    if (!present[i] && std::find(excused.begin(), excused.end(), plan[i]) == excused.end())
+      fail(fmt::format("cell {} of the protocol is neither in cells[] nor named by a deviation",
+                       cell_label(plan[i])));
+}
+
+std::string check_statistics(const audit_context &ctx) {
+  const protocol proto = ctx.proto();
+  const raw_run raw = ctx.raw();
+  check_cell_coverage(proto, raw, ctx.report());
+  const json &cells = at_path(ctx.report(), "cells");
+  std::vector<std::string> bad;
+  for (std::size_t i = 0; i < raw.cells.size(); ++i) {
+    const cell_statistics st =
+        compute_cell_statistics(raw.cells[i], proto, raw.instrument, raw.correctness);
+    const json recomputed = to_json(raw.cells[i], st);
+    if (canonical_json(recomputed) != canonical_json(cells[i]))
+      bad.push_back(fmt::format("cells[{}] ({}): {}", i, cell_label(raw.cells[i].key),
+                                describe_difference(recomputed, cells[i])));
+  }
+  if (!bad.empty())
+    fail(join_some(bad));
+  std::size_t samples = 0;
+  for (const auto &c : raw.cells)
+    samples += c.samples_ms.size();
+  return fmt::format("{} cells ({} samples): every statistic recomputed from samples_ms equals "
+                     "the report's",
+                     raw.cells.size(), samples);
+}
+
+std::string check_verdicts(const audit_context &ctx) {
+  const protocol proto = ctx.proto();
+  const raw_run raw = ctx.raw();
+  const std::string hash = ctx.hash();
+  const json &reported = get_array(at_path(ctx.report(), "predictions"), "report.predictions");
+  const std::vector<json> recomputed = judge_predictions(proto, hash, raw);
+  if (reported.size() != recomputed.size())
+    fail(fmt::format("the report holds {} predictions, the protocol has {}", reported.size(),
+                     recomputed.size()));
+  std::vector<std::string> bad;
+  std::vector<std::string> verdicts;
+  for (std::size_t i = 0; i < recomputed.size(); ++i) {
+    const std::string id = recomputed[i].value("id", "?");
+    verdicts.push_back(fmt::format("{} {}", id, recomputed[i].value("verdict", "?")));
+    if (canonical_json(recomputed[i]) != canonical_json(reported[i]))
+      bad.push_back(fmt::format("predictions[{}] ({}): {}", i, id,
+                                describe_difference(recomputed[i], reported[i])));
+  }
+  if (!bad.empty())
+    fail(join_some(bad));
+  return fmt::format("{} prediction(s) recomputed with the seeded bootstrap ({} resamples) equal "
+                     "the report's: {}",
+                     recomputed.size(), proto.analysis.bootstrap_resamples,
+                     fmt::join(verdicts, ", "));
+}
+
+/// Codes whose every input is in the report itself, so the audit requires them too.
+bool derivable_from_report(std::string_view code) {
+  return derivable_from_raw(code) || code == "correctness-failure" || code == "device-contention" ||
+         code == "flush-too-small";
+}
+
+std::string check_defects(const audit_context &ctx) {
+  const protocol proto = ctx.proto();
+  const raw_run raw = ctx.raw();
+  const json &reported = get_array(at_path(ctx.report(), "defects"), "report.defects");
+  const auto codes = defect_codes();
+  std::set<std::string> have;
+  for (std::size_t i = 0; i < reported.size(); ++i) {
+    const std::string w = fmt::format("report.defects[{}]", i);
+    const std::string code = get_string(member(reported[i], "code", w), w + ".code");
+    if (std::find(codes.begin(), codes.end(), code) == codes.end())
+      fail(fmt::format("{} has the unknown code '{}'", w, code));
+    have.insert(canonical_json(reported[i]));
+  }
+  const auto stats = compute_cell_statistics(proto, raw);
+  const std::vector<json> recomputed = detect_defects(proto, raw, stats);
+  std::set<std::string> derived;
+  std::vector<std::string> missing;
+  std::size_t required = 0;
+  for (const auto &d : recomputed) {
+    const std::string code = d.value("code", "");
+    if (!derivable_from_report(code))
+      continue;
+    ++required;
+    derived.insert(canonical_json(d));
+    if (!have.count(canonical_json(d))) {
+      const auto cell = d.find("cell");
+      missing.push_back(
+          fmt::format("{}{} is missing", code,
+                      cell == d.end() ? std::string()
+                                      : " at " + cell_label(parse_cell_key(*cell, "defect.cell"))));
+    }
+  }
+  if (!missing.empty())
+    fail("recomputed defect(s) absent from the report: " + join_some(missing));
+  std::vector<std::string> unsupported;
+  for (const auto &d : reported)
+    if (derivable_from_raw(d.value("code", "")) && !derived.count(canonical_json(d)))
+      unsupported.push_back(fmt::format("{}: {}", d.value("code", ""), excerpt(d, 120)));
+  if (!unsupported.empty())
+    fail("the report holds defect(s) the raw data does not give: " + join_some(unsupported));
+  return fmt::format("{} defect(s) recomputed from the raw data are all in the report ({} in all)",
+                     required, reported.size());
+}
+
+std::string check_ledger(const audit_context &ctx) {
+  const std::string hash = ctx.hash();
+  const std::string run_id = get_string(at_path(ctx.report(), "run.run_id"), "report.run.run_id");
+  const std::int64_t attempt = get_int(at_path(ctx.report(), "attempt"), "report.attempt");
+  const std::string report_sha = sha256_hex(ctx.bytes());
+  const ledger l = ctx.st().get_ledger();
+  if (!fs::exists(l.path()))
+    fail(fmt::format("there is no ledger {}", l.path().string()));
+  std::size_t n = 0;
+  try {
+    n = l.verify(ctx.lookup());
+  } catch (const error &e) {
+    fail(fmt::format("the ledger does not verify: {}", e.line()));
+  }
+  const auto entries = l.entries();
+  std::int64_t position = 0;
+  std::int64_t runs_seen = 0;
+  std::vector<const json *> starts;
+  std::vector<const json *> completes;
+  std::vector<const json *> aborts;
+  for (const auto &e : entries) {
+    if (e.value("protocol_hash", "") != hash)
+      continue;
+    const std::string event = e.value("event", "");
+    const bool mine = e.value("run_id", "") == run_id;
+    if (event == ledger_event::run_start) {
+      ++runs_seen;
+      if (mine) {
+        starts.push_back(&e);
+        position = runs_seen;
+      }
+    } else if (mine && event == ledger_event::run_complete) {
+      completes.push_back(&e);
+    } else if (mine && event == ledger_event::run_aborted) {
+      aborts.push_back(&e);
+    }
+  }
+  if (starts.empty())
+    fail(fmt::format("the ledger holds no run-start for run {} of protocol {}", run_id,
+                     short_hash(hash)));
+  if (starts.size() > 1)
+    fail(fmt::format("the ledger holds {} run-starts for run {}", starts.size(), run_id));
+  if (completes.empty())
+    fail(fmt::format("the ledger holds no run-complete for run {}", run_id));
+  if (completes.size() > 1)
+    fail(fmt::format("the ledger holds {} run-completes for run {}", completes.size(), run_id));
+  if (!aborts.empty())
+    fail(fmt::format("the ledger records run {} as aborted ({})", run_id,
+                     aborts.front()->value("reason", "no reason")));
+  const json &start = *starts.front();
+  const json &complete = *completes.front();
+  const auto seq = [](const json &e) { return e.value("seq", std::int64_t{0}); };
+  if (seq(complete) <= seq(start))
+    fail(fmt::format("run {} completes (seq {}) before it starts (seq {})", run_id, seq(complete),
+                     seq(start)));
+  const std::string recorded = complete.value("report_sha256", "");
+  if (recorded != report_sha)
+    fail(fmt::format("the run-complete entry (seq {}) records report_sha256 {}, but report.json "
+                     "hashes to {}",
+                     seq(complete), recorded.empty() ? "(none)" : recorded, report_sha));
+  if (attempt != position)
+    fail(fmt::format("the report says attempt {}, but the ledger makes run {} the run number {} "
+                     "of this protocol",
+                     attempt, run_id, position));
+  for (const json *e : {&start, &complete})
+    if (e->value("attempt", std::int64_t{-1}) != position)
+      fail(fmt::format("ledger entry seq {} records attempt {}, not {}", seq(*e),
+                       e->value("attempt", std::int64_t{-1}), position));
+  return fmt::format("ledger verifies ({} entries); run {} started at seq {} and completed at "
+                     "seq {} with this report's sha256; attempt {}",
+                     n, run_id, seq(start), seq(complete), attempt);
+}
+
+/// "run K of N; run 1 completed <time>, run 2 aborted at <time> (<reason>), ...".
+std::string history_line(const audit_context &ctx) {
+  const std::string hash = ctx.hash();
+  const std::string run_id = get_string(at_path(ctx.report(), "run.run_id"), "report.run.run_id");
+  const auto entries = ctx.st().get_ledger().entries();
+  std::vector<std::string> parts;
+  std::size_t mine = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const json &s = entries[i];
+    if (s.value("protocol_hash", "") != hash || s.value("event", "") != ledger_event::run_start)
+      continue;
+    const std::string id = s.value("run_id", "");
+    const std::size_t k = parts.size() + 1;
+    if (id == run_id)
+      mine = k;
+    const json *end = nullptr;
+    for (std::size_t j = i + 1; j < entries.size() && end == nullptr; ++j) {
+      const std::string ev = entries[j].value("event", "");
+      if (entries[j].value("run_id", "") == id &&
+          (ev == ledger_event::run_complete || ev == ledger_event::run_aborted))
+        end = &entries[j];
+    }
+    const std::string tag = id == run_id ? " (this report)" : "";
+    if (end == nullptr)
+      parts.push_back(
+          fmt::format("run {} started {} and has no end recorded{}", k, s.value("time", "?"), tag));
+    else if (end->value("event", "") == ledger_event::run_complete)
+      parts.push_back(fmt::format("run {} completed {}{}", k, end->value("time", "?"), tag));
+    else
+      parts.push_back(fmt::format("run {} aborted at {} ({}){}", k, end->value("time", "?"),
+                                  end->value("reason", "no reason"), tag));
+  }
+  if (parts.empty())
+    return fmt::format("the ledger holds no run of protocol {}", short_hash(hash));
+  const std::string head =
+      mine > 0 ? fmt::format("run {} of {}", mine, parts.size())
+               : fmt::format("this run is not in the ledger; {} run(s)", parts.size());
+  return fmt::format("{}; {}", head, fmt::join(parts, ", "));
+}
+
+/// One line: control characters (a newline in a message) become spaces.
+std::string one_line(std::string s) {
+  for (auto &c : s)
+    if (static_cast<unsigned char>(c) < 0x20)
+      c = ' ';
+  return s;
+}
+
+} // namespace
+
+bool audit_result::passed() const {
+  return !checks.empty() &&
+         std::all_of(checks.begin(), checks.end(), [](const audit_check &c) { return c.passed; });
+}
+
+exit_code audit_result::exit() const { return passed() ? exit_code::ok : exit_code::audit_failed; }
+
+std::vector<std::string> audit_result::failed() const {
+  std::vector<std::string> out;
+  for (const auto &c : checks)
+    if (!c.passed)
+      out.push_back(c.name);
+  return out;
+}
+
+std::span<const std::string_view> audit_check_names() { return check_names; }
+
+std::vector<public_key> load_trusted_keys(const std::vector<fs::path> &paths) {
+  std::vector<public_key> keys;
+  const auto load = [&](const fs::path &file) {
+    try {
+      keys.push_back(public_key::from_pem(read_file(file), file.string()));
+    } catch (const error &e) {
+      throw invalid_input(fmt::format("--trust: not an Ed25519 public key: {}", e.what()),
+                          file.string());
+    }
+  };
+  for (const auto &p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      std::vector<fs::path> files;
+      for (const auto &entry : fs::directory_iterator(p))
+        if (entry.is_regular_file() && entry.path().extension() == ".pub")
+          files.push_back(entry.path());
+      std::sort(files.begin(), files.end());
+      for (const auto &f : files)
+        load(f);
+    } else if (fs::is_regular_file(p, ec)) {
+      load(p);
+    } else {
+      throw invalid_input("--trust: no such key file or folder", p.string());
+    }
+  }
+  return keys;
+}
+
+audit_result audit_report(const fs::path &dir, const store &s,
+                          const std::vector<public_key> &trusted) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw invalid_input("no such report folder", dir.string());
+  if (!fs::exists(dir / "report.json") && !fs::exists(dir / "report.dsse.json"))
+    throw invalid_input("not a report folder: it holds neither report.json nor report.dsse.json",
+                        dir.string());
+  const audit_context ctx(dir, s, trusted);
+  audit_result result;
+  result.report_dir = dir;
+  const std::array<std::function<std::string(const audit_context &)>, 8> checks{
+      check_envelope,   check_payload,  check_protocol, check_freeze,
+      check_statistics, check_verdicts, check_defects,  check_ledger};
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    audit_check c{std::string(check_names[i]), false, {}};
+    try {
+      c.detail = checks[i](ctx);
+      c.passed = true;
+    } catch (const check_failed &e) {
+      c.detail = e.what();
+    } catch (const error &e) {
+      c.detail = e.line();
+    } catch (const std::exception &e) {
+      c.detail = e.what();
+    }
+    c.detail = one_line(std::move(c.detail));
+    result.checks.push_back(std::move(c));
+  }
+  try {
+    result.history = history_line(ctx);
+  } catch (const std::exception &e) {
+    result.history = fmt::format("history unavailable: {}", e.what());
+  }
+  result.history = one_line(std::move(result.history));
+  result.checks.push_back({std::string(check_names.back()), true, result.history});
+  return result;
+}
+
+std::string render_audit_text(const audit_result &r) {
+  std::string out;
+  for (const auto &c : r.checks)
+    out += fmt::format("{} {}: {}\n", c.passed ? "PASS" : "FAIL", c.name, c.detail);
+  const auto bad = r.failed();
+  if (bad.empty())
+    out += fmt::format("audit PASSED: all {} checks pass ({})\n", r.checks.size(),
+                       r.report_dir.string());
+  else
+    out += fmt::format("audit FAILED: {} of {} checks failed: {} ({})\n", bad.size(),
+                       r.checks.size(), fmt::join(bad, ", "), r.report_dir.string());
+  return out;
+}
+
+std::string render_audit_json(const audit_result &r) {
+  json checks = json::array();
+  for (const auto &c : r.checks)
+    checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
+  const json out = {{"report", r.report_dir.string()},
+                    {"passed", r.passed()},
+                    {"exit_code", static_cast<int>(r.exit())},
+                    {"history", r.history},
+                    {"checks", checks}};
+  return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+} // namespace prereg

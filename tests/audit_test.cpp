@@ -1,0 +1,567 @@
+// The audit's tamper suite: a fresh report passes every check; each tampering fails exactly the
+// checks that should catch it, and deleting a record never turns a FAIL into a PASS.
+#include "fake_backend.hpp"
+
+#include "prereg/audit.hpp"
+#include "prereg/cell_stats.hpp"
+#include "prereg/crypto.hpp"
+#include "prereg/fs.hpp"
+#include "prereg/ledger.hpp"
+#include "prereg/report.hpp"
+#include "prereg/signed_json.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+using namespace prereg;
+using namespace prereg::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+using names = std::vector<std::string>;
+
+/// "a, b, c": readable in a failed CHECK.
+std::string list(const names &n) {
+  std::string out;
+  for (const auto &s : n)
+    out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+audit_result audit(const temp_lab &lab, const fs::path &dir,
+                   const std::vector<public_key> &trusted = {}) {
+  return audit_report(dir, lab.st(), trusted);
+}
+
+/// Writes `report` as report.json and a fresh envelope signed by `key`.
+void resign(const fs::path &dir, const json &report, const signing_key &key) {
+  const std::string bytes = canonical_json(report);
+  write_file_atomic(dir / "report.json", bytes);
+  write_file_atomic(dir / "report.dsse.json", make_envelope(bytes, key));
+}
+
+/// The cells[] entry of `arm` at `rows`.
+json &cell_of(json &report, const std::string &arm, std::int64_t rows) {
+  for (auto &c : report.at("cells"))
+    if (c.at("arm") == arm && c.at("rows") == rows)
+      return c;
+  throw std::logic_error("no such cell");
+}
+
+/// The cell JSON a consistent forger would write for `c` with new samples.
+json recompute_cell(const json &report, const json &c) {
+  const protocol proto = protocol_from_json(report.at("protocol").at("body"), "body");
+  cell_record rec;
+  rec.key = {c.at("arm").get<std::string>(), pass_kind::fwd, c.at("rows").get<std::int64_t>(),
+             c.at("cols").get<std::int64_t>()};
+  rec.samples_ms = c.at("samples_ms").get<std::vector<double>>();
+  rec.peak_bytes = c.at("peak_bytes").get<std::uint64_t>();
+  const instrument_record in = fake_plants::default_instrument();
+  const auto stats = compute_cell_statistics(rec, proto, in, {});
+  return to_json(rec, stats);
+}
+
+/// Rewrites the store's ledger without the entries `drop` selects, re-chained and re-signed.
+void rewrite_ledger(const temp_lab &lab, const std::function<bool(const json &)> &drop) {
+  ledger l = lab.st().get_ledger();
+  const auto entries = l.entries();
+  write_file_atomic(l.path(), "");
+  const signing_key key = lab.key();
+  for (auto e : entries) {
+    if (drop(e))
+      continue;
+    for (const char *k : {"seq", "time", "prev", "signer", "signature"})
+      e.erase(k);
+    l.append(e, key);
+  }
+}
+
+std::string detail_of(const audit_result &r, const std::string &name) {
+  for (const auto &c : r.checks)
+    if (c.name == name)
+      return c.detail;
+  return "(no such check)";
+}
+
+} // namespace
+
+TEST_CASE("a fresh report passes every check, in the fixed order") {
+  temp_lab lab;
+  lab.freeze();
+  const fs::path dir = lab.run();
+  const audit_result r = audit(lab, dir);
+
+  names order;
+  for (const auto &c : r.checks)
+    order.push_back(c.name);
+  CHECK(order == names{"envelope", "payload", "protocol", "freeze", "statistics", "verdicts",
+                       "defects", "ledger", "history"});
+  for (const auto &c : r.checks)
+    CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+  CHECK(r.passed());
+  CHECK(r.exit() == exit_code::ok);
+  CHECK(r.failed().empty());
+  CHECK(r.history.rfind("run 1 of 1; run 1 completed ", 0) == 0);
+  CHECK(r.history.find("(this report)") != std::string::npos);
+
+  SUBCASE("text: one PASS line per check, then the verdict line") {
+    std::istringstream text(render_audit_text(r));
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(text, line);)
+      lines.push_back(line);
+    REQUIRE(lines.size() == 10);
+    for (std::size_t i = 0; i < 9; ++i)
+      CHECK(lines[i].rfind("PASS " + order[i] + ": ", 0) == 0);
+    CHECK(lines[9].rfind("audit PASSED: all 9 checks pass", 0) == 0);
+  }
+  SUBCASE("json: the checks for CI") {
+    const json j = parse_json_strict(render_audit_json(r), "audit.json");
+    CHECK(j.at("passed") == true);
+    CHECK(j.at("exit_code") == 0);
+    REQUIRE(j.at("checks").size() == 9);
+    CHECK(j.at("checks")[4].at("name") == "statistics");
+    CHECK(j.at("checks")[4].at("passed") == true);
+    CHECK(j.at("history") == r.history);
+  }
+  SUBCASE("a report with planted defects of every derivable kind also passes") {
+    fake_plants plants;
+    plants.samples = [](const cell_key &k, std::int64_t n) {
+      if (k.arm == "unfused" && k.rows == 64)
+        return drifting_samples(0.2, n);
+      if (k.arm == "fused" && k.rows == 128)
+        return unstable_samples(0.2, n);
+      return fake_backend::default_samples(k, n);
+    };
+    plants.instrument.timer_resolution_ms = 0.01;
+    plants.instrument.ceiling_gbps = 1.0; // fused 64 reads about 134%
+    plants.peak_bytes = [](const cell_key &k) -> std::uint64_t {
+      return k.arm == "unfused" && k.rows == 128 ? 0 : 4096;
+    };
+    plants.instrument.flush_bytes = plants.instrument.llc_bytes;
+    plants.failing_arms = {"unfused"};
+    plants.other_processes = json::array({{{"pid", 7}}});
+    plants.clock_mhz = [](const cell_key &k) { return k.rows == 64 ? 1000.0 : 3000.0; };
+    plants.harness_bytes_in_window = [](const cell_key &k) -> std::uint64_t {
+      return k.arm == "fused" ? 512 : 0;
+    };
+    const fs::path planted = lab.run(plants);
+    const json report = read_report(planted);
+    std::set<std::string> codes;
+    for (const auto &d : report.at("defects"))
+      codes.insert(d.at("code").get<std::string>());
+    CHECK(codes == std::set<std::string>{"above-ceiling", "unstable-cell", "harness-allocation",
+                                         "zero-peak-memory", "timer-resolution", "clock-throttle",
+                                         "device-contention", "drift", "flush-too-small",
+                                         "correctness-failure"});
+    const audit_result a = audit(lab, planted);
+    for (const auto &c : a.checks)
+      CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+    CHECK(a.history.rfind("run 2 of 2;", 0) == 0);
+  }
+}
+
+TEST_CASE("tampering fails the audit with the right checks named") {
+  temp_lab lab;
+  lab.freeze();
+  fake_plants plants;
+  // a derivable defect (drift), a report-derivable one (flush-too-small) and a harness
+  // allocation whose only record besides the cell flag is its defect
+  plants.samples = [](const cell_key &k, std::int64_t n) {
+    return k.arm == "unfused" && k.rows == 64 ? drifting_samples(0.2, n)
+                                              : fake_backend::default_samples(k, n);
+  };
+  plants.instrument.flush_bytes = plants.instrument.llc_bytes;
+  plants.harness_bytes_in_window = [](const cell_key &k) -> std::uint64_t {
+    return k.arm == "fused" && k.rows == 64 ? 256 : 0;
+  };
+  const fs::path dir = lab.run(plants);
+  REQUIRE(audit(lab, dir).passed());
+  json report = read_report(dir);
+  const signing_key key = lab.key();
+  std::vector<public_key> trusted;
+  names expected;
+
+  SUBCASE("one byte of report.json changed") {
+    std::string bytes = read_file(dir / "report.json");
+    const auto at = bytes.find("\"name\":\"prereg\"");
+    REQUIRE(at != std::string::npos);
+    bytes[at + 13] = 'G'; // prereg -> prereG
+    write_file_atomic(dir / "report.json", bytes);
+    expected = {"payload", "ledger"};
+  }
+  SUBCASE("report.json made invalid") {
+    std::string bytes = read_file(dir / "report.json");
+    bytes.back() = ',';
+    write_file_atomic(dir / "report.json", bytes);
+    expected = {"payload", "protocol", "freeze", "statistics", "verdicts", "defects", "ledger"};
+  }
+  SUBCASE("a sample changed, re-signed with an untrusted key") {
+    auto &s = cell_of(report, "fused", 64).at("samples_ms");
+    s[3] = s[3].get<double>() * 1.05;
+    resign(dir, report, signing_key::generate());
+    expected = {"envelope", "statistics", "ledger"};
+  }
+  SUBCASE("a sample changed, re-signed with the trusted key") {
+    auto &s = cell_of(report, "fused", 64).at("samples_ms");
+    s[3] = s[3].get<double>() * 1.05;
+    resign(dir, report, key);
+    expected = {"statistics", "ledger"};
+  }
+  SUBCASE("a sample changed with its statistics recomputed, re-signed: the ledger catches it") {
+    json &c = cell_of(report, "fused", 128);
+    c.at("samples_ms")[3] = c.at("samples_ms")[3].get<double>() * 1.05;
+    const json forged = recompute_cell(report, c);
+    REQUIRE(forged.at("mean_ms") != c.at("mean_ms"));
+    c = forged;
+    resign(dir, report, key);
+    expected = {"ledger"};
+  }
+  SUBCASE("a median changed") {
+    json &c = cell_of(report, "unfused", 128);
+    c.at("median_ms") = c.at("median_ms").get<double>() * 0.5;
+    resign(dir, report, key);
+    expected = {"statistics", "ledger"};
+  }
+  SUBCASE("a verdict changed") {
+    report.at("predictions")[0].at("verdict") = "refuted";
+    resign(dir, report, key);
+    expected = {"verdicts", "ledger"};
+  }
+  SUBCASE("a p changed") {
+    report.at("predictions")[0].at("cells")[0].at("p") = 0.5;
+    resign(dir, report, key);
+    expected = {"verdicts", "ledger"};
+  }
+  SUBCASE("the ceiling changed") {
+    report.at("instrument").at("ceiling_gbps") = 2000;
+    resign(dir, report, key);
+    expected = {"statistics", "ledger"};
+  }
+  SUBCASE("the attempt number changed") {
+    report.at("attempt") = 2;
+    resign(dir, report, key);
+    expected = {"ledger"};
+  }
+  SUBCASE("a derivable defect deleted") {
+    auto &d = report.at("defects");
+    const auto before = d.size();
+    d.erase(
+        std::remove_if(d.begin(), d.end(), [](const json &x) { return x.at("code") == "drift"; }),
+        d.end());
+    REQUIRE(d.size() == before - 1);
+    resign(dir, report, key);
+    expected = {"defects", "ledger"};
+  }
+  SUBCASE("a defect of the report's own records deleted (flush-too-small)") {
+    auto &d = report.at("defects");
+    d.erase(std::remove_if(d.begin(), d.end(),
+                           [](const json &x) { return x.at("code") == "flush-too-small"; }),
+            d.end());
+    resign(dir, report, key);
+    expected = {"defects", "ledger"};
+  }
+  SUBCASE("a harness-allocation defect deleted: its cell flag no longer recomputes") {
+    auto &d = report.at("defects");
+    d.erase(std::remove_if(d.begin(), d.end(),
+                           [](const json &x) { return x.at("code") == "harness-allocation"; }),
+            d.end());
+    resign(dir, report, key);
+    expected = {"statistics", "ledger"};
+  }
+  SUBCASE("the defects array deleted") {
+    report.erase("defects");
+    resign(dir, report, key);
+    expected = {"statistics", "defects", "ledger"};
+  }
+  SUBCASE("a derivable defect invented") {
+    json fake;
+    for (const auto &d : report.at("defects"))
+      if (d.at("code") == "drift")
+        fake = d;
+    REQUIRE(fake.is_object());
+    fake.at("cell").at("arm") = "fused";
+    report.at("defects").push_back(fake);
+    resign(dir, report, key);
+    expected = {"defects", "ledger"};
+  }
+  SUBCASE("a cell's samples_ms deleted") {
+    cell_of(report, "fused", 128).erase("samples_ms");
+    resign(dir, report, key);
+    expected = {"statistics", "verdicts", "defects", "ledger"};
+  }
+  SUBCASE("a whole cell deleted (with its drift defect still in the report)") {
+    auto &cells = report.at("cells");
+    cells.erase(cells.begin()); // unfused 64
+    resign(dir, report, key);
+    expected = {"statistics", "verdicts", "defects", "ledger"};
+  }
+  SUBCASE("the protocol body changed") {
+    report.at("protocol").at("body").at("title") = "Another title";
+    resign(dir, report, key);
+    expected = {"protocol", "ledger"};
+  }
+  SUBCASE("a prediction changed in the body and in predictions[] alike") {
+    report.at("protocol").at("body").at("predictions")[0].at("claim") = "Something else";
+    report.at("predictions")[0].at("claim") = "Something else";
+    resign(dir, report, key);
+    expected = {"protocol", "ledger"};
+  }
+  SUBCASE("a prediction's expect changed in predictions[] only") {
+    report.at("predictions")[0].at("expect") = "fused > unfused";
+    resign(dir, report, key);
+    expected = {"verdicts", "ledger"};
+  }
+  SUBCASE("the protocol body changed and protocol.hash rewritten to match") {
+    json &p = report.at("protocol");
+    p.at("body").at("title") = "Another title";
+    p.at("hash") = sha256_hex(canonical_json(p.at("body")));
+    resign(dir, report, key);
+    expected = {"protocol", "freeze", "ledger"};
+  }
+  SUBCASE("report.json no longer the envelope's payload") {
+    json &c = cell_of(report, "unfused", 128);
+    c.at("median_ms") = c.at("median_ms").get<double>() * 0.5;
+    write_file_atomic(dir / "report.json", canonical_json(report));
+    expected = {"payload", "statistics", "ledger"};
+  }
+  SUBCASE("report.json not canonical but equal to the payload") {
+    const std::string bytes = report.dump(1);
+    write_file_atomic(dir / "report.json", bytes);
+    write_file_atomic(dir / "report.dsse.json", make_envelope(bytes, key));
+    expected = {"payload", "ledger"};
+  }
+  SUBCASE("the envelope's payloadType changed") {
+    json env = parse_json_strict(read_file(dir / "report.dsse.json"), "env");
+    env.at("payloadType") = "application/json";
+    write_file_atomic(dir / "report.dsse.json", canonical_json(env));
+    expected = {"envelope"};
+  }
+  SUBCASE("the envelope's signatures removed") {
+    json env = parse_json_strict(read_file(dir / "report.dsse.json"), "env");
+    env.at("signatures") = json::array();
+    write_file_atomic(dir / "report.dsse.json", canonical_json(env));
+    expected = {"envelope"};
+  }
+  SUBCASE("a second, unknown signature added") {
+    json env = parse_json_strict(read_file(dir / "report.dsse.json"), "env");
+    const signing_key other = signing_key::generate();
+    const std::string bytes = read_file(dir / "report.json");
+    env.at("signatures")
+        .push_back({{"keyid", other.fingerprint()},
+                    {"sig", base64_encode(other.sign(dsse_pae(dsse_payload_type, bytes)))}});
+    write_file_atomic(dir / "report.dsse.json", canonical_json(env));
+    expected = {"envelope"};
+  }
+  SUBCASE("report.dsse.json deleted") {
+    fs::remove(dir / "report.dsse.json");
+    expected = {"envelope", "payload"};
+  }
+  SUBCASE("report.json deleted") {
+    fs::remove(dir / "report.json");
+    expected = {"payload", "protocol", "freeze", "statistics", "verdicts", "defects", "ledger"};
+  }
+  SUBCASE("the run's ledger entries removed, the ledger re-chained and re-signed") {
+    const std::string run_id = report.at("run").at("run_id");
+    rewrite_ledger(lab, [&](const json &e) { return e.value("run_id", "") == run_id; });
+    REQUIRE(lab.st().get_ledger().verify(
+                [&](const std::string &f) { return lab.st().find_key(f); }) == 1);
+    expected = {"ledger"};
+  }
+  SUBCASE("only the run-complete removed, the ledger re-chained and re-signed") {
+    rewrite_ledger(lab, [](const json &e) { return e.value("event", "") == "run-complete"; });
+    expected = {"ledger"};
+  }
+  SUBCASE("a ledger line edited without re-signing") {
+    std::string text = read_file(lab.st().get_ledger().path());
+    const auto at = text.find("\"attempt\":1");
+    REQUIRE(at != std::string::npos);
+    text[at + 10] = '2';
+    write_file_atomic(lab.st().get_ledger().path(), text);
+    expected = {"ledger"};
+  }
+  SUBCASE("a freeze record dated after the run, in the report and the store alike") {
+    json record = report.at("protocol").at("freeze");
+    record.at("frozen_at") = "2999-01-01T00:00:00.000000Z";
+    record = sign_record(record, key);
+    write_file_atomic(lab.st().protocol_dir(lab.hash) / "freeze.json", canonical_json(record));
+    report.at("protocol").at("freeze") = record;
+    resign(dir, report, key);
+    expected = {"freeze", "ledger"};
+  }
+  SUBCASE("a freeze record in the report that differs from the store's") {
+    json record = report.at("protocol").at("freeze");
+    record.at("frozen_at") = "2000-01-01T00:00:00.000000Z";
+    report.at("protocol").at("freeze") = sign_record(record, key);
+    resign(dir, report, key);
+    expected = {"freeze", "ledger"};
+  }
+  SUBCASE("the run said to start before the freeze") {
+    report.at("run").at("started_at") = "2001-01-01T00:00:00Z";
+    resign(dir, report, key);
+    expected = {"freeze", "ledger"};
+  }
+  SUBCASE("the signer's key removed from the store") {
+    fs::remove(lab.store_root / "keys" / (key.fingerprint() + ".pub"));
+    expected = {"envelope", "freeze", "ledger"};
+  }
+
+  REQUIRE(!expected.empty());
+  const audit_result r = audit(lab, dir, trusted);
+  CHECK(list(r.failed()) == list(expected));
+  for (const auto &c : r.checks)
+    if (!c.passed)
+      CHECK_MESSAGE(!c.detail.empty(), c.name);
+  CHECK(r.exit() == exit_code::audit_failed);
+  CHECK(static_cast<int>(r.exit()) == 4);
+  CHECK(r.checks.back().name == "history");
+  CHECK(r.checks.back().passed);
+  const std::string text = render_audit_text(r);
+  for (const auto &n : expected) {
+    const bool listed = text.find("\nFAIL " + n + ": ") != std::string::npos ||
+                        text.rfind("FAIL " + n + ": ", 0) == 0;
+    CHECK_MESSAGE(listed, n);
+  }
+  CHECK(text.find("audit FAILED: " + std::to_string(expected.size()) + " of 9 checks failed") !=
+        std::string::npos);
+}
+
+TEST_CASE("audit failure details name the cause") {
+  temp_lab lab;
+  lab.freeze();
+  const fs::path dir = lab.run();
+  json report = read_report(dir);
+  const signing_key key = lab.key();
+
+  SUBCASE("a changed median is named with both values") {
+    cell_of(report, "unfused", 128).at("median_ms") = 0.125;
+    resign(dir, report, key);
+    const auto r = audit(lab, dir);
+    const std::string d = detail_of(r, "statistics");
+    CHECK(d.find("cells[1] (unfused fwd 128x256)") != std::string::npos);
+    CHECK(d.find("median_ms is 0.125 in the report") != std::string::npos);
+    CHECK(detail_of(r, "ledger").find("report_sha256") != std::string::npos);
+  }
+  SUBCASE("an untrusted signer is named as unknown") {
+    const signing_key other = signing_key::generate();
+    resign(dir, report, other);
+    const auto r = audit(lab, dir);
+    CHECK(detail_of(r, "envelope").find("unknown key " + other.fingerprint()) != std::string::npos);
+    SUBCASE("--trust with that key's file makes the envelope pass") {
+      other.save(lab.root / "other.key");
+      const auto keys = load_trusted_keys(std::vector<fs::path>{lab.root / "other.pub"});
+      REQUIRE(keys.size() == 1);
+      const auto t = audit(lab, dir, keys);
+      CHECK(detail_of(t, "envelope").find("verify over DSSE PAE") != std::string::npos);
+      CHECK(list(t.failed()).empty()); // same bytes, now by a signer the user trusts
+    }
+    SUBCASE("--trust with a folder of *.pub") {
+      fs::create_directories(lab.root / "trust");
+      other.save(lab.root / "trust" / "other.key");
+      fs::remove(lab.root / "trust" / "other.key");
+      const auto keys = load_trusted_keys(std::vector<fs::path>{lab.root / "trust"});
+      REQUIRE(keys.size() == 1);
+      CHECK(keys[0].fingerprint() == other.fingerprint());
+      CHECK(list(audit(lab, dir, keys).failed()).empty());
+    }
+  }
+  SUBCASE("an attempt changed with the ledger rewritten to the new report's sha256") {
+    report.at("attempt") = 2;
+    resign(dir, report, key);
+    const std::string sha = sha256_hex(read_file(dir / "report.json"));
+    ledger l = lab.st().get_ledger();
+    const auto entries = l.entries();
+    write_file_atomic(l.path(), "");
+    for (auto e : entries) {
+      for (const char *k : {"seq", "time", "prev", "signer", "signature"})
+        e.erase(k);
+      if (e.at("event") == "run-complete")
+        e.at("report_sha256") = sha;
+      l.append(e, key);
+    }
+    const auto r = audit(lab, dir);
+    CHECK(list(r.failed()) == "ledger");
+    CHECK(detail_of(r, "ledger").find("the report says attempt 2") != std::string::npos);
+  }
+  SUBCASE("a freeze after the run names both times") {
+    report.at("run").at("started_at") = "2001-01-01T00:00:00Z";
+    resign(dir, report, key);
+    CHECK(detail_of(audit(lab, dir), "freeze")
+              .find("is not before the run's started_at "
+                    "2001-01-01T00:00:00Z") != std::string::npos);
+  }
+}
+
+TEST_CASE("the history names every run of the protocol, aborted ones included") {
+  temp_lab lab;
+  lab.freeze();
+  fake_plants failing;
+  failing.throw_in_measure = "planted crash";
+  CHECK_THROWS_AS((void)lab.run(failing), error);
+  const fs::path second = lab.run();
+  const fs::path third = lab.run();
+  const audit_result r = audit(lab, second);
+  CHECK(r.passed());
+  CHECK(r.history.rfind("run 2 of 3; run 1 aborted at ", 0) == 0);
+  CHECK(r.history.find("(planted crash)") != std::string::npos);
+  CHECK(r.history.find("run 2 completed ") != std::string::npos);
+  CHECK(r.history.find("run 3 completed ") != std::string::npos);
+  CHECK(detail_of(r, "history") == r.history);
+  CHECK(read_report(second).at("attempt") == 2);
+  CHECK(audit(lab, third).passed());
+
+  SUBCASE("a run cut out of the ledger is missing from the history, and the ledger check fails") {
+    const std::string run_id = second.filename().string();
+    rewrite_ledger(lab, [&](const json &e) { return e.value("run_id", "") == run_id; });
+    const audit_result cut = audit(lab, second);
+    CHECK(list(cut.failed()) == "ledger");
+    CHECK(cut.history.rfind("this run is not in the ledger; 2 run(s); run 1 aborted at ", 0) == 0);
+    CHECK(cut.history.find("run 2 completed ") != std::string::npos); // the third run
+  }
+}
+
+TEST_CASE("a report measured by the real CPU backend passes every check") {
+  temp_lab lab;
+  std::string yaml = test_protocol_yaml;
+  yaml.replace(yaml.find("repetitions: 20"), 15, "repetitions: 5");
+  yaml.replace(yaml.find("rows: [64, 128]"), 15, "rows: [16, 32]");
+  yaml.replace(yaml.find("at: {rows: 128, pass: fwd}"), 26, "at: {rows: 32, pass: fwd}");
+  lab.freeze(yaml);
+  run_options o = lab.options();
+  o.make_backend = make_default_backend;
+  const fs::path dir = run_protocol(o);
+  const audit_result r = audit(lab, dir);
+  for (const auto &c : r.checks)
+    CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
+  CHECK(r.exit() == exit_code::ok);
+}
+
+TEST_CASE("audit refuses what is not a report folder with exit 2 and the path") {
+  temp_lab lab;
+  const fs::path missing = lab.root / "no-such-report";
+  try {
+    (void)audit(lab, missing);
+    FAIL("no error");
+  } catch (const error &e) {
+    CHECK(e.code() == exit_code::invalid);
+    CHECK(e.where() == missing.string());
+  }
+  fs::create_directories(lab.root / "empty");
+  try {
+    (void)audit(lab, lab.root / "empty");
+    FAIL("no error");
+  } catch (const error &e) {
+    CHECK(e.code() == exit_code::invalid);
+    CHECK(e.where() == (lab.root / "empty").string());
+  }
+  CHECK_THROWS_WITH_AS((void)load_trusted_keys(std::vector<fs::path>{lab.root / "nothing.pub"}),
+                       "--trust: no such key file or folder", error);
+  write_file_atomic(lab.root / "bad.pub", "not a key");
+  try {
+    (void)load_trusted_keys(std::vector<fs::path>{lab.root / "bad.pub"});
+    FAIL("no error");
+  } catch (const error &e) {
+    CHECK(e.code() == exit_code::invalid);
+  }
+}
