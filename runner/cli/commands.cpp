@@ -10,6 +10,7 @@
 #include "prereg/protocol.hpp"
 #include "prereg/registry.hpp"
 #include "prereg/run.hpp"
+#include "prereg/audit.hpp"
 #include "prereg/compare.hpp"
 #include "prereg/report_text.hpp"
 #include "prereg/store.hpp"
@@ -264,6 +265,24 @@ json read_report_json(const std::string &dir) {
   return parse_json_strict(read_file(path), path.string());
 }
 
+int cmd_audit(args_t args) {
+  CLI::App app{"re-check a report against its frozen protocol and its own raw data", "audit"};
+  common_options o;
+  std::string dir;
+  std::vector<std::string> trust;
+  bool as_json = false;
+  o.add_store(app);
+  app.add_option("REPORT_DIR", dir, "a report folder")->required();
+  app.add_option("--trust", trust, "trusted public key: a PEM FILE or a DIR of *.pub (repeatable)");
+  app.add_flag("--json", as_json, "print the checks as JSON");
+  if (!parse(app, args)) return 0;
+  const store s = o.open_store();
+  std::vector<std::filesystem::path> trust_paths(trust.begin(), trust.end());
+  const audit_result r = audit_report(dir, s, load_trusted_keys(trust_paths));
+  fmt::print("{}", as_json ? render_audit_json(r) : render_audit_text(r));
+  return static_cast<int>(r.exit());
+}
+
 int cmd_report(args_t args) {
   CLI::App app{"regenerate report.md and report.html from report.json alone", "report"};
   std::string dir;
@@ -313,6 +332,7 @@ constexpr command commands[] = {
     {"check", "validate a protocol and print the hash it would get", cmd_check},
     {"canon", "print RFC 8785 canonical bytes of a JSON file or a protocol", cmd_canon},
     {"run", "verify, measure, judge, write and sign a report", cmd_run},
+    {"audit", "re-check a report from its raw data", cmd_audit},
     {"report", "regenerate report.md / report.html from report.json", cmd_report},
     {"compare", "compare two reports cell by cell", cmd_compare},
     {"keygen", "create an Ed25519 signing key pair", cmd_keygen},
