@@ -456,6 +456,8 @@ node from_json_at(const json &value, const std::string &where, const std::string
 
 } // namespace
 
+node::~node() = default;
+
 const node *node::find(std::string_view key) const {
   for (const auto &[k, v] : entries)
     if (k.value == key)

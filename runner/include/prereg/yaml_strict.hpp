@@ -35,6 +35,15 @@ struct node {
 
   /// The value under `key` of a mapping, or null if absent.
   [[nodiscard]] const node *find(std::string_view key) const;
+
+  node() = default;
+  node(const node &) = default;
+  node(node &&) = default;
+  node &operator=(const node &) = default;
+  node &operator=(node &&) = default;
+  /// Defined out of line: clang cannot instantiate it inline while std::pair<node, node> is
+  /// still incomplete (it otherwise fails to compile every user of this header).
+  ~node();
 };
 
 /// A short name of a node's kind for messages: "null", "a string", "a list", ...
