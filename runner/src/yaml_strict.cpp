@@ -26,20 +26,34 @@ public:
         m_line_starts.push_back(i + 1);
   }
 
+  // Parser events arrive in text order, so counting resumes from the last position on the same
+  // line: linear in the text, not quadratic in a long line with many nodes.
   [[nodiscard]] std::pair<int, int> locate(std::size_t pos) const {
     pos = std::min(pos, m_text.size());
     auto it = std::upper_bound(m_line_starts.begin(), m_line_starts.end(), pos);
     const std::size_t start = *(it - 1);
+    const int line = static_cast<int>(it - m_line_starts.begin());
+    std::size_t from = start;
     int column = 1;
-    for (std::size_t i = start; i < pos; ++i)
+    if (line == m_last_line && pos >= m_last_pos) {
+      from = m_last_pos;
+      column = m_last_column;
+    }
+    for (std::size_t i = from; i < pos; ++i)
       if ((static_cast<unsigned char>(m_text[i]) & 0xC0) != 0x80)
         ++column;
-    return {static_cast<int>(it - m_line_starts.begin()), column};
+    m_last_line = line;
+    m_last_pos = pos;
+    m_last_column = column;
+    return {line, column};
   }
 
 private:
   std::string_view m_text;
   std::vector<std::size_t> m_line_starts;
+  mutable int m_last_line = 0; // the last locate(): its line, byte offset and column
+  mutable std::size_t m_last_pos = 0;
+  mutable int m_last_column = 1;
 };
 
 [[noreturn]] void fail_at(const std::string &file, const position_map &map, std::size_t pos,
