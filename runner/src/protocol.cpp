@@ -31,6 +31,53 @@ constexpr std::int64_t max_cells = 20000;           // arms x passes x rows x co
 constexpr std::int64_t max_invocations = 100000000; // cells x (repetitions + warmup) x repeat
 constexpr std::int64_t max_extent = std::int64_t{1} << 31; // rows and cols
 
+// A lower bound on the time a protocol takes to measure, to refuse one that could never finish
+// and to say how long one refused by count would take. Assumptions (docs/hardening.md): every
+// timed or warm-up invocation takes at least 1 us and moves at least 2 (fwd) or 5 (fwd+bwd)
+// [rows, cols] tensors at 10 TB/s on cuda or 1 TB/s on cpu, faster than any device today;
+// cache flushes, correctness checks and the analysis are not counted.
+constexpr double assumed_floor_s = 1e-6;
+constexpr double max_estimated_s = 30 * 86400.0; // 30 days
+
+double assumed_bytes_per_s(const std::string &device) { return device == "cuda" ? 10e12 : 1e12; }
+
+std::string human_duration(double s) {
+  if (s < 120)
+    return fmt::format("{:.0f} seconds", s);
+  if (s < 2 * 3600.0)
+    return fmt::format("{:.0f} minutes", s / 60);
+  if (s < 2 * 86400.0)
+    return fmt::format("{:.0f} hours", s / 3600);
+  if (s < 2 * 365.25 * 86400)
+    return fmt::format("{:.0f} days", s / 86400);
+  return fmt::format("{:.3g} years", s / (365.25 * 86400));
+}
+
+// The lower bound in seconds (see the assumptions above).
+double estimated_seconds(const protocol &p) {
+  const double bandwidth = assumed_bytes_per_s(p.device);
+  const double element = static_cast<double>(element_bytes(p.type));
+  double total = 0;
+  for (const auto &arm : p.arms)
+    for (const auto pass : p.passes)
+      for (const auto rows : p.rows)
+        for (const auto cols : p.cols) {
+          const double tensors = pass == pass_kind::fwd ? 2 : 5;
+          const double bytes =
+              tensors * static_cast<double>(rows) * static_cast<double>(cols) * element;
+          const double per_invocation = std::max(assumed_floor_s, bytes / bandwidth);
+          total += per_invocation * static_cast<double>(arm.repeat) *
+                   static_cast<double>(p.measurement.repetitions + p.measurement.warmup);
+        }
+  return total;
+}
+
+std::string estimate_text(const protocol &p) {
+  return fmt::format("at the very least {} (assuming 1 us per invocation and {:g} TB/s, flushes "
+                     "not counted)",
+                     human_duration(estimated_seconds(p)), assumed_bytes_per_s(p.device) / 1e12);
+}
+
 [[noreturn]] void fail(const node &n, const std::string &what) {
   throw invalid_input(what, n.where);
 }
@@ -432,9 +479,14 @@ protocol validate(const node &root) {
     invocations = per_arm_cells * (p.measurement.repetitions + p.measurement.warmup) * repeat_sum;
     if (invocations > max_invocations)
       fail(reps, fmt::format("too many timed invocations: {} cells per arm x ({} repetitions + {} "
-                             "warmup) x {} summed repeat over arms = {}, more than the limit of {}",
+                             "warmup) x {} summed repeat over arms = {}, more than the limit of "
+                             "{}; it would take {}",
                              per_arm_cells, p.measurement.repetitions, p.measurement.warmup,
-                             repeat_sum, invocations, max_invocations));
+                             repeat_sum, invocations, max_invocations, estimate_text(p)));
+    if (estimated_seconds(p) > max_estimated_s)
+      fail(reps, fmt::format("measuring would take {}, more than the limit of {} days: lower "
+                             "the repetitions or the shapes",
+                             estimate_text(p), max_estimated_s / 86400));
   }
 
   if (const node *analysis_node = top.optional("analysis")) {
