@@ -190,7 +190,8 @@ private:
       const auto *first = m_text.data() + i;
       const auto [ptr, ec] = std::from_chars(first, first + len, value);
       if (ec != std::errc() || ptr != first + len || !std::isfinite(value))
-        fail(start, fmt::format("number {} is out of range", m_text.substr(i, len)));
+        fail(start,
+             fmt::format("number {} is out of range", message_excerpt(m_text.substr(i, len))));
       i += len;
       return {token_kind::number, start, std::string(m_text.substr(start, len)), value};
     }
@@ -198,7 +199,7 @@ private:
       std::size_t end = i;
       while (end < m_text.size() && (word_char(m_text[end]) || m_text[end] == '.'))
         ++end;
-      fail(start, fmt::format("malformed number '{}'", m_text.substr(i, end - i)));
+      fail(start, fmt::format("malformed number '{}'", message_excerpt(m_text.substr(i, end - i))));
     }
     // An unknown word; include dashed continuations so the message shows what was meant.
     std::size_t end = word_end(i);
@@ -231,7 +232,7 @@ public:
         fail(t.offset, fmt::format("unexpected '{}' (trailing tokens; join comparisons with "
                                    "'and')",
                                    t.text));
-      fail(t.offset, fmt::format("unexpected '{}' (trailing tokens)", t.text));
+      fail(t.offset, fmt::format("unexpected '{}' (trailing tokens)", message_excerpt(t.text)));
     }
     return std::move(m_result);
   }
@@ -268,7 +269,7 @@ private:
   }
   static std::string describe(const token &t) {
     return t.kind == token_kind::end ? std::string("end of expression")
-                                     : fmt::format("'{}'", t.text);
+                                     : fmt::format("'{}'", message_excerpt(t.text));
   }
 
   int add(expectation::node n, std::size_t offset) {
@@ -389,7 +390,7 @@ private:
     }
     case token_kind::arm:
       if (peek().kind == token_kind::lparen)
-        fail(t.offset, fmt::format("'{}' is an arm, not a function", t.text));
+        fail(t.offset, fmt::format("'{}' is an arm, not a function", message_excerpt(t.text)));
       return add_ref(metric::time, t.text, t.offset);
     case token_kind::lparen: {
       enter(t.offset);
@@ -403,7 +404,7 @@ private:
     case token_kind::end:
       fail(t.offset, "unexpected end of expression");
     default:
-      fail(t.offset, fmt::format("unexpected '{}'", t.text));
+      fail(t.offset, fmt::format("unexpected '{}'", message_excerpt(t.text)));
     }
     if (t.text == "abs") {
       expect(token_kind::lparen, "'(' after abs");
@@ -427,11 +428,12 @@ private:
     if (peek().kind == token_kind::lparen)
       fail(t.offset, fmt::format("unknown function '{}' (functions: time, peak_mb, gbps, "
                                  "pct_ceiling, abs)",
-                                 t.text));
+                                 message_excerpt(t.text)));
     std::string arms;
     for (const auto &a : m_arms)
       arms += (arms.empty() ? "" : ", ") + a;
-    fail(t.offset, fmt::format("unknown identifier '{}' (arms: {})", t.text, arms));
+    fail(t.offset,
+         fmt::format("unknown identifier '{}' (arms: {})", message_excerpt(t.text), arms));
   }
 };
 

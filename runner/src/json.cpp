@@ -236,7 +236,7 @@ private:
       const std::size_t key_pos = m_pos;
       std::string key = parse_string_bytes();
       if (result.contains(key))
-        fail(key_pos, fmt::format("duplicate object key \"{}\"", key));
+        fail(key_pos, fmt::format("duplicate object key \"{}\"", message_excerpt(key)));
       skip_ws();
       if (at_end())
         fail(m_pos, "unexpected end of input: expected ':'");
@@ -405,11 +405,12 @@ private:
     const auto r = std::from_chars(first, last, v, std::chars_format::general);
     if (r.ec == std::errc::result_out_of_range) {
       if (magnitude_at_least_one(token))
-        fail(start, fmt::format("number {} is outside the range of a double", token));
+        fail(start,
+             fmt::format("number {} is outside the range of a double", message_excerpt(token)));
       return negative ? -0.0 : 0.0; // underflow: round to zero, as ECMAScript does
     }
     if (r.ec != std::errc{} || r.ptr != last)
-      fail(start, fmt::format("cannot read number {}", token));
+      fail(start, fmt::format("cannot read number {}", message_excerpt(token)));
     return v;
   }
 

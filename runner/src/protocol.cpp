@@ -104,7 +104,7 @@ std::string as_string(const node &n, std::string_view what) {
   if (n.style == scalar_style::plain && is_ambiguous_plain(n.value))
     fail(n, fmt::format("{} must be a string, got the plain scalar '{}' which YAML may read as "
                         "a number, boolean or null: quote it",
-                        what, n.value));
+                        what, message_excerpt(n.value)));
   return n.value;
 }
 
@@ -121,7 +121,8 @@ std::int64_t as_int(const node &n, std::string_view what, std::int64_t lo, std::
   if (n.k != node::kind::scalar)
     fail(n, fmt::format("{} must be {}, got {}", what, range(), strict_yaml::describe(n)));
   if (n.style != scalar_style::plain)
-    fail(n, fmt::format("{} must be {}, got the quoted string \"{}\"", what, range(), n.value));
+    fail(n, fmt::format("{} must be {}, got the quoted string \"{}\"", what, range(),
+                        message_excerpt(n.value)));
   const std::string &v = n.value;
   const std::size_t digits = v.starts_with('-') ? 1 : 0;
   const bool decimal =
@@ -129,11 +130,12 @@ std::int64_t as_int(const node &n, std::string_view what, std::int64_t lo, std::
       std::all_of(v.begin() + digits, v.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
       !(v[digits] == '0' && v.size() > digits + 1);
   if (!decimal)
-    fail(n, fmt::format("{} must be {} written in plain decimal, got '{}'", what, range(), v));
+    fail(n, fmt::format("{} must be {} written in plain decimal, got '{}'", what, range(),
+                        message_excerpt(v)));
   std::int64_t out = 0;
   const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (ec != std::errc() || ptr != v.data() + v.size() || out < lo || out > hi)
-    fail(n, fmt::format("{} must be {}, got {}", what, range(), v));
+    fail(n, fmt::format("{} must be {}, got {}", what, range(), message_excerpt(v)));
   return out;
 }
 
@@ -142,7 +144,8 @@ double as_float(const node &n, std::string_view what) {
   if (n.k != node::kind::scalar)
     fail(n, fmt::format("{} must be a number, got {}", what, strict_yaml::describe(n)));
   if (n.style != scalar_style::plain)
-    fail(n, fmt::format("{} must be a number, got the quoted string \"{}\"", what, n.value));
+    fail(n, fmt::format("{} must be a number, got the quoted string \"{}\"", what,
+                        message_excerpt(n.value)));
   const std::string &v = n.value;
   std::size_t i = v.starts_with('-') ? 1 : 0;
   auto digits = [&] {
@@ -163,12 +166,12 @@ double as_float(const node &n, std::string_view what) {
     ok = digits() > 0;
   }
   if (!ok || i != v.size())
-    fail(n,
-         fmt::format("{} must be a plain decimal number (like 0.95 or 1e-5), got '{}'", what, v));
+    fail(n, fmt::format("{} must be a plain decimal number (like 0.95 or 1e-5), got '{}'", what,
+                        message_excerpt(v)));
   double out = 0;
   const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
   if (ec != std::errc() || ptr != v.data() + v.size() || !std::isfinite(out))
-    fail(n, fmt::format("{} is out of range: {}", what, v));
+    fail(n, fmt::format("{} is out of range: {}", what, message_excerpt(v)));
   return out;
 }
 
@@ -429,7 +432,7 @@ protocol validate(const node &root) {
     const arm_info *info = find_arm(p.device, a.kernel);
     if (info == nullptr)
       fail(kernel_node, fmt::format("unknown kernel '{}' for device {} (see `prereg arms`)",
-                                    a.kernel, p.device));
+                                    message_excerpt(a.kernel), p.device));
     if (info->op != p.op)
       fail(kernel_node, fmt::format("kernel '{}' computes {}, but the protocol's operation is {}",
                                     a.kernel, to_string(info->op), to_string(p.op)));
@@ -500,15 +503,16 @@ protocol validate(const node &root) {
     if (const node *n = a.optional("confidence")) {
       p.analysis.confidence = as_float(*n, "analysis.confidence");
       if (!(p.analysis.confidence > 0.5 && p.analysis.confidence < 1))
-        fail(*n,
-             fmt::format("analysis.confidence must be above 0.5 and below 1, got {}", n->value));
+        fail(*n, fmt::format("analysis.confidence must be above 0.5 and below 1, got {}",
+                             message_excerpt(n->value)));
     }
     if (const node *n = a.optional("bootstrap_resamples"))
       p.analysis.bootstrap_resamples = as_int(*n, "analysis.bootstrap_resamples", 100, 1000000);
     if (const node *n = a.optional("unstable_iqr_ratio")) {
       p.analysis.unstable_iqr_ratio = as_float(*n, "analysis.unstable_iqr_ratio");
       if (!(p.analysis.unstable_iqr_ratio > 0))
-        fail(*n, fmt::format("analysis.unstable_iqr_ratio must be above 0, got {}", n->value));
+        fail(*n, fmt::format("analysis.unstable_iqr_ratio must be above 0, got {}",
+                             message_excerpt(n->value)));
     }
   }
 
@@ -520,7 +524,8 @@ protocol validate(const node &root) {
       if (const node *n = c.optional(key)) {
         *target = as_float(*n, c.path(key));
         if (*target < 0)
-          fail(*n, fmt::format("{} must be 0 or more, got {}", c.path(key), n->value));
+          fail(*n,
+               fmt::format("{} must be 0 or more, got {}", c.path(key), message_excerpt(n->value)));
       }
     }
   }

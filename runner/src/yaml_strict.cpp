@@ -256,7 +256,7 @@ public:
   }
 
   void OnAnchor(const YAML::Mark &mark, const std::string &name) override {
-    fail(mark, fmt::format("YAML anchors (&{}) are not allowed", name));
+    fail(mark, fmt::format("YAML anchors (&{}) are not allowed", message_excerpt(name)));
   }
 
   void OnScalar(const YAML::Mark &mark, const std::string &tag, YAML::anchor_t anchor,
@@ -384,8 +384,9 @@ private:
       throw invalid_input("YAML merge keys (<<) are not allowed", n.where);
     for (const auto &[key, value] : top.n.entries)
       if (key.value == n.value)
-        throw invalid_input(fmt::format("duplicate key '{}' (first at {})", n.value, key.where),
-                            n.where);
+        throw invalid_input(
+            fmt::format("duplicate key '{}' (first at {})", message_excerpt(n.value), key.where),
+            n.where);
     if (top.n.entries.size() >= max_map_entries)
       throw invalid_input(fmt::format("a mapping may hold at most {} keys", max_map_entries),
                           n.where);
@@ -491,8 +492,8 @@ std::string describe(const node &n) {
     break;
   }
   if (n.style != scalar_style::plain)
-    return fmt::format("the string \"{}\"", n.value);
-  return fmt::format("'{}'", n.value);
+    return fmt::format("the string \"{}\"", message_excerpt(n.value));
+  return fmt::format("'{}'", message_excerpt(n.value));
 }
 
 std::size_t invalid_utf8_offset(std::string_view text) {

@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace prereg {
 
@@ -52,6 +53,17 @@ private:
 /// The environment cannot serve (exit 5).
 [[nodiscard]] inline error environment_error(const std::string &what, std::string where = {}) {
   return {exit_code::environment, what, std::move(where)};
+}
+
+/// At most `max` bytes of user text (cut at a UTF-8 boundary, "..." added) for a message, so
+/// that a hostile 900 KB value never becomes a 900 KB error line.
+[[nodiscard]] inline std::string message_excerpt(std::string_view text, std::size_t max = 80) {
+  if (text.size() <= max)
+    return std::string(text);
+  std::size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+    --cut;
+  return std::string(text.substr(0, cut)) + "...";
 }
 
 /// `file:line:column` with 1-based line and column.
