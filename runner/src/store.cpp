@@ -102,13 +102,21 @@ freeze_outcome store::freeze(std::string_view source, const protocol &p,
                  {"signer", key.fingerprint()}};
   record = sign_record(std::move(record), key);
   add_key(key.public_part());
-  write_file_atomic(dir / "source.yaml", source);
-  write_file_atomic(dir / "protocol.json", canonical);
-  // freeze.json last: its presence marks the protocol as frozen.
-  write_file_atomic(dir / "freeze.json", canonical_json(record));
-  get_ledger().append({{"event", ledger_event::freeze}, {"protocol_hash", hash},
-                       {"protocol_id", p.id}},
-                      key);
+  try {
+    write_file_atomic(dir / "source.yaml", source);
+    write_file_atomic(dir / "protocol.json", canonical);
+    // freeze.json last: its presence marks the protocol as frozen.
+    write_file_atomic(dir / "freeze.json", canonical_json(record));
+    get_ledger().append({{"event", ledger_event::freeze}, {"protocol_hash", hash},
+                         {"protocol_id", p.id}},
+                        key);
+  } catch (...) {
+    // Nothing half-written (a full disk, a read-only store): a protocol whose freeze the ledger
+    // does not record is not frozen, and a later freeze must start afresh.
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    throw;
+  }
   return {hash, false};
 }
 
