@@ -378,7 +378,15 @@ signing_key signing_key::load(const std::filesystem::path &path) {
     text.bytes.append(buf.data(), static_cast<std::size_t>(n));
   }
   OPENSSL_cleanse(buf.data(), buf.size());
-  return from_pem(text.bytes, where);
+  try {
+    return from_pem(text.bytes, where);
+  } catch (const error &e) {
+    throw integrity_error(
+        fmt::format("{}; point --key or PREREG_KEY at your Ed25519 signing key, or make a new "
+                    "one with: prereg keygen --force --key {}",
+                    e.what(), where),
+        where);
+  }
 }
 
 void signing_key::save(const std::filesystem::path &path) const {
