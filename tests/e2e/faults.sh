@@ -1,4 +1,5 @@
-# End-to-end faults: the private key never leaves its file; two runs of one protocol at once;
+# End-to-end faults: hostile files through the CLI (exit 2, one line; CRLF hashes like LF);
+# the private key never leaves its file; two runs of one protocol at once;
 # a full disk and a read-only store (exit 1 naming the path, nothing half-written); a truncated
 # ledger (exit 3); a key file with the wrong mode or format (exit 3 saying how to fix it).
 # The disk faults need tmpfs and bind mounts (root with CAP_SYS_ADMIN); without them those
@@ -33,6 +34,46 @@ no_temp_files() { # no temp file of an atomic write and no .partial report folde
     || fail "$2: temp files left: $(find "$1" -name '*.tmp.*' -o -name '*.partial')"
 }
 sed 's/^id: tiny_cpu/id: tiny_other/' "$tiny" >"$work/other.yaml"
+
+# ---- hostile files through the CLI: exit 2, one error line, never a crash or a hang ----------
+python3 - "$tiny" "$work" <<'PY'
+import sys
+tiny, w = open(sys.argv[1]).read(), sys.argv[2]
+def put(name, text, mode="w"):
+    open(w + "/" + name, mode).write(text)
+put("deep.yaml", "[" * 100000 + "]" * 100000)
+put("deep.json", "[" * 100000 + "]" * 100000)
+put("deep_expect.yaml", tiny.replace('"fused <= 2 * unfused"', '"' + "(" * 100000 + "fused" + ")" * 100000 + ' <= unfused"'))
+laughs = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+for i in range(1, 10):
+    laughs += "a%d: &a%d [%s]\n" % (i, i, ", ".join(["*a%d" % (i - 1)] * 9))
+put("laughs.yaml", laughs)
+put("nul.yaml", tiny.replace("id: tiny_cpu", "id: tiny\0cpu"))
+put("utf8.yaml", tiny.encode().replace(b"Tiny CPU", b"Tiny \xff CPU"), "wb")
+put("huge.json", "[1e400]")
+put("line.yaml", tiny.replace("device: cpu", "device: " + "x" * 900 * 1024))
+put("years.yaml", tiny.replace("rows: [8]", "rows: [2147483648]").replace("cols: [64]", "cols: [65536]").replace("repetitions: 5", "repetitions: 100000"))
+put("crlf.yaml", tiny.replace("\n", "\r\n"), "w")
+PY
+for f in deep.yaml deep_expect.yaml laughs.yaml nul.yaml utf8.yaml line.yaml years.yaml; do
+  expect_exit 2 "check $f" -- "$PREREG" check "$work/$f"
+  one_error_line "check $f"
+  [ "$(wc -c <"$work/err")" -lt 1000 ] && pass "check $f: a short message" || fail "check $f: $(wc -c <"$work/err")-byte message"
+done
+expect_err "measuring would take at the very least 7.14 years" "years.yaml: refused with an estimate in time"
+for f in deep.json huge.json; do
+  expect_exit 2 "canon $f" -- "$PREREG" canon "$work/$f"
+  one_error_line "canon $f"
+done
+[ ! -e "$PREREG_STORE" ] && pass "check and canon store nothing" || fail "check or canon created the store"
+"$PREREG" check "$tiny" | tail -n 1 >"$work/lf.hash"
+"$PREREG" check "$work/crlf.yaml" | tail -n 1 >"$work/crlf.hash"
+grep -q $'\r' "$work/crlf.yaml" && cmp -s "$work/lf.hash" "$work/crlf.hash" && [ -s "$work/lf.hash" ] \
+  && pass "CRLF file: prereg check prints the LF file's hash" || fail "CRLF hash differs"
+"$PREREG" canon "$tiny" >"$work/lf.canon"
+"$PREREG" canon "$work/crlf.yaml" >"$work/crlf.canon"
+cmp -s "$work/lf.canon" "$work/crlf.canon" && [ -s "$work/lf.canon" ] \
+  && pass "CRLF file: prereg canon prints the LF file's bytes" || fail "CRLF canonical bytes differ"
 
 # ---- the private key never goes into the store, a report or a log ------------------------
 mkdir -p "$work/logs"
