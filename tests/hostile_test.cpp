@@ -172,6 +172,15 @@ TEST_CASE("invalid UTF-8") {
   SUBCASE("a YAML escape for a lone surrogate") {
     protocol_refused(with(tiny_protocol(), "Tiny CPU", "Tiny \\uD800 CPU"), "invalid unicode");
   }
+  SUBCASE("the YAML escapes \\N and \\_ give UTF-8 (yaml-cpp writes single bytes)") {
+    // Found by fuzz_protocol: the title held the byte 0x85, the protocol validated, and only the
+    // canonicaliser refused it, without a location, after `prereg check` said it was valid.
+    const auto p = prereg::parse_protocol(
+        with(tiny_protocol(), "\"Tiny CPU LayerNorm\"", "\"a\\Nb\\_c\\x85d\""), file);
+    CHECK(p.title == "a\u0085b\u00A0c\u0085d");
+    CHECK(prereg::canonical_json(prereg::to_json(p)).find("a\u0085b\u00A0c\u0085d") !=
+          std::string::npos);
+  }
   SUBCASE("a JSON escape for a lone surrogate") {
     json_refused("[\"\\ud800\"]", "lone high surrogate");
   }

@@ -215,6 +215,26 @@ std::size_t deep_nesting_offset(std::string_view t) {
   return std::string_view::npos;
 }
 
+// yaml-cpp 0.7 writes the escapes \N (U+0085) and \_ (U+00A0) of a double-quoted scalar as the
+// single bytes 0x85 and 0xA0, not as UTF-8. The file was checked to be UTF-8, so such a byte
+// where a character starts can only come from those escapes: encode the code point instead.
+std::string encode_yaml_cpp_escapes(const std::string &value) {
+  std::string out;
+  out.reserve(value.size());
+  for (std::size_t i = 0; i < value.size();) {
+    const auto b = static_cast<unsigned char>(value[i]);
+    if (b == 0x85 || b == 0xA0) {
+      out += '\xC2';
+      out += value[i++];
+      continue;
+    }
+    const std::size_t len = b < 0xC0 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+    out.append(value, i, len);
+    i += len;
+  }
+  return out;
+}
+
 std::string pretty_tag(const std::string &tag) {
   constexpr std::string_view core = "tag:yaml.org,2002:";
   if (tag.starts_with(core))
@@ -265,7 +285,9 @@ public:
     node n;
     n.k = node::kind::scalar;
     n.where = where(mark);
-    n.value = value;
+    n.value = encode_yaml_cpp_escapes(value);
+    if (invalid_utf8_offset(n.value) != std::string::npos)
+      fail(mark, "a string's escape sequences give invalid UTF-8");
     n.style = scalar_style_of(mark, tag);
     add(std::move(n));
   }
