@@ -32,6 +32,8 @@ struct fixture {
   std::string signatures; // the envelope's signatures array, canonical JSON
 };
 
+fs::path g_work; // removed at exit
+
 const fixture &the_fixture() {
   static const fixture f = [] {
     fixture x;
@@ -46,6 +48,11 @@ const fixture &the_fixture() {
         fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
     x.work = base / ("prereg-fuzz-audit-" + std::to_string(::getpid()));
     fs::create_directories(x.work);
+    g_work = x.work;
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(g_work, ec);
+    });
     return x;
   }();
   return f;
