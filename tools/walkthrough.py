@@ -44,7 +44,7 @@ def header(report, where):
     return (f"Report `{where}` (attempt {report['attempt']}), {env.get('device_name', '?')}, "
             f"driver {env.get('driver_version', '?')}: copy ceiling {ins['ceiling_gbps']:.0f} GB/s, "
             f"launch floor {us(ins['launch_floor_ms'])} µs, timer resolution "
-            f"{us(ins['timer_resolution_ms'])} µs, L2 flush {ins['flush_bytes'] / 2**20:.0f} MiB "
+            f"{ins['timer_resolution_ms'] * 1e6:.0f} ns, L2 flush {ins['flush_bytes'] / 2**20:.0f} MiB "
             f"({ins['flush_method']}); run {run['started_at']} to {run['finished_at']}.")
 
 
@@ -86,6 +86,39 @@ def pct_cell(c):
     return f"{c['pct_ceiling']:.1f}% {c['bound']}"
 
 
+RATIOS = {
+    "ln_batch1": [("unfused", "fused", "fwd+bwd", 128), ("lockgroup", "fused", "fwd+bwd", 128),
+                  ("unfused", "lockgroup", "fwd+bwd", 128), ("unfused", "fused", "fwd+bwd", 65536),
+                  ("lockgroup", "fused", "fwd+bwd", 65536), ("unfused", "fused", "fwd", 65536)],
+    "ln_model_step": [("unfused_stream", "unfused_graph", "fwd+bwd", 128),
+                      ("fused_stream", "fused_graph", "fwd+bwd", 128),
+                      ("unfused_graph", "fused_stream", "fwd+bwd", 128)],
+    "rmsnorm_qwen": [("composite", "fused", "fwd", r) for r in (1, 16, 128, 512, 2048, 8192, 65536)],
+}
+
+
+def ratios(report, pid):
+    cols = report["protocol"]["body"]["shapes"]["cols"][0]
+    lines = []
+    for slow, fast, pass_, rows in RATIOS[pid]:
+        a, b = cell(report, slow, pass_, rows, cols), cell(report, fast, pass_, rows, cols)
+        if a and b and a.get("median_ms") and b.get("median_ms"):
+            lines.append(f"- {pass_} {rows}x{cols}: `{slow}` / `{fast}` = "
+                         f"{a['median_ms'] / b['median_ms']:.2f}x (medians)")
+    if pid == "ln_model_step":
+        for c in report["cells"]:
+            per_call = c["median_ms"] * 1000 / report_repeat(report, c["arm"])
+            lines.append(f"- `{c['arm']}`: {per_call:.1f} µs per layer call ({c['pass']})")
+    return lines
+
+
+def report_repeat(report, arm_id):
+    for a in report["protocol"]["body"]["arms"]:
+        if a["id"] == arm_id:
+            return a["repeat"]
+    return 1
+
+
 def generate():
     out = [BEGIN, ""]
     for pid in ["ln_batch1", "ln_model_step", "rmsnorm_qwen"]:
@@ -99,6 +132,7 @@ def generate():
         out += grid(report, median_us, "median (IQR) µs")
         if pid != "ln_model_step":
             out += grid(report, pct_cell, "% of ceiling, bound")
+        out += ["Ratios of medians:", ""] + ratios(report, pid) + [""]
         out += verdicts(report)
         defects = {}
         for d in report["defects"]:
