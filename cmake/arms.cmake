@@ -43,3 +43,9 @@ prereg_arm(cpu layernorm.unfused kernels/cpu/layernorm_unfused.cpp kernels/cpu/e
 prereg_arm(cpu layernorm.fused kernels/cpu/layernorm_fused.cpp kernels/cpu/norm_common.hpp)
 prereg_arm(cpu rmsnorm.unfused kernels/cpu/rmsnorm_unfused.cpp kernels/cpu/eager_ops.hpp kernels/cpu/norm_common.hpp)
 prereg_arm(cpu rmsnorm.fused kernels/cpu/rmsnorm_fused.cpp kernels/cpu/norm_common.hpp)
+# CUDA arms (kernels/cuda): each arm's .cu plus the shared device code it includes.
+prereg_arm(cuda layernorm.unfused kernels/cuda/layernorm_unfused.cu kernels/cuda/common.cuh kernels/cuda/cuda_call.hpp)
+prereg_arm(cuda layernorm.fused kernels/cuda/layernorm_fused.cu kernels/cuda/common.cuh kernels/cuda/cuda_call.hpp)
+prereg_arm(cuda layernorm.lockgroup kernels/cuda/layernorm_lockgroup.cu kernels/cuda/common.cuh kernels/cuda/cuda_call.hpp)
+prereg_arm(cuda rmsnorm.unfused kernels/cuda/rmsnorm_unfused.cu kernels/cuda/common.cuh kernels/cuda/cuda_call.hpp)
+prereg_arm(cuda rmsnorm.fused kernels/cuda/rmsnorm_fused.cu kernels/cuda/common.cuh kernels/cuda/cuda_call.hpp)

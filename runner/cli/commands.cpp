@@ -224,10 +224,10 @@ int cmd_arms(args_t args) {
   fmt::print("{:<6} {:<20} {:<10} {:<15} {:<8} {:<16} {}\n", "device", "kernel", "operation",
              "dtypes", "passes", "source", "runnable here");
   for (const auto &a : all_arms()) {
-    std::vector<std::string_view> dts;
-    for (auto d : a.dtypes) dts.push_back(to_string(d));
+    std::string dts;
+    for (auto d : a.dtypes) dts += (dts.empty() ? "" : ",") + std::string(to_string(d));
     fmt::print("{:<6} {:<20} {:<10} {:<15} {:<8} {:<16} {}\n", a.device, a.name,
-               to_string(a.op), fmt::join(dts, ","), a.has_backward ? "fwd,bwd" : "fwd",
+               to_string(a.op), dts, a.has_backward ? "fwd,bwd" : "fwd",
                a.source_sha256.substr(0, 16),
                (a.device == "cpu" || cuda_built) ? "yes" : "no (built without CUDA)");
   }

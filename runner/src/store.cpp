@@ -241,20 +241,26 @@ frozen_protocol resolve_for_run(const store &s, std::string_view arg) {
                         "bytes: frozen as {}); run it by hash or freeze the new file",
                         path.string(), hash),
             path.string());
-      for (auto it = all.rbegin(); it != all.rend(); ++it) {
-        const auto stored = s.protocol_dir(*it) / "protocol.json";
+      // Against the frozen protocol of the same id that differs in the fewest fields.
+      std::optional<std::pair<std::string, std::vector<std::string>>> closest;
+      for (const auto &h : all) {
+        const auto stored = s.protocol_dir(h) / "protocol.json";
         json other;
         try {
           other = parse_json_strict(read_file(stored), stored.string());
         } catch (const error &) {
           continue;
         }
-        if (other.value("id", "") == p.id)
-          throw integrity_error(
-              fmt::format("{} was modified since freezing: changed {} (frozen as {})",
-                          path.string(), fmt::join(changed_fields(other, body), ", "), *it),
-              path.string());
+        if (!other.is_object() || other.value("id", "") != p.id) continue;
+        auto changes = changed_fields(other, body);
+        if (!closest || changes.size() < closest->second.size())
+          closest.emplace(h, std::move(changes));
       }
+      if (closest)
+        throw integrity_error(fmt::format("{} was modified since freezing: changed {} (frozen as {})",
+                                          path.string(), fmt::join(closest->second, ", "),
+                                          closest->first),
+                              path.string());
       throw integrity_error(fmt::format("{} is not frozen: run `prereg freeze {}` first",
                                         path.string(), path.string()),
                             path.string());

@@ -1,0 +1,34 @@
+// The instrument's own device kernels (cache flush, empty step, clock probe, input fill),
+// callable from host C++ in kernels/cuda.
+#pragma once
+
+#include "prereg/arm.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace prereg::cuda {
+
+/// Byte every flush-buffer byte holds (set once with cudaMemset when it is allocated).
+inline constexpr int flush_fill_byte = 0x5a;
+
+/// Reads all `bytes` (a multiple of 16) of `buffer` through L2 and writes one word to `sink`
+/// only if the data differ from flush_fill_byte, which never happens: a read-only L2 flush.
+void launch_read_sweep(const void *buffer, std::size_t bytes, unsigned long long *sink,
+                       int sm_count, cudaStream_t stream);
+
+/// An empty kernel (<<<1, 1>>>): the launch floor's step.
+void launch_empty(cudaStream_t stream);
+
+/// One thread spins for `interval_ns` of %globaltimer and writes {clock64 cycles, ns} to out.
+void launch_clock_probe(unsigned long long *out, std::uint64_t interval_ns, cudaStream_t stream);
+
+/// Fills n elements of `type` with lo + (hi - lo) * u, u uniform in [0, 1) from a hash of
+/// (seed, index); with cols > 0 each row of `cols` elements gets an extra offset uniform in
+/// [-row_offset, row_offset]. Never zeros only.
+void launch_fill_uniform(void *p, std::size_t n, dtype type, float lo, float hi, std::uint64_t seed,
+                         std::int64_t cols, float row_offset, cudaStream_t stream);
+
+} // namespace prereg::cuda
