@@ -345,18 +345,6 @@ bool is_number_literal(const std::string &s) {
   return i == s.size();
 }
 
-correctness_spec default_tolerance(dtype d) {
-  switch (d) {
-  case dtype::fp32:
-    return {1e-5, 1e-5};
-  case dtype::fp16:
-    return {1e-3, 1e-3};
-  case dtype::bf16:
-    return {1.6e-2, 1e-2};
-  }
-  return {};
-}
-
 std::string show_int(const std::int64_t &v) { return std::to_string(v); }
 std::string show_pass(const pass_kind &p) { return std::string(to_string(p)); }
 
@@ -596,6 +584,18 @@ json passes_json(const std::vector<pass_kind> &passes) {
 }
 
 } // namespace
+
+correctness_spec default_tolerance(dtype d) {
+  switch (d) {
+  case dtype::fp32:
+    return {1e-5, 1e-5};
+  case dtype::fp16:
+    return {1e-3, 1e-3};
+  case dtype::bf16:
+    return {1.6e-2, 1e-2};
+  }
+  return {};
+}
 
 protocol parse_protocol(std::string_view yaml_text, const std::string &file) {
   return validate(strict_yaml::parse(yaml_text, file));

@@ -72,19 +72,6 @@ private:
   std::size_t m_current = 0, m_peak = 0;
 };
 
-/// The contract's default tolerances: fp32 1e-5/1e-5, fp16 1e-3/1e-3, bf16 1.6e-2/1e-2.
-inline correctness_spec default_tolerance(dtype t) {
-  switch (t) {
-  case dtype::fp32:
-    return {1e-5, 1e-5};
-  case dtype::fp16:
-    return {1e-3, 1e-3};
-  case dtype::bf16:
-    return {1.6e-2, 1e-2};
-  }
-  return {};
-}
-
 /// A protocol built in code (no YAML): every arm over rows x cols x passes.
 inline protocol make_protocol(operation op, dtype type, std::vector<std::int64_t> rows,
                               std::vector<std::int64_t> cols, std::vector<arm_spec> arms,

@@ -79,6 +79,9 @@ struct protocol {
   std::vector<prediction_spec> predictions;
 };
 
+/// The contract's default tolerances: fp32 1e-5/1e-5, fp16 1e-3/1e-3, bf16 1.6e-2/1e-2.
+[[nodiscard]] correctness_spec default_tolerance(dtype d);
+
 /// Parses and strictly validates a protocol YAML text (CONTRACT.md section 2). Every
 /// rejection throws `error` (exit 2) with `file:line:column` of the offending node.
 /// Kernels are checked against the registry for the protocol's device.
