@@ -413,7 +413,7 @@ public:
         skip[i] = cannot_run(*arms[i].info, k.pass, k.rows, k.cols, proto.type, spec->repeat);
       if (skip[i])
         raw.deviations.push_back(json{
-            {"kind", "skipped-cell"},
+            {"kind", "cell-skipped"}, // the run engine's name for it
             {"cell",
              {{"arm", k.arm}, {"pass", to_string(k.pass)}, {"rows", k.rows}, {"cols", k.cols}}},
             {"message", *skip[i]}});

@@ -1,6 +1,7 @@
 // The protocol: schema validation of a strict YAML (or normalised JSON) tree, and the
 // normalised JSON with every default explicit.
 #include "prereg/protocol.hpp"
+#include "prereg/stats.hpp"
 
 #include "prereg/error.hpp"
 #include "prereg/expr.hpp"
@@ -564,17 +565,6 @@ std::string_view name_of(launch_mode m) { return m == launch_mode::stream ? "str
 std::string_view name_of(order_mode m) {
   return m == order_mode::interleaved ? "interleaved" : "sequential";
 }
-std::string_view name_of(statistic_kind s) {
-  switch (s) {
-  case statistic_kind::median:
-    return "median";
-  case statistic_kind::mean:
-    return "mean";
-  case statistic_kind::min:
-    return "min";
-  }
-  return "?";
-}
 
 json passes_json(const std::vector<pass_kind> &passes) {
   json out = json::array();
@@ -636,7 +626,7 @@ json to_json(const protocol &p) {
         {"l2_flush", p.measurement.l2_flush},
         {"order", std::string(name_of(p.measurement.order))}}},
       {"analysis",
-       {{"statistic", std::string(name_of(p.analysis.statistic))},
+       {{"statistic", std::string(statistic_name(p.analysis.statistic))},
         {"confidence", p.analysis.confidence},
         {"bootstrap_resamples", p.analysis.bootstrap_resamples},
         {"unstable_iqr_ratio", p.analysis.unstable_iqr_ratio}}},
