@@ -13,7 +13,8 @@ namespace prereg {
 enum class dtype { fp32, fp16, bf16 };
 /// A pass of a cell: forward only, or forward followed by backward.
 enum class pass_kind { fwd, fwd_bwd };
-/// The normalisation an arm computes.
+/// The normalisation family of the first kernels (their `norm_tensors` seam). Operations in
+/// general are data: prereg/operation.hpp.
 enum class operation { layernorm, rmsnorm };
 
 [[nodiscard]] std::string_view to_string(dtype d);
@@ -59,6 +60,27 @@ public:
 struct arm_ops {
   void (*forward)(const norm_tensors &, step_allocator &, void *stream) = nullptr;
   void (*backward)(const norm_tensors &, step_allocator &, void *stream) = nullptr;
+};
+
+/// The buffers of one invocation of any operation, for arms written against the generic seam:
+/// one pointer per tensor of the operation's descriptor (prereg/operation.hpp), in its order,
+/// null for a tensor the pass does not use. Host memory for CPU arms, device memory for CUDA.
+struct tensor_args {
+  void *const *data = nullptr;
+  std::size_t count = 0;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  dtype type = dtype::fp32;
+  double eps = 0;
+  template <class T = void> [[nodiscard]] T *get(std::size_t i) const {
+    return static_cast<T *>(data[i]);
+  }
+};
+
+/// The entry points of an arm on the generic seam. `stream` as in arm_ops.
+struct arm_entry {
+  void (*forward)(const tensor_args &, step_allocator &, void *stream) = nullptr;
+  void (*backward)(const tensor_args &, step_allocator &, void *stream) = nullptr;
 };
 
 } // namespace prereg

@@ -1,0 +1,132 @@
+// The device primitives (docs/engine.md): everything the measurement engine needs from
+// hardware, and nothing of the procedure. A device allocates and frees memory (harness memory
+// untracked, arm memory through a tracking step_allocator), moves bytes, fills inputs, flushes
+// the cache, opens and closes a timed window, reads its clock, captures and replays a step.
+// The engine (runner/src/measure.cpp) owns the procedure: correctness gate, warmup, order,
+// flush before each sample, repeat, launch mode, billing, clock reads, deviations.
+#pragma once
+
+#include "prereg/arm.hpp"
+#include "prereg/json.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace prereg {
+
+/// The arm allocator a device hands the engine: step_allocator plus what billing needs.
+class tracked_allocator : public step_allocator {
+public:
+  /// Bytes the arm holds now.
+  [[nodiscard]] virtual std::uint64_t current() const = 0;
+  /// Largest `current()` since the last reset_peak().
+  [[nodiscard]] virtual std::uint64_t peak() const = 0;
+  /// Starts a new peak from what is held now.
+  virtual void reset_peak() = 0;
+  /// Frees what the arm still holds; returns its bytes (non-zero: the arm leaked).
+  /// `free_memory` false: forget the blocks without freeing them (a failed graph capture).
+  virtual std::uint64_t release_all(bool free_memory = true) = 0;
+};
+
+/// One timed window's facts.
+struct window_result {
+  double ms = 0;                     ///< the window's elapsed time
+  std::uint64_t harness_growth = 0;  ///< device memory gained in the window that no arm holds
+};
+
+/// A captured step (CUDA graph); opaque to the engine.
+class captured_step {
+public:
+  virtual ~captured_step() = default;
+};
+
+/// The instrument's device-specific sizes.
+struct instrument_plan {
+  std::uint64_t flush_bytes = 0;    ///< buffer the flush reads (0: the device cannot flush)
+  std::string flush_method;         ///< "read-sweep"
+  std::uint64_t ceiling_bytes = 0;  ///< bytes one ceiling copy reads (and writes)
+  int ceiling_copies = 0;           ///< copies timed for the ceiling (median)
+  int floor_steps = 0;              ///< empty steps timed for the launch floor (median)
+  std::uint64_t llc_bytes = 0;      ///< last-level cache (0: unknown)
+};
+
+class device {
+public:
+  virtual ~device() = default;
+
+  // --- what it is -------------------------------------------------------------------------
+  /// "cpu" | "cuda" (an arm's `device`).
+  [[nodiscard]] virtual std::string_view kind() const = 0;
+  /// Checks the device is usable and describes it (device_name, ...); throws
+  /// environment_error (exit 5) if not. Called once before anything else.
+  [[nodiscard]] virtual json probe() = 0;
+  /// Adds what only the end of a run knows (e.g. other processes seen during it).
+  virtual void finish_environment(json & /*env*/) {}
+  /// Bytes one cell may use (inputs, outputs, arm scratch), for the cell-skipped estimate.
+  [[nodiscard]] virtual std::uint64_t memory_budget() const = 0;
+  /// Multiprocessors (CUDA SMs; 1 for the CPU): a variable of arms' scratch estimates.
+  [[nodiscard]] virtual std::int64_t processors() const = 0;
+  /// The instrument's sizes on this device.
+  [[nodiscard]] virtual instrument_plan instrument() const = 0;
+
+  // --- memory -----------------------------------------------------------------------------
+  /// Harness memory (never billed to an arm), zero-initialised or not; throws on failure.
+  [[nodiscard]] virtual void *allocate(std::size_t bytes) = 0;
+  virtual void release(void *p) noexcept = 0;
+  /// The allocator an arm's step gets (one per cell: the engine creates it).
+  [[nodiscard]] virtual std::unique_ptr<tracked_allocator> make_arm_allocator() = 0;
+  /// Host -> device, device -> host (synchronous), device -> device (queued, on the stream).
+  virtual void upload(void *dst, const void *src, std::size_t bytes) = 0;
+  virtual void download(void *dst, const void *src, std::size_t bytes) = 0;
+  virtual void copy(void *dst, const void *src, std::size_t bytes) = 0;
+  /// Fills `n` elements of `type` with U(lo, hi) from (seed, index), plus a per-row offset
+  /// U(-row_offset, row_offset) for rows of `cols` elements when cols > 0. Never all zeros.
+  virtual void fill_uniform(void *p, std::size_t n, dtype type, double lo, double hi,
+                            std::uint64_t seed, std::int64_t cols, double row_offset) = 0;
+  /// Gives cached arm memory back between groups (outside every window).
+  virtual void trim() {}
+
+  // --- the instrument ---------------------------------------------------------------------
+  /// Prepares the flush buffer of instrument().flush_bytes (before the first sample).
+  virtual void prepare_flush() = 0;
+  /// Queues one cache flush (reads the flush buffer; never writes).
+  virtual void flush() = 0;
+  /// One timed window around exactly `step` (no flush inside), synchronised.
+  [[nodiscard]] virtual window_result timed(const std::function<void()> &step) = 0;
+  /// An empty step of this device (the launch floor's): a no-op call, or an empty kernel.
+  virtual void empty_step() = 0;
+  /// Smallest non-zero difference the window's clock shows [ms].
+  [[nodiscard]] virtual double timer_resolution_ms() = 0;
+  /// The processor clock now [MHz] (NaN: unknown). Never inside a window.
+  [[nodiscard]] virtual double clock_mhz() = 0;
+  /// Waits for everything queued; throws the device's error, if any.
+  virtual void synchronize() = 0;
+  /// Whether a failure left the device unusable for the rest of the run (a sticky CUDA error).
+  [[nodiscard]] virtual bool broken() const { return false; }
+  /// The stream an arm's step is queued on (cudaStream_t; null on the CPU).
+  [[nodiscard]] virtual void *stream() const = 0;
+
+  // --- capture ------------------------------------------------------------------------------
+  /// Why this device cannot capture a step (graph launch), or nullopt if it can.
+  [[nodiscard]] virtual std::optional<std::string> cannot_capture() const = 0;
+  /// Records `step` once into a replayable step (throws on failure).
+  [[nodiscard]] virtual std::unique_ptr<captured_step>
+  capture(const std::function<void()> &step) = 0;
+  /// Queues one replay of a captured step.
+  virtual void replay(captured_step &c) = 0;
+};
+
+/// The CPU device (kernels/cpu).
+[[nodiscard]] std::unique_ptr<device> make_cpu_device();
+/// The CUDA device of ordinal `n` (kernels/cuda); throws environment_error (exit 5) in a
+/// build without CUDA or where no device is usable.
+[[nodiscard]] std::unique_ptr<device> make_cuda_device(int ordinal);
+/// The device this build has for a protocol's `device` ("cpu" | "cuda").
+[[nodiscard]] std::unique_ptr<device> make_default_device(const std::string &kind, int ordinal);
+
+} // namespace prereg

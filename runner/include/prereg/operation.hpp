@@ -1,0 +1,92 @@
+// Operations as data (docs/engine.md): an operation is a descriptor of its tensors, its passes,
+// its bytes model and its float64 reference. The engine, the bytes model, the protocol checks
+// and the reports read descriptors; none of them names an operation.
+#pragma once
+
+#include "prereg/arm.hpp"
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prereg {
+
+/// What a tensor is to the operation.
+enum class tensor_role {
+  input,  ///< read by the pass that uses it; random (never zero), refreshed, never written
+  output, ///< written by the pass that produces it; poisoned before every checked call
+  saved,  ///< written by the forward and read by the backward (e.g. mean, rstd)
+};
+
+/// The element type of a tensor: the protocol's dtype, or always fp32 (statistics).
+enum class element_rule { protocol_dtype, fp32 };
+
+/// How a random input is drawn (values are then rounded to the element type).
+struct input_distribution {
+  double lo = -1;          ///< U(lo, hi)
+  double hi = 1;
+  double row_offset = 0;   ///< plus U(-row_offset, row_offset) per row (a per-row mean)
+};
+
+/// One tensor of an operation.
+struct tensor_desc {
+  std::string name;              ///< e.g. "x", "gamma", "y", "rstd", "dx"
+  tensor_role role = tensor_role::input;
+  std::vector<std::string> dims; ///< axis names, outermost first: {"rows","cols"}, {"cols"}
+  element_rule element = element_rule::protocol_dtype;
+  bool fwd = false;              ///< the forward reads (input/saved) or writes (output/saved) it
+  bool bwd = false;              ///< the backward reads or writes it
+  bool produced_by_bwd = false;  ///< an output of the backward (dx, dgamma): exists in fwd+bwd only
+  bool checked = false;          ///< the correctness gate compares it with the reference
+  input_distribution dist;       ///< inputs only
+};
+
+/// A shape: the value of each of the operation's axes, in the descriptor's axis order.
+struct shape {
+  std::vector<std::int64_t> extents;
+  friend bool operator==(const shape &, const shape &) = default;
+};
+
+/// Host float64 tensors of one invocation, in the descriptor's tensor order (an empty vector
+/// for a tensor the pass does not use).
+using host_tensors = std::vector<std::vector<double>>;
+
+/// An operation.
+struct operation_desc {
+  std::string name;                ///< "layernorm", "rmsnorm", "softmax"
+  std::string summary;             ///< one line for `prereg arms` and the docs
+  std::vector<std::string> axes;   ///< {"rows", "cols"}; cells iterate them in this order
+  std::vector<tensor_desc> tensors;
+  std::vector<pass_kind> passes;   ///< the passes it defines
+  double eps = 0;                  ///< recorded in reports; the reference uses it
+  /// The float64 reference: fills every output (and saved) tensor of `pass` from the inputs
+  /// in `t` (already rounded to the element type), for `s`.
+  void (*reference)(const operation_desc &op, const shape &s, pass_kind pass,
+                    host_tensors &t) = nullptr;
+
+  /// Index of the tensor named `name`, or -1.
+  [[nodiscard]] int index_of(std::string_view tensor) const;
+  /// Index of the axis named `axis`, or -1.
+  [[nodiscard]] int axis_of(std::string_view axis) const;
+  /// Elements of tensor `i` at shape `s`.
+  [[nodiscard]] std::uint64_t elements(std::size_t i, const shape &s) const;
+  /// Bytes of one element of tensor `i` for protocol dtype `type`.
+  [[nodiscard]] std::size_t element_size(std::size_t i, dtype type) const;
+  /// Whether tensor `i` exists in `pass` (backward-only tensors exist in fwd+bwd only).
+  [[nodiscard]] bool used_in(std::size_t i, pass_kind pass) const;
+  /// The bytes model: every tensor the pass touches, once, at its element size (the forward's
+  /// tensors plus, for fwd+bwd, the backward's). Throws invalid_input on 64-bit overflow.
+  [[nodiscard]] std::uint64_t bytes_per_invocation(dtype type, pass_kind pass,
+                                                   const shape &s) const;
+};
+
+/// Every operation this build knows, in a stable order.
+[[nodiscard]] std::span<const operation_desc> all_operations();
+/// The operation named `name`, or null.
+[[nodiscard]] const operation_desc *find_operation(std::string_view name);
+/// The operation named `name`; throws std::logic_error if unknown (validated input only).
+[[nodiscard]] const operation_desc &operation_named(std::string_view name);
+
+} // namespace prereg
