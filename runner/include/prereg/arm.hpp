@@ -65,6 +65,11 @@ struct arm_ops {
 /// The buffers of one invocation of any operation, for arms written against the generic seam:
 /// one pointer per tensor of the operation's descriptor (prereg/operation.hpp), in its order,
 /// null for a tensor the pass does not use. Host memory for CPU arms, device memory for CUDA.
+struct arm_option {
+  const char *name; ///< as the arm's descriptor declares it
+  double value;     ///< the protocol's value, or the descriptor's default (numbers only)
+};
+
 struct tensor_args {
   void *const *data = nullptr;
   std::size_t count = 0;
@@ -72,6 +77,15 @@ struct tensor_args {
   std::int64_t cols = 0;
   dtype type = dtype::fp32;
   double eps = 0;
+  const arm_option *options = nullptr; ///< every option the arm declares, with its value
+  std::size_t option_count = 0;
+  /// The value of option `name`, or `fallback` if the arm declares no such option.
+  [[nodiscard]] double option(std::string_view name, double fallback) const {
+    for (std::size_t i = 0; i < option_count; ++i)
+      if (name == options[i].name)
+        return options[i].value;
+    return fallback;
+  }
   template <class T = void> [[nodiscard]] T *get(std::size_t i) const {
     return static_cast<T *>(data[i]);
   }
