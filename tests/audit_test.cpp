@@ -1,6 +1,6 @@
 // The audit's tamper suite: a fresh report passes every check; each tampering fails exactly the
 // checks that should catch it, and deleting a record never turns a FAIL into a PASS.
-#include "fake_backend.hpp"
+#include "fake_device.hpp"
 
 #include "prereg/audit.hpp"
 #include "prereg/cell_stats.hpp"
@@ -58,7 +58,11 @@ json recompute_cell(const json &report, const json &c) {
              c.at("cols").get<std::int64_t>()};
   rec.samples_ms = c.at("samples_ms").get<std::vector<double>>();
   rec.peak_bytes = c.at("peak_bytes").get<std::uint64_t>();
-  const instrument_record in = fake_plants::default_instrument();
+  instrument_record in = fake_plants::default_instrument();
+  const json &measured = report.at("instrument"); // what the run measured on the fake
+  in.ceiling_gbps = measured.at("ceiling_gbps").get<double>();
+  in.launch_floor_ms = measured.at("launch_floor_ms").get<double>();
+  in.timer_resolution_ms = measured.at("timer_resolution_ms").get<double>();
   const auto stats = compute_cell_statistics(rec, proto, in, {});
   return to_json(rec, stats);
 }
@@ -132,7 +136,7 @@ TEST_CASE("a fresh report passes every check, in the fixed order") {
         return drifting_samples(0.2, n);
       if (k.arm == "fused" && k.rows == 128)
         return unstable_samples(0.2, n);
-      return fake_backend::default_samples(k, n);
+      return fake_device::default_samples(k, n);
     };
     plants.instrument.timer_resolution_ms = 0.01;
     plants.instrument.ceiling_gbps = 1.0; // fused 64 reads about 134%
@@ -170,7 +174,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   // allocation whose only record besides the cell flag is its defect
   plants.samples = [](const cell_key &k, std::int64_t n) {
     return k.arm == "unfused" && k.rows == 64 ? drifting_samples(0.2, n)
-                                              : fake_backend::default_samples(k, n);
+                                              : fake_device::default_samples(k, n);
   };
   plants.instrument.flush_bytes = plants.instrument.llc_bytes;
   plants.harness_bytes_in_window = [](const cell_key &k) -> std::uint64_t {
@@ -529,7 +533,8 @@ TEST_CASE("a report measured by the real CPU backend passes every check") {
   yaml.replace(yaml.find("at: {rows: 128, pass: fwd}"), 26, "at: {rows: 32, pass: fwd}");
   lab.freeze(yaml);
   run_options o = lab.options();
-  o.make_backend = make_default_backend;
+  o.make_device = make_default_device;
+  o.resolve_arm = builtin_resolver();
   const fs::path dir = run_protocol(o);
   const audit_result r = audit(lab, dir);
   for (const auto &c : r.checks)

@@ -1,7 +1,7 @@
 // Tests of the CPU arms against the float64 reference: shapes, passes, constant and
 // ill-conditioned rows, what each arm allocates, and the source files each arm lists.
-#include "cpu/cpu_arms.hpp"
-#include "cpu/reference.hpp"
+#include "prereg/arm_code.hpp"
+#include "prereg/reference.hpp"
 
 #include "prereg/error.hpp"
 #include "prereg/registry.hpp"
@@ -22,6 +22,13 @@
 using namespace prereg;
 
 namespace {
+
+// The entry points of the built-in CPU normalisation arm `name`, or null.
+const arm_ops *cpu_arm_ops(std::string_view name) {
+  const arm_info *a = find_arm("cpu", name);
+  return a != nullptr ? builtin_arm_code(*a).norm : nullptr;
+}
+
 
 constexpr double eps32 = 0x1p-24; // unit roundoff of fp32
 
@@ -192,15 +199,19 @@ void includes_of(const std::string &rel, std::set<std::string> &seen) {
 
 } // namespace
 
-TEST_CASE("cpu_arm_ops knows exactly the registry's CPU arms") {
-  int cpu_arms = 0;
+TEST_CASE("every CPU arm of the registry has built-in code on its seam") {
+  int norm_arms = 0;
   for (const auto &a : all_arms()) {
     if (a.device != "cpu")
       continue;
-    ++cpu_arms;
-    CHECK_MESSAGE(cpu_arm_ops(a.name) != nullptr, a.name);
+    const arm_code code = builtin_arm_code(a);
+    INFO(a.name);
+    CHECK_FALSE(code.empty());
+    CHECK((code.norm != nullptr) == (a.abi == "norm"));
+    CHECK((code.entry != nullptr) == (a.abi == "tensors"));
+    norm_arms += a.abi == "norm" ? 1 : 0;
   }
-  CHECK(cpu_arms == 4);
+  CHECK(norm_arms == 4);
   CHECK(cpu_arm_ops("layernorm.lockgroup") == nullptr);
   CHECK(cpu_arm_ops("") == nullptr);
 }

@@ -575,7 +575,7 @@ TEST_CASE("wrong types") {
                   "device must be one of cuda | cpu, got 'gpu'");
     check_rejects(with("dtype: fp32", "dtype: fp64"), 7, 8,
                   "dtype must be one of fp32 | fp16 | bf16");
-    check_rejects(with("operation: layernorm", "operation: softmax"), 6, 12,
+    check_rejects(with("operation: layernorm", "operation: conv2d"), 6, 12,
                   "operation must be one of");
     check_rejects(with("passes: [fwd, fwd+bwd]", "passes: [fwd, bwd]"), 11, 15,
                   "passes must be one of fwd | fwd+bwd");

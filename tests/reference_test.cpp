@@ -1,6 +1,6 @@
 // Tests of the float64 reference: formulas, finite-difference gradients, 16-bit conversions,
 // inputs, poison and compare.
-#include "cpu/reference.hpp"
+#include "prereg/reference.hpp"
 
 #include "prereg/error.hpp"
 

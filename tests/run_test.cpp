@@ -1,6 +1,6 @@
 // The run engine end to end on the fake backend: report folder, ledger, refusals, planted
 // defects with their exact codes, and deviations.
-#include "fake_backend.hpp"
+#include "fake_device.hpp"
 
 #include "prereg/crypto.hpp"
 #include "prereg/fs.hpp"
@@ -271,7 +271,7 @@ TEST_CASE("planted defects show up with their exact codes") {
   SUBCASE("unstable-cell") {
     plants.samples = [](const cell_key &k, std::int64_t n) {
       return k.arm == "fused" && k.rows == 128 ? unstable_samples(0.2, n)
-                                               : fake_backend::default_samples(k, n);
+                                               : fake_device::default_samples(k, n);
     };
     code = "unstable-cell";
     cells = {cell("fused", 128)};
@@ -310,7 +310,7 @@ TEST_CASE("planted defects show up with their exact codes") {
   SUBCASE("drift") {
     plants.samples = [](const cell_key &k, std::int64_t n) {
       return k.arm == "unfused" && k.rows == 64 ? drifting_samples(0.2, n)
-                                                : fake_backend::default_samples(k, n);
+                                                : fake_device::default_samples(k, n);
     };
     code = "drift";
     cells = {cell("unfused", 64)};

@@ -173,7 +173,7 @@ int cmd_show(args_t args) {
   fmt::print("protocol {}\n  id: {}\n  title: {}\n  hypothesis: {}\n  device: {}  operation: {}  "
              "dtype: {}\n",
              fp.hash, fp.proto.id, fp.proto.title, fp.proto.hypothesis, fp.proto.device,
-             to_string(fp.proto.op), to_string(fp.proto.type));
+             fp.proto.op, to_string(fp.proto.type));
   fmt::print("  arms:");
   for (const auto &a : fp.proto.arms) fmt::print(" {}={}", a.id, a.kernel);
   fmt::print("\n  predictions:\n");
@@ -227,7 +227,7 @@ int cmd_arms(args_t args) {
     std::string dts;
     for (auto d : a.dtypes) dts += (dts.empty() ? "" : ",") + std::string(to_string(d));
     fmt::print("{:<6} {:<20} {:<10} {:<15} {:<8} {:<16} {}\n", a.device, a.name,
-               to_string(a.op), dts, a.has_backward ? "fwd,bwd" : "fwd",
+               a.op, dts, a.has_backward ? "fwd,bwd" : "fwd",
                a.source_sha256.substr(0, 16),
                (a.device == "cpu" || cuda_built) ? "yes" : "no (built without CUDA)");
   }
@@ -251,7 +251,8 @@ int cmd_run(args_t args) {
   r.store_root = store::default_root(o.store_dir);
   r.key_path = default_key_path(o.key_file);
   r.out_dir = out_dir;
-  r.make_backend = make_default_backend;
+  r.make_device = make_default_device;
+  r.resolve_arm = builtin_resolver();
   const auto dir = run_protocol(r);
   fmt::print("{}\n", dir.string());
   return 0;

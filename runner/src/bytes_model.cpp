@@ -1,7 +1,9 @@
-// The bytes model of each operation and pass; the formulas are documented in docs/analysis.md.
+// The bytes model: every operation's is derived from its descriptor (prereg/operation.hpp;
+// docs/analysis.md states the rule and each operation's formula).
 #include "prereg/bytes_model.hpp"
 
 #include "prereg/error.hpp"
+#include "prereg/operation.hpp"
 
 #include <fmt/format.h>
 
@@ -11,8 +13,6 @@
 namespace prereg {
 namespace {
 
-constexpr std::uint64_t stat_bytes = 4; // mean and rstd are fp32
-
 std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b) {
   if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a) {
     throw invalid_input("bytes model overflows 64 bits");
@@ -20,42 +20,24 @@ std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b) {
   return a * b;
 }
 
-std::uint64_t checked_add(std::uint64_t a, std::uint64_t b) {
-  if (b > std::numeric_limits<std::uint64_t>::max() - a) {
-    throw invalid_input("bytes model overflows 64 bits");
-  }
-  return a + b;
-}
-
 } // namespace
 
-std::uint64_t bytes_per_invocation(operation op, dtype type, pass_kind pass, std::int64_t rows,
-                                   std::int64_t cols) {
+std::uint64_t bytes_per_invocation(const std::string &op, dtype type, pass_kind pass,
+                                   std::int64_t rows, std::int64_t cols) {
   if (rows < 0 || cols < 0) {
     throw invalid_input(fmt::format("negative shape {}x{} in the bytes model", rows, cols));
   }
-  const auto m = static_cast<std::uint64_t>(rows);
-  const auto n = static_cast<std::uint64_t>(cols);
-  const std::uint64_t s = element_bytes(type);
-  const std::uint64_t mns = checked_mul(checked_mul(m, n), s); // one [rows, cols] tensor
-  const std::uint64_t ns = checked_mul(n, s);                  // one [cols] vector
-  const std::uint64_t m4 = checked_mul(m, stat_bytes);         // one [rows] fp32 vector
-  const bool layernorm = op == operation::layernorm;
-  // fwd: read x, write y; read gamma (and beta); write rstd (and mean).
-  const std::uint64_t vectors = layernorm ? 2 : 1;
-  std::uint64_t total = checked_add(checked_mul(mns, 2), checked_mul(ns, vectors));
-  total = checked_add(total, checked_mul(m4, vectors));
-  if (pass == pass_kind::fwd_bwd) {
-    // bwd: read x and dy, write dx; read gamma; read rstd (and mean); write dgamma (and dbeta).
-    total = checked_add(total, checked_mul(mns, 3));
-    total = checked_add(total, ns);
-    total = checked_add(total, checked_mul(m4, vectors));
-    total = checked_add(total, checked_mul(ns, vectors));
-  }
-  return total;
+  const operation_desc *d = find_operation(op);
+  if (d == nullptr)
+    throw invalid_input(fmt::format("the bytes model knows no operation '{}'", op));
+  shape s;
+  s.extents.assign(d->axes.size(), 0);
+  s.extents[static_cast<std::size_t>(d->axis_of("rows"))] = rows;
+  s.extents[static_cast<std::size_t>(d->axis_of("cols"))] = cols;
+  return d->bytes_per_invocation(type, pass, s);
 }
 
-std::uint64_t bytes_per_step(operation op, dtype type, pass_kind pass, std::int64_t rows,
+std::uint64_t bytes_per_step(const std::string &op, dtype type, pass_kind pass, std::int64_t rows,
                              std::int64_t cols, std::int64_t repeat) {
   if (repeat < 1)
     throw invalid_input(fmt::format("repeat {} is below 1", repeat));

@@ -5,6 +5,7 @@
 
 #include "prereg/error.hpp"
 #include "prereg/expr.hpp"
+#include "prereg/operation.hpp"
 #include "prereg/registry.hpp"
 #include "prereg/yaml_strict.hpp"
 
@@ -187,9 +188,8 @@ bool as_bool(const node &n, std::string_view what) {
                       strict_yaml::describe(n)));
 }
 
-template <typename E>
-E as_enum(const node &n, std::string_view what,
-          std::initializer_list<std::pair<std::string_view, E>> values) {
+template <typename E, typename Values>
+E as_enum_of(const node &n, std::string_view what, const Values &values) {
   const std::string s = n.k == node::kind::scalar ? n.value : std::string();
   for (const auto &[name, value] : values)
     if (n.k == node::kind::scalar && s == name)
@@ -198,6 +198,12 @@ E as_enum(const node &n, std::string_view what,
   for (const auto &[name, value] : values)
     allowed += (allowed.empty() ? "" : " | ") + std::string(name);
   fail(n, fmt::format("{} must be one of {}, got {}", what, allowed, strict_yaml::describe(n)));
+}
+
+template <typename E>
+E as_enum(const node &n, std::string_view what,
+          std::initializer_list<std::pair<std::string_view, E>> values) {
+  return as_enum_of<E>(n, what, values);
 }
 
 pass_kind as_pass(const node &n, std::string_view what) {
@@ -369,8 +375,12 @@ protocol validate(const node &root) {
   p.hypothesis = as_nonempty_string(top.required("hypothesis"), "hypothesis");
   p.device =
       as_enum<std::string>(top.required("device"), "device", {{"cuda", "cuda"}, {"cpu", "cpu"}});
-  p.op = as_enum<operation>(top.required("operation"), "operation",
-                            {{"layernorm", operation::layernorm}, {"rmsnorm", operation::rmsnorm}});
+  {
+    std::vector<std::pair<std::string_view, std::string>> ops;
+    for (const auto &o : all_operations())
+      ops.emplace_back(o.name, o.name);
+    p.op = as_enum_of<std::string>(top.required("operation"), "operation", ops);
+  }
   p.type = as_enum<dtype>(top.required("dtype"), "dtype",
                           {{"fp32", dtype::fp32}, {"fp16", dtype::fp16}, {"bf16", dtype::bf16}});
 
@@ -424,7 +434,7 @@ protocol validate(const node &root) {
                                     message_excerpt(a.kernel), p.device));
     if (info->op != p.op)
       fail(kernel_node, fmt::format("kernel '{}' computes {}, but the protocol's operation is {}",
-                                    a.kernel, to_string(info->op), to_string(p.op)));
+                                    a.kernel, info->op, p.op));
     if (std::find(info->dtypes.begin(), info->dtypes.end(), p.type) == info->dtypes.end())
       fail(kernel_node, fmt::format("kernel '{}' ({}) does not support dtype {}", a.kernel,
                                     p.device, to_string(p.type)));
@@ -614,7 +624,7 @@ json to_json(const protocol &p) {
       {"title", p.title},
       {"hypothesis", p.hypothesis},
       {"device", p.device},
-      {"operation", std::string(to_string(p.op))},
+      {"operation", p.op},
       {"dtype", std::string(to_string(p.type))},
       {"shapes", {{"rows", p.rows}, {"cols", p.cols}}},
       {"passes", passes_json(p.passes)},

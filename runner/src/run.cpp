@@ -5,6 +5,8 @@
 #include "prereg/fs.hpp"
 #include "prereg/keyring.hpp"
 #include "prereg/ledger.hpp"
+#include "prereg/measure.hpp"
+#include "prereg/operation.hpp"
 #include "prereg/registry.hpp"
 #include "prereg/report.hpp"
 #include "prereg/report_text.hpp"
@@ -171,9 +173,11 @@ fs::path run_protocol(const run_options &o) {
   reap_vanished_runs(s, key);
 
   // 2. The environment must be able to serve (exit 5 before the run starts; no ledger entry).
-  if (!o.make_backend) throw std::logic_error("run_options.make_backend is not set");
-  std::unique_ptr<backend> dev = o.make_backend(proto.device, o.device_ordinal);
+  if (!o.make_device) throw std::logic_error("run_options.make_device is not set");
+  if (!o.resolve_arm) throw std::logic_error("run_options.resolve_arm is not set");
+  std::unique_ptr<device> dev = o.make_device(proto.device, o.device_ordinal);
   json environment = dev->probe();
+  const operation_desc &op = operation_named(proto.op);
 
   // 3. The plan: every cell that can run; the rest become deviations.
   run_meta meta;
@@ -186,7 +190,7 @@ fs::path run_protocol(const run_options &o) {
                                          [&](const arm_spec &a) { return a.id == c.arm; });
     const arm_info *info = find_arm(proto.device, spec.kernel);
     auto why = cannot_run(*info, c.pass, c.rows, c.cols, proto.type);
-    if (!why) why = dev->cannot_run(*info, c.pass, c.rows, c.cols, proto.type, spec.repeat);
+    if (!why) why = device_cannot_run(*dev, op, *info, spec, c.pass, c.rows, c.cols, proto.type);
     if (why)
       meta.deviations.push_back(deviation("cell-skipped", *why, {{"cell", cell_json(c)}}));
     else
@@ -242,12 +246,12 @@ fs::path run_protocol(const run_options &o) {
 
   const fs::path final_dir = o.out_dir / proto.id / run_id;
   const fs::path temp_dir = o.out_dir / proto.id / ("." + run_id + ".partial");
+  bool published = false; // the report folder is ours to remove only once we renamed it there
   try {
     signal_guard guard;
     terminal_progress progress(!o.quiet && ::isatty(STDERR_FILENO));
-    raw_run raw = dev->measure(plan, progress);
+    raw_run raw = measure(*dev, environment, plan, o.resolve_arm, progress, o.hooks);
     throw_if_signalled();
-    if (raw.environment.empty()) raw.environment = environment;
     meta.finished_at = utc_now_rfc3339();
     for (const auto &c : raw.correctness)
       if (!c.passed)
@@ -271,6 +275,7 @@ fs::path run_protocol(const run_options &o) {
     write_file_atomic(temp_dir / "report.html", render_html(report));
     throw_if_signalled();
     fs::rename(temp_dir, final_dir);
+    published = true;
     file_lock lock(s.lock_path());
     s.get_ledger().append({{"event", ledger_event::run_complete},
                            {"protocol_hash", fp.hash},
@@ -281,7 +286,7 @@ fs::path run_protocol(const run_options &o) {
   } catch (const std::exception &e) {
     std::error_code ec;
     fs::remove_all(temp_dir, ec);
-    fs::remove_all(final_dir, ec);
+    if (published) fs::remove_all(final_dir, ec);
     file_lock lock(s.lock_path());
     s.get_ledger().append({{"event", ledger_event::run_aborted},
                            {"protocol_hash", fp.hash},

@@ -1,7 +1,7 @@
 // Helpers of the GPU tests: device buffers, a counting step_allocator, protocol/plan builders.
 #pragma once
 
-#include "cpu/reference.hpp"
+#include "prereg/reference.hpp"
 #include "prereg/backend.hpp"
 #include "prereg/protocol.hpp"
 

@@ -1,11 +1,10 @@
-// The one seam to hardware: probe a device, say whether an arm can run a cell, and measure a
-// plan into raw facts. Backends only record; analysis (stats, defects, verdicts) computes.
+// The raw facts of a run: what the measurement engine (prereg/measure.hpp) records on a device
+// (prereg/device.hpp). Measurement only records; analysis (stats, defects, verdicts) computes.
 #pragma once
 
 #include "prereg/arm.hpp"
 #include "prereg/json.hpp"
 #include "prereg/protocol.hpp"
-#include "prereg/registry.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -86,31 +85,5 @@ public:
   virtual void phase(std::string_view name) = 0;
   virtual void cell_done(std::size_t done, std::size_t total) = 0;
 };
-
-/// A measuring device.
-class backend {
-public:
-  virtual ~backend() = default;
-  /// "cpu" | "cuda".
-  [[nodiscard]] virtual std::string_view device() const = 0;
-  /// Checks the device is usable and describes it; throws `error` (exit 5) if not.
-  [[nodiscard]] virtual json probe() = 0;
-  /// Why `arm` cannot run this cell here (beyond the registry's static limits), or nullopt:
-  /// e.g. it would not fit in memory.
-  [[nodiscard]] virtual std::optional<std::string>
-  cannot_run(const arm_info &arm, pass_kind pass, std::int64_t rows, std::int64_t cols,
-             dtype type, std::int64_t repeat) const = 0;
-  /// Checks correctness of every cell's arm x pass x shape, then measures the plan.
-  [[nodiscard]] virtual raw_run measure(const run_plan &plan, progress_sink &progress) = 0;
-};
-
-/// The CPU backend (kernels/cpu).
-[[nodiscard]] std::unique_ptr<backend> make_cpu_backend();
-/// The CUDA backend on device `ordinal` (kernels/cuda); in a build without CUDA it throws
-/// `error` (exit 5).
-[[nodiscard]] std::unique_ptr<backend> make_cuda_backend(int ordinal);
-/// The backend this build links for a device name ("cpu" | "cuda"; kernels/backends.cpp).
-[[nodiscard]] std::unique_ptr<backend> make_default_backend(const std::string &device,
-                                                            int ordinal);
 
 } // namespace prereg

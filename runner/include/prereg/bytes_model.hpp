@@ -5,15 +5,16 @@
 #include "prereg/arm.hpp"
 
 #include <cstdint>
+#include <string>
 
 namespace prereg {
 
 /// Bytes one invocation of `op` must read plus write for a [rows, cols] input of `type`
 /// (statistics are fp32, 4 bytes). Throws `error` (exit 2) for a negative shape or overflow.
-[[nodiscard]] std::uint64_t bytes_per_invocation(operation op, dtype type, pass_kind pass,
+[[nodiscard]] std::uint64_t bytes_per_invocation(const std::string &op, dtype type, pass_kind pass,
                                                  std::int64_t rows, std::int64_t cols);
 /// Bytes one timed step moves: `repeat` invocations (repeat >= 1).
-[[nodiscard]] std::uint64_t bytes_per_step(operation op, dtype type, pass_kind pass,
+[[nodiscard]] std::uint64_t bytes_per_step(const std::string &op, dtype type, pass_kind pass,
                                            std::int64_t rows, std::int64_t cols,
                                            std::int64_t repeat);
 /// bytes / (time_ms * 1e-3) / 1e9 [GB/s]; NaN unless time_ms > 0 and finite.

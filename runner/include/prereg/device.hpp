@@ -8,6 +8,7 @@
 
 #include "prereg/arm.hpp"
 #include "prereg/json.hpp"
+#include "prereg/registry.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -50,8 +51,10 @@ struct instrument_plan {
   std::uint64_t flush_bytes = 0;    ///< buffer the flush reads (0: the device cannot flush)
   std::string flush_method;         ///< "read-sweep"
   std::uint64_t ceiling_bytes = 0;  ///< bytes one ceiling copy reads (and writes)
-  int ceiling_copies = 0;           ///< copies timed for the ceiling (median)
+  int ceiling_copies = 0;           ///< copies timed for the ceiling (median), each flushed
+  int ceiling_warmup = 0;           ///< untimed copies before them
   int floor_steps = 0;              ///< empty steps timed for the launch floor (median)
+  int floor_warmup = 0;             ///< untimed empty steps before them
   std::uint64_t llc_bytes = 0;      ///< last-level cache (0: unknown)
 };
 
@@ -67,6 +70,13 @@ public:
   [[nodiscard]] virtual json probe() = 0;
   /// Adds what only the end of a run knows (e.g. other processes seen during it).
   virtual void finish_environment(json & /*env*/) {}
+  /// Why this device cannot take `arm` at this pass and shape for a reason of its own (beyond
+  /// the registry's limits and the engine's memory estimate), or nullopt.
+  [[nodiscard]] virtual std::optional<std::string>
+  cannot_take(const arm_info & /*arm*/, pass_kind /*pass*/, std::int64_t /*rows*/,
+              std::int64_t /*cols*/) const {
+    return std::nullopt;
+  }
   /// Bytes one cell may use (inputs, outputs, arm scratch), for the cell-skipped estimate.
   [[nodiscard]] virtual std::uint64_t memory_budget() const = 0;
   /// Multiprocessors (CUDA SMs; 1 for the CPU): a variable of arms' scratch estimates.
@@ -100,8 +110,13 @@ public:
   [[nodiscard]] virtual window_result timed(const std::function<void()> &step) = 0;
   /// An empty step of this device (the launch floor's): a no-op call, or an empty kernel.
   virtual void empty_step() = 0;
-  /// Smallest non-zero difference the window's clock shows [ms].
-  [[nodiscard]] virtual double timer_resolution_ms() = 0;
+  /// Smallest non-zero difference the window's clock shows [ms], and how it was found
+  /// (recorded as environment.timer_resolution_source when not empty).
+  struct resolution {
+    double ms = 0;
+    std::string source;
+  };
+  [[nodiscard]] virtual resolution timer_resolution() = 0;
   /// The processor clock now [MHz] (NaN: unknown). Never inside a window.
   [[nodiscard]] virtual double clock_mhz() = 0;
   /// Waits for everything queued; throws the device's error, if any.

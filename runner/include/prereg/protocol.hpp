@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace prereg {
@@ -23,6 +24,7 @@ struct arm_spec {
   std::string kernel;
   launch_mode launch = launch_mode::stream;
   std::int64_t repeat = 1; ///< invocations per timed step, on distinct buffers
+  std::vector<std::pair<std::string, double>> options; ///< schema 2: per-arm option values
 };
 
 /// The cells a prediction's `at` selects; after normalisation every list is explicit
@@ -66,7 +68,7 @@ struct protocol {
   std::string title;
   std::string hypothesis;
   std::string device; ///< "cuda" | "cpu"
-  operation op = operation::layernorm;
+  std::string op = "layernorm"; ///< the operation's name (prereg/operation.hpp)
   dtype type = dtype::fp32;
   std::vector<std::int64_t> rows;
   std::vector<std::int64_t> cols;

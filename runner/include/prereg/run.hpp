@@ -1,8 +1,11 @@
-// `prereg run`: integrity check, plan, measure through a backend, analyse, write and sign the
+// `prereg run`: integrity check, plan, measure on a device through the engine, analyse, write and sign the
 // report, and keep the ledger honest about every run that starts.
 #pragma once
 
+#include "prereg/arm_code.hpp"
 #include "prereg/backend.hpp"
+#include "prereg/device.hpp"
+#include "prereg/measure.hpp"
 #include "prereg/store.hpp"
 
 #include <filesystem>
@@ -19,9 +22,13 @@ struct run_options {
   std::filesystem::path out_dir;     ///< reports root (default ./reports)
   int device_ordinal = 0;
   bool quiet = false;
-  /// Makes the backend for a device name ("cpu" | "cuda"): make_default_backend in the CLI,
-  /// a fake in tests.
-  std::function<std::unique_ptr<backend>(const std::string &device, int ordinal)> make_backend;
+  /// Makes the device for a protocol's `device` ("cpu" | "cuda"): make_default_device in the
+  /// CLI, a fake in tests.
+  std::function<std::unique_ptr<device>(const std::string &kind, int ordinal)> make_device;
+  /// The code of an arm: builtin_arm_code in the CLI, planted arms in tests.
+  arm_resolver resolve_arm;
+  /// The engine's test hooks.
+  engine_hooks hooks;
 };
 
 /// Runs the protocol; returns the report folder. Refusals throw `error` with the contract's

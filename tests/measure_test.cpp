@@ -1,8 +1,8 @@
-// Tests of the CPU backend: probe, memory refusal, a small measured plan, sample order,
-// instrument facts, and planted wrong arms failing correctness.
-#include "cpu/cpu_arms.hpp"
-#include "cpu/cpu_backend.hpp"
-
+// Tests of the measurement engine on the CPU device: probe, memory refusal, a small measured
+// plan, sample order, instrument facts, and planted wrong arms failing correctness.
+#include "prereg/arm_code.hpp"
+#include "prereg/device.hpp"
+#include "prereg/measure.hpp"
 #include "prereg/registry.hpp"
 #include "prereg/rng.hpp"
 
@@ -36,7 +36,7 @@ protocol small_protocol(order_mode order, bool flush) {
   p.title = "CPU backend test";
   p.hypothesis = "none";
   p.device = "cpu";
-  p.op = operation::layernorm;
+  p.op = "layernorm";
   p.type = dtype::fp32;
   p.rows = {4, 32};
   p.cols = {96};
@@ -74,10 +74,11 @@ const measured &interleaved_run() {
   static const measured m = [] {
     measured r;
     r.proto = small_protocol(order_mode::interleaved, true);
-    cpu_backend_options options;
-    options.on_sample = [&r](const cell_key &k) { r.order.push_back(k); };
-    auto b = make_cpu_backend(std::move(options));
-    r.raw = b->measure(plan_of(r.proto, 0x5eed), r.progress);
+    engine_hooks hooks;
+    hooks.on_sample = [&r](const cell_key &k) { r.order.push_back(k); };
+    auto dev = make_cpu_device();
+    r.raw = measure(*dev, dev->probe(), plan_of(r.proto, 0x5eed), builtin_resolver(), r.progress,
+                    hooks);
     return r;
   }();
   return m;
@@ -109,14 +110,15 @@ void throwing_forward(const norm_tensors &, step_allocator &, void *) {
   throw std::runtime_error("planted failure");
 }
 const arm_ops wrong_y_ops{&unnormalised_forward, &lazy_backward};
-const arm_ops lazy_dx_ops{cpu_arm_ops("layernorm.fused")->forward, &lazy_backward};
+const arm_ops lazy_dx_ops{builtin_arm_code(*find_arm("cpu", "layernorm.fused")).norm->forward,
+                          &lazy_backward};
 const arm_ops throwing_ops{&throwing_forward, &lazy_backward};
 
 } // namespace
 
-TEST_CASE("cpu backend: probe describes the host") {
-  auto b = make_cpu_backend();
-  CHECK(b->device() == "cpu");
+TEST_CASE("cpu device: probe describes the host") {
+  auto b = make_cpu_device();
+  CHECK(b->kind() == "cpu");
   const json env = b->probe();
   CHECK_FALSE(env.at("device_name").get<std::string>().empty());
   CHECK(env.at("cores").get<int>() >= 1);
@@ -126,22 +128,33 @@ TEST_CASE("cpu backend: probe describes the host") {
   CHECK_FALSE(env.at("kernel").get<std::string>().empty());
 }
 
-TEST_CASE("cpu backend: cannot_run refuses a cell that would not fit in memory") {
-  auto b = make_cpu_backend();
+TEST_CASE("engine: device_cannot_run refuses a cell that would not fit in memory") {
+  auto b = make_cpu_device();
   const arm_info *arm = find_arm("cpu", "layernorm.unfused");
   REQUIRE(arm != nullptr);
-  CHECK_FALSE(b->cannot_run(*arm, pass_kind::fwd_bwd, 64, 1024, dtype::fp32, 1).has_value());
-  const auto reason =
-      b->cannot_run(*arm, pass_kind::fwd_bwd, std::int64_t{1} << 30, 65536, dtype::fp32, 1);
+  const operation_desc &op = operation_named("layernorm");
+  const arm_spec spec{"u", "layernorm.unfused", launch_mode::stream, 1};
+  CHECK_FALSE(
+      device_cannot_run(*b, op, *arm, spec, pass_kind::fwd_bwd, 64, 1024, dtype::fp32).has_value());
+  const auto reason = device_cannot_run(*b, op, *arm, spec, pass_kind::fwd_bwd,
+                                        std::int64_t{1} << 30, 65536, dtype::fp32);
   REQUIRE(reason.has_value());
-  CHECK(reason->find("MiB") != std::string::npos);
-  CHECK(reason->find("MemAvailable") != std::string::npos);
+  CHECK(reason->find("GiB") != std::string::npos);
+  CHECK(reason->find("float64 reference") != std::string::npos);
+  CHECK(reason->find("the cpu device allows a cell") != std::string::npos);
+  // Graph launch needs a device that can capture.
+  const arm_spec graph{"g", "layernorm.unfused", launch_mode::graph, 1};
+  const auto no_graph =
+      device_cannot_run(*b, op, *arm, graph, pass_kind::fwd, 64, 1024, dtype::fp32);
+  REQUIRE(no_graph.has_value());
+  CHECK(no_graph->rfind("launch: graph: ", 0) == 0);
 }
 
-TEST_CASE("cpu backend: a measured plan has every sample, correct arms and honest memory") {
+TEST_CASE("engine on the cpu device: a measured plan has every sample, correct arms and honest memory") {
   const measured &m = interleaved_run();
   const raw_run &raw = m.raw;
-  CHECK(m.progress.phases == std::vector<std::string>{"correctness", "ceiling", "timing"});
+  CHECK(m.progress.phases == std::vector<std::string>{"correctness", "instrument", "launch floor",
+                                                      "ceiling", "timing"});
   CHECK(m.progress.last_done == 8);
   CHECK(m.progress.last_total == 8);
   CHECK(raw.environment.at("other_processes") == "unknown");
@@ -175,7 +188,7 @@ TEST_CASE("cpu backend: a measured plan has every sample, correct arms and hones
   }
 }
 
-TEST_CASE("cpu backend: the instrument's own facts") {
+TEST_CASE("engine on the cpu device: the instrument's own facts") {
   const measured &m = interleaved_run();
   const instrument_record &ins = m.raw.instrument;
   CHECK(ins.llc_bytes == m.raw.environment.at("llc_bytes").get<std::uint64_t>());
@@ -194,7 +207,7 @@ TEST_CASE("cpu backend: the instrument's own facts") {
   CHECK((std::isfinite(ins.launch_floor_ms) && ins.launch_floor_ms >= 0));
 }
 
-TEST_CASE("cpu backend: interleaved order is a seeded shuffle of the arms per repetition") {
+TEST_CASE("engine: interleaved order is a seeded shuffle of the arms per repetition") {
   const measured &m = interleaved_run();
   // 4 groups (pass x rows) x 5 repetitions x 2 arms.
   REQUIRE(m.order.size() == 40);
@@ -216,26 +229,27 @@ TEST_CASE("cpu backend: interleaved order is a seeded shuffle of the arms per re
   CHECK(unfused_first > 0);
 }
 
-TEST_CASE("cpu backend: sequential order, no flush, planted wrong arms") {
+TEST_CASE("engine: sequential order, no flush, planted wrong arms") {
   protocol p = small_protocol(order_mode::sequential, false);
   p.rows = {4};
   p.arms.push_back({"wrong_y", "layernorm.fused", launch_mode::stream, 1});
   p.arms.push_back({"lazy_dx", "layernorm.fused", launch_mode::stream, 1});
   p.arms.push_back({"throws", "layernorm.fused", launch_mode::stream, 1});
   std::vector<cell_key> order;
-  cpu_backend_options options;
-  options.on_sample = [&](const cell_key &k) { order.push_back(k); };
-  options.resolve = [](const arm_spec &a) -> const arm_ops * {
+  engine_hooks hooks;
+  hooks.on_sample = [&](const cell_key &k) { order.push_back(k); };
+  const arm_resolver resolve = [](const arm_spec &a, const arm_info &info) -> arm_code {
     if (a.id == "wrong_y")
-      return &wrong_y_ops;
+      return {&wrong_y_ops, nullptr};
     if (a.id == "lazy_dx")
-      return &lazy_dx_ops;
+      return {&lazy_dx_ops, nullptr};
     if (a.id == "throws")
-      return &throwing_ops;
-    return cpu_arm_ops(a.kernel);
+      return {&throwing_ops, nullptr};
+    return builtin_arm_code(info);
   };
   recording_progress progress;
-  const raw_run raw = make_cpu_backend(std::move(options))->measure(plan_of(p, 7), progress);
+  auto dev = make_cpu_device();
+  const raw_run raw = measure(*dev, dev->probe(), plan_of(p, 7), resolve, progress, hooks);
 
   CHECK(raw.instrument.flush_bytes == 0);
   CHECK(raw.instrument.flush_method == "none");
@@ -269,7 +283,7 @@ TEST_CASE("cpu backend: sequential order, no flush, planted wrong arms") {
   CHECK(bwd["lazy_dx"]->detail == "dx: unwritten (still poison) at element 0 (row 0, col 0)");
 
   CHECK_FALSE(fwd["throws"]->passed);
-  CHECK(fwd["throws"]->detail == "the arm threw: planted failure");
+  CHECK(fwd["throws"]->detail == "the arm failed in its correctness run: planted failure");
 
   // The failing arm is recorded and the run goes on.
   for (const auto &c : raw.cells) {

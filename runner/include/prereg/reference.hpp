@@ -3,7 +3,7 @@
 #pragma once
 
 #include "prereg/arm.hpp"
-#include "prereg/backend.hpp"
+#include "prereg/operation.hpp"
 
 #include <cstdint>
 #include <string>
@@ -63,6 +63,15 @@ struct comparison {
 
 /// `v` rounded (to nearest, ties to even) to the values `type` can hold.
 [[nodiscard]] double round_to(double v, dtype type);
+
+/// Fresh random inputs (never zeros) of every input tensor of `op` at shape `s`, drawn in the
+/// descriptor's tensor order from one generator seeded with `seed`: per tensor with a per-row
+/// offset, one offset U(-row_offset, row_offset) per row and then the row's elements; each
+/// element U(lo, hi) (plus the offset) rounded to its element type, drawn again while it
+/// rounds to zero. Outputs and saved tensors are left empty. For layernorm and rmsnorm this
+/// draws exactly what random_inputs() draws.
+[[nodiscard]] host_tensors random_tensors(const operation_desc &op, const shape &s, dtype type,
+                                          std::uint64_t seed);
 
 /// The seed of one cell's random inputs: `stream_seed(plan_seed, stream_id::inputs)` mixed
 /// with rows, cols and the pass through the generator (identical for every arm of the cell).

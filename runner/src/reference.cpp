@@ -1,5 +1,5 @@
 // The float64 reference of LayerNorm and RMSNorm, 16-bit conversions, inputs, poison, compare.
-#include "cpu/reference.hpp"
+#include "prereg/reference.hpp"
 
 #include "prereg/error.hpp"
 #include "prereg/rng.hpp"
@@ -192,6 +192,40 @@ inputs64 random_inputs(std::int64_t rows, std::int64_t cols, dtype type, std::ui
   for (std::size_t i = 0; i < n; ++i)
     in.dy.push_back(draw(-1.0, 1.0, 0.0));
   return in;
+}
+
+host_tensors random_tensors(const operation_desc &op, const shape &s, dtype type,
+                            std::uint64_t seed) {
+  rng g(seed);
+  host_tensors t(op.tensors.size());
+  for (std::size_t i = 0; i < op.tensors.size(); ++i) {
+    const tensor_desc &d = op.tensors[i];
+    if (d.role != tensor_role::input)
+      continue;
+    const dtype et = d.element == element_rule::fp32 ? dtype::fp32 : type;
+    auto draw = [&](double shift) {
+      for (;;) {
+        const double v = round_to(shift + d.dist.lo + (d.dist.hi - d.dist.lo) * g.uniform(), et);
+        if (v != 0.0)
+          return v;
+      }
+    };
+    const std::uint64_t n = op.elements(i, s);
+    t[i].reserve(static_cast<std::size_t>(n));
+    if (d.dist.row_offset != 0 && d.dims.size() >= 2) {
+      const std::int64_t rows = s.extents.at(static_cast<std::size_t>(op.axis_of(d.dims[0])));
+      const std::uint64_t inner = n / static_cast<std::uint64_t>(rows);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const double offset = -d.dist.row_offset + 2 * d.dist.row_offset * g.uniform();
+        for (std::uint64_t c = 0; c < inner; ++c)
+          t[i].push_back(draw(offset));
+      }
+    } else {
+      for (std::uint64_t k = 0; k < n; ++k)
+        t[i].push_back(draw(0.0));
+    }
+  }
+  return t;
 }
 
 std::uint16_t float_to_half(float f) {

@@ -1,0 +1,692 @@
+// The measurement engine: correctness gate, instrument, and the timed samples of every cell,
+// on any device through its primitives (docs/engine.md is the normative description).
+#include "prereg/measure.hpp"
+
+#include "prereg/error.hpp"
+#include "prereg/reference.hpp"
+#include "prereg/rng.hpp"
+#include "prereg/stats.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <utility>
+
+namespace prereg {
+namespace {
+
+constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+
+json cell_json(const cell_key &k) {
+  return {{"arm", k.arm}, {"pass", std::string(to_string(k.pass))}, {"rows", k.rows},
+          {"cols", k.cols}};
+}
+
+const arm_spec &spec_of(const protocol &p, const std::string &id) {
+  for (const auto &a : p.arms)
+    if (a.id == id)
+      return a;
+  throw io_error(fmt::format("measure: the plan names arm '{}', not in the protocol", id));
+}
+
+shape shape_of(const operation_desc &op, std::int64_t rows, std::int64_t cols) {
+  shape s;
+  s.extents.assign(op.axes.size(), 0);
+  const int r = op.axis_of("rows"), c = op.axis_of("cols");
+  if (r < 0 || c < 0)
+    throw std::logic_error(fmt::format("operation {} lacks the axes rows and cols", op.name));
+  s.extents[static_cast<std::size_t>(r)] = rows;
+  s.extents[static_cast<std::size_t>(c)] = cols;
+  return s;
+}
+
+/// Bytes of one buffer set: every tensor `pass` uses, at its element size.
+std::uint64_t set_bytes(const operation_desc &op, dtype type, pass_kind pass, const shape &s) {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < op.tensors.size(); ++i)
+    if (op.used_in(i, pass))
+      total += op.elements(i, s) * op.element_size(i, type);
+  return total;
+}
+
+dtype element_type(const operation_desc &op, std::size_t i, dtype type) {
+  return op.tensors[i].element == element_rule::fp32 ? dtype::fp32 : type;
+}
+
+// --- buffers ------------------------------------------------------------------------------
+
+/// One invocation's buffers on the device (harness memory), in the descriptor's tensor order.
+class buffer_set {
+public:
+  buffer_set(device &dev, const operation_desc &op, const shape &s, dtype type, pass_kind pass)
+      : m_dev(dev), m_ptrs(op.tensors.size(), nullptr) {
+    try {
+      for (std::size_t i = 0; i < op.tensors.size(); ++i)
+        if (op.used_in(i, pass))
+          m_ptrs[i] = dev.allocate(static_cast<std::size_t>(op.elements(i, s)) *
+                                   op.element_size(i, type));
+    } catch (...) {
+      free_all();
+      throw;
+    }
+  }
+  buffer_set(const buffer_set &) = delete;
+  buffer_set &operator=(const buffer_set &) = delete;
+  buffer_set(buffer_set &&o) noexcept : m_dev(o.m_dev), m_ptrs(std::move(o.m_ptrs)) {
+    o.m_ptrs.clear();
+  }
+  buffer_set &operator=(buffer_set &&) = delete;
+  ~buffer_set() { free_all(); }
+  [[nodiscard]] void *at(std::size_t i) const { return m_ptrs[i]; }
+  [[nodiscard]] void *const *data() const { return m_ptrs.data(); }
+  [[nodiscard]] std::size_t size() const { return m_ptrs.size(); }
+
+private:
+  void free_all() noexcept {
+    for (auto *&p : m_ptrs)
+      if (p != nullptr) {
+        m_dev.release(p);
+        p = nullptr;
+      }
+  }
+  device &m_dev;
+  std::vector<void *> m_ptrs;
+};
+
+/// The arguments an arm gets for one buffer set, on either seam.
+struct invocation {
+  tensor_args args;
+  norm_tensors norm;
+};
+
+/// How the engine calls one arm.
+struct bound_arm {
+  const arm_spec *spec = nullptr;
+  const arm_info *info = nullptr;
+  arm_code code;
+  std::vector<arm_option> options; ///< every declared option with the protocol's value
+};
+
+invocation make_invocation(const operation_desc &op, const buffer_set &b, std::int64_t rows,
+                           std::int64_t cols, dtype type, const bound_arm &arm) {
+  invocation v;
+  v.args.data = b.data();
+  v.args.count = b.size();
+  v.args.rows = rows;
+  v.args.cols = cols;
+  v.args.type = type;
+  v.args.eps = op.eps;
+  v.args.options = arm.options.data();
+  v.args.option_count = arm.options.size();
+  const auto ptr = [&](std::string_view name) -> void * {
+    const int i = op.index_of(name);
+    return i < 0 ? nullptr : b.at(static_cast<std::size_t>(i));
+  };
+  v.norm = norm_tensors{ptr("x"),
+                        ptr("gamma"),
+                        ptr("beta"),
+                        ptr("y"),
+                        static_cast<float *>(ptr("mean")),
+                        static_cast<float *>(ptr("rstd")),
+                        ptr("dy"),
+                        ptr("dx"),
+                        ptr("dgamma"),
+                        ptr("dbeta"),
+                        rows,
+                        cols,
+                        type};
+  return v;
+}
+
+/// One step: `repeat` invocations (forward, then backward for fwd+bwd), each on its own set.
+void run_step(const bound_arm &arm, pass_kind pass, const std::vector<invocation> &sets,
+              std::int64_t repeat, step_allocator &alloc, void *stream) {
+  for (std::int64_t k = 0; k < repeat; ++k) {
+    const invocation &v = sets[static_cast<std::size_t>(k)];
+    if (arm.code.norm != nullptr) {
+      arm.code.norm->forward(v.norm, alloc, stream);
+      if (pass == pass_kind::fwd_bwd)
+        arm.code.norm->backward(v.norm, alloc, stream);
+    } else {
+      arm.code.entry->forward(v.args, alloc, stream);
+      if (pass == pass_kind::fwd_bwd)
+        arm.code.entry->backward(v.args, alloc, stream);
+    }
+  }
+}
+
+std::string describe(const std::exception &e) {
+  std::string s = e.what();
+  if (const auto *pe = dynamic_cast<const prereg::error *>(&e); pe != nullptr && !pe->where().empty())
+    s += fmt::format(" ({})", pe->where());
+  return s;
+}
+
+std::string element_name(const operation_desc &op, std::size_t tensor, std::int64_t i,
+                         const shape &s) {
+  const auto &dims = op.tensors[tensor].dims;
+  if (dims.size() == 1)
+    return fmt::format("element {} ({} {})", i, dims[0] == "cols" ? "col" : "row", i);
+  const std::int64_t inner = s.extents.at(static_cast<std::size_t>(op.axis_of(dims.back())));
+  return fmt::format("element {} (row {}, col {})", i, i / inner, i % inner);
+}
+
+// --- the engine -------------------------------------------------------------------------------
+
+class engine {
+public:
+  engine(device &dev, const run_plan &plan, const arm_resolver &resolve, progress_sink &progress,
+         const engine_hooks &hooks)
+      : m_dev(dev), m_plan(plan), m_proto(*plan.proto), m_op(operation_named(m_proto.op)),
+        m_progress(progress), m_hooks(hooks) {
+    m_arms.resize(plan.cells.size());
+    m_skip.resize(plan.cells.size());
+    for (std::size_t i = 0; i < plan.cells.size(); ++i) {
+      bound_arm &a = m_arms[i];
+      a.spec = &spec_of(m_proto, plan.cells[i].arm);
+      a.info = find_arm(m_proto.device, a.spec->kernel);
+      if (a.info != nullptr)
+        a.code = resolve(*a.spec, *a.info);
+      if (a.info == nullptr || a.code.empty()) {
+        m_skip[i] = fmt::format("kernel {} has no {} implementation in this build",
+                                a.spec->kernel, m_proto.device);
+        continue;
+      }
+      for (const auto &o : a.info->options) {
+        double v = o.default_value;
+        for (const auto &[name, value] : a.spec->options)
+          if (name == o.name)
+            v = value;
+        a.options.push_back({o.name.c_str(), v});
+      }
+      if (a.spec->launch == launch_mode::graph)
+        if (auto why = m_dev.cannot_capture())
+          m_skip[i] = fmt::format("launch: graph: {}", *why);
+    }
+  }
+
+  raw_run run(json environment) {
+    m_raw.environment = std::move(environment);
+    for (std::size_t i = 0; i < m_plan.cells.size(); ++i)
+      if (m_skip[i])
+        m_raw.deviations.push_back({{"kind", "cell-skipped"},
+                                    {"cell", cell_json(m_plan.cells[i])},
+                                    {"message", *m_skip[i]}});
+    check_correctness();
+    calibrate();
+    time_cells();
+    m_dev.finish_environment(m_raw.environment);
+    return std::move(m_raw);
+  }
+
+private:
+  /// The (pass, rows, cols) groups of runnable cells, in plan order; cells in arm order.
+  std::vector<std::vector<std::size_t>> groups() const {
+    std::vector<std::vector<std::size_t>> out;
+    for (std::size_t i = 0; i < m_plan.cells.size(); ++i) {
+      if (m_skip[i])
+        continue;
+      const cell_key &k = m_plan.cells[i];
+      auto g = std::find_if(out.begin(), out.end(), [&](const auto &grp) {
+        const cell_key &o = m_plan.cells[grp.front()];
+        return o.pass == k.pass && o.rows == k.rows && o.cols == k.cols;
+      });
+      if (g == out.end()) {
+        out.emplace_back();
+        g = out.end() - 1;
+      }
+      g->push_back(i);
+    }
+    const auto rank = [&](std::size_t i) { return m_arms[i].spec - m_proto.arms.data(); };
+    for (auto &g : out)
+      std::stable_sort(g.begin(), g.end(),
+                       [&](std::size_t a, std::size_t b) { return rank(a) < rank(b); });
+    return out;
+  }
+
+  /// Ends the run if the device did not survive an arm's failure.
+  void survive(const cell_key &k, const std::string &why) const {
+    if (m_dev.broken())
+      throw error(exit_code::failure,
+                  fmt::format("the {} device was lost after arm '{}' failed ({}); the run "
+                              "cannot continue",
+                              m_dev.kind(), k.arm, why));
+  }
+
+  // --- correctness ----------------------------------------------------------------------------
+
+  void check_correctness() {
+    m_progress.phase("correctness");
+    const auto gs = groups();
+    std::size_t total = 0, done = 0;
+    for (const auto &g : gs)
+      total += g.size();
+    std::vector<std::optional<correctness_record>> records(m_plan.cells.size());
+    for (const auto &g : gs) {
+      const cell_key &k0 = m_plan.cells[g.front()];
+      const shape s = shape_of(m_op, k0.rows, k0.cols);
+      const host_tensors inputs = reference::random_tensors(
+          m_op, s, m_proto.type, reference::cell_seed(m_plan.seed, k0.pass, k0.rows, k0.cols));
+      host_tensors ref = inputs;
+      m_op.reference(m_op, s, k0.pass, ref);
+      std::optional<buffer_set> set;
+      try {
+        set.emplace(m_dev, m_op, s, m_proto.type, k0.pass);
+        for (std::size_t t = 0; t < m_op.tensors.size(); ++t)
+          if (m_op.tensors[t].role == tensor_role::input && m_op.used_in(t, k0.pass)) {
+            const auto bytes = reference::pack(inputs[t], element_type(m_op, t, m_proto.type));
+            m_dev.upload(set->at(t), bytes.data(), bytes.size());
+          }
+      } catch (const std::exception &e) {
+        for (std::size_t i : g) {
+          correctness_record rec;
+          rec.key = m_plan.cells[i];
+          rec.detail = fmt::format("buffers for this shape could not be set up: {}", describe(e));
+          const std::string why = rec.detail;
+          records[i] = std::move(rec);
+          survive(m_plan.cells[i], why);
+          m_progress.cell_done(++done, total);
+        }
+        continue;
+      }
+      for (std::size_t i : g) {
+        records[i] = check_one(i, s, *set, ref);
+        m_progress.cell_done(++done, total);
+      }
+    }
+    for (auto &r : records)
+      if (r)
+        m_raw.correctness.push_back(std::move(*r));
+  }
+
+  correctness_record check_one(std::size_t i, const shape &s, const buffer_set &set,
+                               const host_tensors &ref) {
+    const cell_key &key = m_plan.cells[i];
+    const bound_arm &arm = m_arms[i];
+    correctness_record rec;
+    rec.key = key;
+    if (m_hooks.on_check)
+      m_hooks.on_check(key);
+    // Poison every output and saved tensor the pass writes.
+    for (std::size_t t = 0; t < m_op.tensors.size(); ++t)
+      if (m_op.tensors[t].role != tensor_role::input && m_op.used_in(t, key.pass)) {
+        const auto p = reference::poison(static_cast<std::size_t>(m_op.elements(t, s)),
+                                         element_type(m_op, t, m_proto.type));
+        m_dev.upload(set.at(t), p.data(), p.size());
+      }
+    const std::vector<invocation> inv{
+        make_invocation(m_op, set, key.rows, key.cols, m_proto.type, arm)};
+    auto alloc = m_dev.make_arm_allocator();
+    bool capturing = false;
+    try {
+      const auto step = [&] { run_step(arm, key.pass, inv, 1, *alloc, m_dev.stream()); };
+      if (arm.spec->launch == launch_mode::graph) {
+        capturing = true;
+        auto captured = m_dev.capture(step);
+        capturing = false;
+        check_released(*alloc);
+        m_dev.replay(*captured);
+        m_dev.synchronize();
+      } else {
+        step();
+        m_dev.synchronize();
+        check_released(*alloc);
+      }
+    } catch (const std::exception &e) {
+      rec.detail = fmt::format("the arm failed in its correctness run: {}", describe(e));
+      alloc->release_all(!capturing && !m_dev.broken()); // a failed capture's blocks never existed
+      survive(key, rec.detail);
+      return rec;
+    }
+    alloc->release_all();
+    rec.passed = true;
+    for (std::size_t t = 0; t < m_op.tensors.size(); ++t) {
+      const tensor_desc &d = m_op.tensors[t];
+      if (!d.checked || !m_op.used_in(t, key.pass) || (d.produced_by_bwd && key.pass != pass_kind::fwd_bwd))
+        continue;
+      const dtype et = element_type(m_op, t, m_proto.type);
+      std::vector<std::uint8_t> bytes(static_cast<std::size_t>(m_op.elements(t, s)) *
+                                      element_bytes(et));
+      m_dev.download(bytes.data(), set.at(t), bytes.size());
+      const std::vector<double> got = reference::unpack(bytes, et);
+      const auto c = reference::compare(got, ref[t], m_proto.correctness.rtol,
+                                        m_proto.correctness.atol);
+      rec.max_abs_error = std::max(rec.max_abs_error, c.max_abs_error);
+      rec.max_rel_error = std::max(rec.max_rel_error, c.max_rel_error);
+      rec.unwritten = rec.unwritten || c.unwritten;
+      if (c.passed)
+        continue;
+      if (rec.passed) {
+        const auto j = static_cast<std::size_t>(std::max<std::int64_t>(c.first_bad, 0));
+        const std::string where = element_name(m_op, t, c.first_bad, s);
+        rec.detail = reference::is_poison(got[j])
+                         ? fmt::format("{}: unwritten (still poison) at {}", d.name, where)
+                         : fmt::format("{}: {} is {:.9g}, reference {:.9g} (rtol {:g}, atol {:g})",
+                                       d.name, where, got[j], ref[t][j], m_proto.correctness.rtol,
+                                       m_proto.correctness.atol);
+      }
+      rec.passed = false;
+    }
+    return rec;
+  }
+
+  static void check_released(tracked_allocator &alloc) {
+    if (alloc.current() != 0)
+      throw io_error(fmt::format("the arm still holds {} bytes of its step allocations after its "
+                                 "step (it must release all of them)",
+                                 alloc.current()));
+  }
+
+  // --- the instrument -------------------------------------------------------------------------
+
+  void calibrate() {
+    m_progress.phase("instrument");
+    instrument_record &in = m_raw.instrument;
+    const instrument_plan ip = m_dev.instrument();
+    const auto res = m_dev.timer_resolution();
+    in.timer_resolution_ms = res.ms;
+    if (!res.source.empty())
+      m_raw.environment["timer_resolution_source"] = res.source;
+    in.llc_bytes = ip.llc_bytes;
+    m_dev.prepare_flush();
+    in.flush_bytes = m_proto.measurement.l2_flush ? ip.flush_bytes : 0;
+    in.flush_method = m_proto.measurement.l2_flush ? ip.flush_method : "none";
+
+    m_progress.phase("launch floor");
+    const std::function<void()> empty = [&] { m_dev.empty_step(); };
+    for (int i = 0; i < ip.floor_warmup; ++i)
+      (void)m_dev.timed(empty);
+    std::vector<double> floor;
+    for (int i = 0; i < ip.floor_steps; ++i)
+      floor.push_back(m_dev.timed(empty).ms);
+    in.launch_floor_ms = floor.empty() ? 0.0 : median(floor);
+
+    m_progress.phase("ceiling");
+    const std::size_t bytes = ip.ceiling_bytes;
+    void *src = m_dev.allocate(bytes);
+    void *dst = nullptr;
+    try {
+      dst = m_dev.allocate(bytes);
+      m_dev.fill_uniform(src, bytes / 4, dtype::fp32, -1.0, 1.0, 7, 0, 0.0);
+      const std::function<void()> copy = [&] { m_dev.copy(dst, src, bytes); };
+      for (int i = 0; i < ip.ceiling_warmup; ++i) {
+        m_dev.flush();
+        (void)m_dev.timed(copy);
+      }
+      in.ceiling_samples_gbps.clear();
+      for (int i = 0; i < ip.ceiling_copies; ++i) {
+        m_dev.flush();
+        const double ms = m_dev.timed(copy).ms;
+        in.ceiling_samples_gbps.push_back(2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9);
+      }
+    } catch (...) {
+      m_dev.release(src);
+      if (dst != nullptr)
+        m_dev.release(dst);
+      throw;
+    }
+    m_dev.release(src);
+    m_dev.release(dst);
+    in.ceiling_gbps = in.ceiling_samples_gbps.empty() ? 0.0 : median(in.ceiling_samples_gbps);
+    in.ceiling_bytes = bytes;
+    in.clock_start_mhz = m_dev.clock_mhz();
+  }
+
+  // --- the samples ----------------------------------------------------------------------------
+
+  struct cell_state {
+    std::size_t index = 0;
+    cell_record record;
+    std::unique_ptr<tracked_allocator> alloc;
+    std::unique_ptr<captured_step> graph;
+    bool failed = false;
+  };
+
+  void time_cells() {
+    m_progress.phase("timing");
+    const auto gs = groups();
+    std::vector<std::optional<cell_record>> done(m_plan.cells.size()); // skipped: none
+    std::size_t total = 0, finished = 0;
+    for (const auto &g : gs)
+      total += g.size();
+    rng order(stream_seed(m_plan.seed, stream_id::arm_order));
+    const std::int64_t reps = m_proto.measurement.repetitions;
+    const bool flush = m_proto.measurement.l2_flush;
+    std::uint64_t group_index = 0;
+
+    for (const auto &g : gs) {
+      const cell_key &k0 = m_plan.cells[g.front()];
+      const pass_kind pass = k0.pass;
+      const shape s = shape_of(m_op, k0.rows, k0.cols);
+      std::vector<cell_state> cells;
+      std::int64_t repeat = 1;
+      for (std::size_t i : g) {
+        cell_state c;
+        c.index = i;
+        c.record.key = m_plan.cells[i];
+        c.alloc = m_dev.make_arm_allocator();
+        repeat = std::max(repeat, m_arms[i].spec->repeat);
+        cells.push_back(std::move(c));
+      }
+      // `repeat` distinct buffer sets with fresh random inputs (never zeros), shared by the arms.
+      std::vector<buffer_set> sets;
+      std::vector<invocation> inv;
+      try {
+        for (std::int64_t k = 0; k < repeat; ++k) {
+          sets.emplace_back(m_dev, m_op, s, m_proto.type, pass);
+          const std::uint64_t seed = stream_seed(m_plan.seed, stream_id::inputs) +
+                                     0x1000 * group_index + 16 * static_cast<std::uint64_t>(k);
+          for (std::size_t t = 0; t < m_op.tensors.size(); ++t) {
+            const tensor_desc &d = m_op.tensors[t];
+            if (d.role != tensor_role::input || !m_op.used_in(t, pass))
+              continue;
+            const bool per_row = d.dist.row_offset != 0 && d.dims.size() >= 2;
+            m_dev.fill_uniform(sets.back().at(t), static_cast<std::size_t>(m_op.elements(t, s)),
+                               element_type(m_op, t, m_proto.type), d.dist.lo, d.dist.hi, seed + t,
+                               per_row ? k0.cols : 0, d.dist.row_offset);
+          }
+        }
+        m_dev.synchronize();
+      } catch (const std::exception &e) {
+        sets.clear();
+        const std::string why =
+            fmt::format("buffers for this shape could not be allocated: {}", describe(e));
+        survive(k0, why);
+        for (auto &c : cells) {
+          c.record.error = why;
+          m_raw.deviations.push_back(
+              {{"kind", "cell-skipped"}, {"cell", cell_json(c.record.key)}, {"message", why}});
+          done[c.index] = std::move(c.record);
+          m_progress.cell_done(++finished, total);
+        }
+        ++group_index;
+        continue;
+      }
+      for (const auto &set : sets)
+        inv.push_back(make_invocation(m_op, set, k0.rows, k0.cols, m_proto.type, m_arms[g[0]]));
+
+      // An arm's failure: recorded on its cell; what it held is freed (after a failed capture
+      // only forgotten: a graph's allocations never existed).
+      const auto fail = [&](cell_state &c, const std::exception &e, std::string_view during,
+                            bool free_memory = true) {
+        c.failed = true;
+        c.record.error = fmt::format("{}: {}", during, describe(e));
+        c.graph.reset();
+        c.alloc->release_all(free_memory && !m_dev.broken());
+        survive(c.record.key, *c.record.error);
+      };
+      // Per-arm invocation arguments (options differ per arm; buffers are shared).
+      const auto args_of = [&](const cell_state &c) {
+        std::vector<invocation> mine = inv;
+        for (auto &v : mine) {
+          v.args.options = m_arms[c.index].options.data();
+          v.args.option_count = m_arms[c.index].options.size();
+        }
+        return mine;
+      };
+      std::vector<std::vector<invocation>> arm_args;
+      for (auto &c : cells)
+        arm_args.push_back(args_of(c));
+      const auto step_of = [&](std::size_t ci) {
+        cell_state &c = cells[ci];
+        const bound_arm &arm = m_arms[c.index];
+        return std::function<void()>([&, ci, repeat_k = arm.spec->repeat] {
+          run_step(arm, pass, arm_args[ci], repeat_k, *cells[ci].alloc, m_dev.stream());
+        });
+      };
+      // Graph arms: capture once, outside every window.
+      for (std::size_t ci = 0; ci < cells.size(); ++ci) {
+        cell_state &c = cells[ci];
+        if (m_arms[c.index].spec->launch != launch_mode::graph)
+          continue;
+        try {
+          c.graph = m_dev.capture(step_of(ci));
+          check_released(*c.alloc);
+        } catch (const std::exception &e) {
+          fail(c, e, "graph capture", false);
+        }
+      }
+      const auto sample = [&](std::size_t ci, bool keep) {
+        cell_state &c = cells[ci];
+        if (c.failed)
+          return;
+        try {
+          if (keep && m_hooks.on_sample)
+            m_hooks.on_sample(c.record.key);
+          if (flush)
+            m_dev.flush();
+          const std::function<void()> step =
+              c.graph ? std::function<void()>([&] { m_dev.replay(*c.graph); }) : step_of(ci);
+          const window_result w = m_dev.timed(step);
+          if (!c.graph)
+            check_released(*c.alloc);
+          if (!keep)
+            return;
+          c.record.samples_ms.push_back(w.ms);
+          c.record.harness_bytes_in_window =
+              std::max(c.record.harness_bytes_in_window, w.harness_growth);
+        } catch (const std::exception &e) {
+          fail(c, e, keep ? "measurement" : "warmup");
+        }
+      };
+      const auto finish = [&](cell_state &c) {
+        if (!c.failed) {
+          try {
+            c.record.clock_mhz = m_dev.clock_mhz();
+          } catch (const std::exception &e) {
+            fail(c, e, "clock read after the cell");
+          }
+        }
+        c.record.peak_bytes = c.alloc->peak();
+        c.graph.reset();
+        done[c.index] = std::move(c.record);
+        m_progress.cell_done(++finished, total);
+      };
+
+      if (m_proto.measurement.order == order_mode::sequential) {
+        for (std::size_t ci = 0; ci < cells.size(); ++ci) {
+          for (std::int64_t w = 0; w < m_proto.measurement.warmup; ++w)
+            sample(ci, false);
+          for (std::int64_t r = 0; r < reps; ++r)
+            sample(ci, true);
+          finish(cells[ci]);
+        }
+      } else {
+        for (std::int64_t w = 0; w < m_proto.measurement.warmup; ++w)
+          for (std::size_t ci = 0; ci < cells.size(); ++ci)
+            sample(ci, false);
+        std::vector<std::size_t> idx(cells.size());
+        for (std::int64_t r = 0; r < reps; ++r) {
+          for (std::size_t j = 0; j < idx.size(); ++j)
+            idx[j] = j;
+          for (std::size_t j = idx.size(); j > 1; --j) // Fisher-Yates, one generator per run
+            std::swap(idx[j - 1], idx[order.below(j)]);
+          for (const std::size_t ci : idx) {
+            sample(ci, true);
+            if (r + 1 == reps)
+              finish(cells[ci]);
+          }
+        }
+        if (reps == 0)
+          for (auto &c : cells)
+            finish(c);
+      }
+      arm_args.clear();
+      inv.clear();
+      sets.clear();
+      m_dev.trim();
+      ++group_index;
+    }
+    for (auto &d : done)
+      if (d)
+        m_raw.cells.push_back(std::move(*d));
+  }
+
+  device &m_dev;
+  const run_plan &m_plan;
+  const protocol &m_proto;
+  const operation_desc &m_op;
+  progress_sink &m_progress;
+  const engine_hooks &m_hooks;
+  std::vector<bound_arm> m_arms;
+  std::vector<std::optional<std::string>> m_skip;
+  raw_run m_raw;
+};
+
+} // namespace
+
+std::optional<std::string> device_cannot_run(const device &dev, const operation_desc &op,
+                                             const arm_info &arm, const arm_spec &spec,
+                                             pass_kind pass, std::int64_t rows, std::int64_t cols,
+                                             dtype type) {
+  if (auto why = dev.cannot_take(arm, pass, rows, cols))
+    return why;
+  if (spec.launch == launch_mode::graph)
+    if (auto why = dev.cannot_capture())
+      return fmt::format("launch: graph: {}", *why);
+  const shape s = shape_of(op, rows, cols);
+  const auto sets = static_cast<double>(std::max<std::int64_t>(spec.repeat, 1) + 1);
+  long double set = 0, reference = 0;
+  for (std::size_t i = 0; i < op.tensors.size(); ++i) {
+    if (!op.used_in(i, pass))
+      continue;
+    long double n = 1;
+    for (const auto &d : op.tensors[i].dims)
+      n *= static_cast<long double>(s.extents[static_cast<std::size_t>(op.axis_of(d))]);
+    set += n * static_cast<long double>(op.element_size(i, type));
+    reference += 2 * n * 8; // inputs and reference outputs in float64, on the host
+  }
+  const long double scratch =
+      static_cast<long double>(scratch_bytes(arm, pass, rows, cols, dev.processors()));
+  const long double instrument = static_cast<long double>(dev.instrument().flush_bytes);
+  long double need = static_cast<long double>(sets) * set + scratch + instrument;
+  if (dev.kind() == "cpu")
+    need += reference; // host memory is the device's memory
+  const auto budget = static_cast<long double>(dev.memory_budget());
+  if (need <= budget)
+    return std::nullopt;
+  return fmt::format("{} {}x{} needs about {:.2f} GiB ({} buffer set(s) of {:.3f} GiB, {:.3f} GiB "
+                     "the arm allocates, {:.3f} GiB instrument{}), more than the {:.2f} GiB the "
+                     "{} device allows a cell",
+                     arm.name, rows, cols, static_cast<double>(need) / gib, sets,
+                     static_cast<double>(set) / gib, static_cast<double>(scratch) / gib,
+                     static_cast<double>(instrument) / gib,
+                     dev.kind() == "cpu"
+                         ? fmt::format(", {:.3f} GiB float64 reference",
+                                       static_cast<double>(reference) / gib)
+                         : std::string(),
+                     static_cast<double>(budget) / gib, dev.kind());
+}
+
+raw_run measure(device &dev, json environment, const run_plan &plan, const arm_resolver &resolve,
+                progress_sink &progress, const engine_hooks &hooks) {
+  if (plan.proto == nullptr)
+    throw io_error("measure: the run plan has no protocol");
+  engine e(dev, plan, resolve, progress, hooks);
+  return e.run(std::move(environment));
+}
+
+} // namespace prereg
