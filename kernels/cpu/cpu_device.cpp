@@ -35,7 +35,7 @@ constexpr std::uint64_t mib = 1024ull * 1024ull;
 constexpr std::uint64_t min_flush_bytes = 64 * mib; // when the LLC size is unknown
 constexpr std::uint64_t min_ceiling_bytes = 64 * mib;
 constexpr int ceiling_copies = 9;
-constexpr int launch_floor_steps = 1001;
+constexpr int launch_floor_steps = 51; // each flushed like a sample: ~40 ms apiece here
 constexpr int timer_reads = 200000;
 
 // ---- the host --------------------------------------------------------------------------

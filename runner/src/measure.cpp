@@ -396,12 +396,20 @@ private:
     in.flush_method = m_proto.measurement.l2_flush ? ip.flush_method : "none";
 
     m_progress.phase("launch floor");
+    // The empty step is timed exactly as a cell's sample: flushed first when samples are.
     const std::function<void()> empty = [&] { m_dev.empty_step(); };
-    for (int i = 0; i < ip.floor_warmup; ++i)
+    const bool flush = m_proto.measurement.l2_flush;
+    for (int i = 0; i < ip.floor_warmup; ++i) {
+      if (flush)
+        m_dev.flush();
       (void)m_dev.timed(empty);
+    }
     std::vector<double> floor;
-    for (int i = 0; i < ip.floor_steps; ++i)
+    for (int i = 0; i < ip.floor_steps; ++i) {
+      if (flush)
+        m_dev.flush();
       floor.push_back(m_dev.timed(empty).ms);
+    }
     in.launch_floor_ms = floor.empty() ? 0.0 : median(floor);
 
     m_progress.phase("ceiling");

@@ -1,4 +1,4 @@
-// The CUDA backend on a real device: probe fields, refusals, and tiny plans measured end to end
+// The engine on the CUDA device: probe fields, refusals, and tiny plans measured end to end
 // (stream and graph launch, interleaved and sequential order).
 #include "device_helpers.hpp"
 
@@ -11,8 +11,8 @@ using namespace prereg;
 using namespace prereg::device_test;
 
 TEST_CASE("probe describes the device") {
-  const auto b = make_cuda_backend(0);
-  CHECK(b->device() == "cuda");
+  const auto b = make_cuda_device(0);
+  CHECK(b->kind() == "cuda");
   const json env = b->probe();
   CHECK(env.at("device_name").get<std::string>().size() > 0);
   CHECK(env.at("driver_version").is_string());
@@ -35,7 +35,7 @@ TEST_CASE("probe describes the device") {
 
 TEST_CASE("a device ordinal out of range is an environment error (exit 5)") {
   try {
-    (void)make_cuda_backend(4096);
+    (void)make_cuda_device(4096);
     FAIL("no error");
   } catch (const error &e) {
     CHECK(e.code() == exit_code::environment);
@@ -43,18 +43,21 @@ TEST_CASE("a device ordinal out of range is an environment error (exit 5)") {
   }
 }
 
-TEST_CASE("cannot_run refuses a cell that does not fit in 80% of free memory") {
-  const auto b = make_cuda_backend(0);
+TEST_CASE("device_cannot_run refuses a cell that does not fit in 80% of free memory") {
+  const auto b = make_cuda_device(0);
   const arm_info *arm = find_arm("cuda", "layernorm.fused");
   REQUIRE(arm != nullptr);
-  CHECK_FALSE(b->cannot_run(*arm, pass_kind::fwd_bwd, 1024, 1024, dtype::fp32, 1).has_value());
-  const auto why =
-      b->cannot_run(*arm, pass_kind::fwd_bwd, std::int64_t{1} << 26, 8192, dtype::fp32, 1);
+  const operation_desc &op = operation_named("layernorm");
+  const arm_spec spec{"f", "layernorm.fused", launch_mode::stream, 1};
+  CHECK_FALSE(device_cannot_run(*b, op, *arm, spec, pass_kind::fwd_bwd, 1024, 1024, dtype::fp32)
+                  .has_value());
+  const auto why = device_cannot_run(*b, op, *arm, spec, pass_kind::fwd_bwd,
+                                     std::int64_t{1} << 26, 8192, dtype::fp32);
   REQUIRE(why.has_value());
-  CHECK(why->find("80%") != std::string::npos);
+  CHECK(why->find("the cuda device allows a cell") != std::string::npos);
   CHECK(why->find("GiB") != std::string::npos);
-  // the registry's static limits come first
-  const auto cols = b->cannot_run(*arm, pass_kind::fwd, 4, 900, dtype::fp32, 1);
+  // the registry's static limits
+  const auto cols = cannot_run(*arm, pass_kind::fwd, 4, 900, dtype::fp32);
   REQUIRE(cols.has_value());
   CHECK(cols->find("multiple of 8") != std::string::npos);
 }
@@ -113,16 +116,15 @@ void check_run(const raw_run &raw, const run_plan &plan, const protocol &p) {
 } // namespace
 
 TEST_CASE("a tiny layernorm plan: stream and graph launch, interleaved") {
-  const protocol p = make_protocol(operation::layernorm, dtype::fp16, {300}, {896},
+  const protocol p = make_protocol("layernorm", dtype::fp16, {300}, {896},
                                    {{"fused", "layernorm.fused", launch_mode::stream, 1},
                                     {"unfused", "layernorm.unfused", launch_mode::stream, 1},
                                     {"lock_graph", "layernorm.lockgroup", launch_mode::graph, 2},
                                     {"fused_graph", "layernorm.fused", launch_mode::graph, 3}},
                                    5, 2);
   const run_plan plan = make_plan(p, 0x1234);
-  const auto b = make_cuda_backend(0);
   quiet_progress progress;
-  const raw_run raw = b->measure(plan, progress);
+  const raw_run raw = measure_on_cuda(plan, progress);
   check_run(raw, plan, p);
   CHECK(progress.done == plan.cells.size());
   CHECK(raw.environment.contains("device_name"));
@@ -130,16 +132,15 @@ TEST_CASE("a tiny layernorm plan: stream and graph launch, interleaved") {
 }
 
 TEST_CASE("a tiny rmsnorm plan: bf16, sequential order, no flush") {
-  protocol p = make_protocol(operation::rmsnorm, dtype::bf16, {1, 257}, {8192},
+  protocol p = make_protocol("rmsnorm", dtype::bf16, {1, 257}, {8192},
                              {{"fused", "rmsnorm.fused", launch_mode::stream, 1},
                               {"unfused", "rmsnorm.unfused", launch_mode::graph, 1}},
                              4, 1);
   p.measurement.order = order_mode::sequential;
   p.measurement.l2_flush = false;
   const run_plan plan = make_plan(p, 99);
-  const auto b = make_cuda_backend(0);
   quiet_progress progress;
-  const raw_run raw = b->measure(plan, progress);
+  const raw_run raw = measure_on_cuda(plan, progress);
   check_run(raw, plan, p);
   CHECK(raw.instrument.flush_method == "none");
   CHECK(raw.instrument.flush_bytes == 0);

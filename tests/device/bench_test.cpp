@@ -22,16 +22,15 @@ double median(std::vector<double> v) {
   return n == 0 ? 0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
 }
 
-void sweep(operation op, dtype type, std::int64_t rows, std::int64_t cols,
+void sweep(const std::string &op, dtype type, std::int64_t rows, std::int64_t cols,
            std::vector<arm_spec> arms) {
   const protocol p = make_protocol(op, type, {rows}, {cols}, std::move(arms), 30, 5);
   const run_plan plan = make_plan(p, 0xbe7c4);
-  const auto b = make_cuda_backend(0);
   quiet_progress progress;
-  const raw_run raw = b->measure(plan, progress);
+  const raw_run raw = measure_on_cuda(plan, progress);
   std::printf("\n%s %s %lldx%lld  ceiling %.0f GB/s  launch floor %.4f ms  timer res %.6f ms  "
               "flush %llu MiB  clock start %.0f MHz\n",
-              std::string(to_string(op)).c_str(), std::string(to_string(type)).c_str(),
+              op.c_str(), std::string(to_string(type)).c_str(),
               static_cast<long long>(rows), static_cast<long long>(cols),
               raw.instrument.ceiling_gbps, raw.instrument.launch_floor_ms,
               raw.instrument.timer_resolution_ms,
@@ -70,9 +69,9 @@ TEST_CASE("bench: the fused and unfused arms at the seed shapes" * doctest::skip
                                  {"ln.fused.graph", "layernorm.fused", launch_mode::graph, 1}};
   const std::vector<arm_spec> rms{{"rms.fused", "rmsnorm.fused", launch_mode::stream, 1},
                                   {"rms.unfused", "rmsnorm.unfused", launch_mode::stream, 1}};
-  sweep(operation::layernorm, dtype::fp32, 65536, 1024, ln);
-  sweep(operation::rmsnorm, dtype::fp32, 65536, 1024, rms);
-  sweep(operation::layernorm, dtype::fp16, 65536, 896, ln);
-  sweep(operation::rmsnorm, dtype::fp16, 65536, 896, rms);
-  sweep(operation::layernorm, dtype::bf16, 4096, 8192, ln);
+  sweep("layernorm", dtype::fp32, 65536, 1024, ln);
+  sweep("rmsnorm", dtype::fp32, 65536, 1024, rms);
+  sweep("layernorm", dtype::fp16, 65536, 896, ln);
+  sweep("rmsnorm", dtype::fp16, 65536, 896, rms);
+  sweep("layernorm", dtype::bf16, 4096, 8192, ln);
 }

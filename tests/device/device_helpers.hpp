@@ -2,7 +2,10 @@
 #pragma once
 
 #include "prereg/reference.hpp"
+#include "prereg/arm_code.hpp"
 #include "prereg/backend.hpp"
+#include "prereg/device.hpp"
+#include "prereg/measure.hpp"
 #include "prereg/protocol.hpp"
 
 #include <cuda_runtime_api.h>
@@ -73,7 +76,7 @@ private:
 };
 
 /// A protocol built in code (no YAML): every arm over rows x cols x passes.
-inline protocol make_protocol(operation op, dtype type, std::vector<std::int64_t> rows,
+inline protocol make_protocol(const std::string &op, dtype type, std::vector<std::int64_t> rows,
                               std::vector<std::int64_t> cols, std::vector<arm_spec> arms,
                               std::int64_t repetitions, std::int64_t warmup) {
   protocol p;
@@ -106,6 +109,12 @@ inline run_plan make_plan(const protocol &p, std::uint64_t seed) {
   return plan;
 }
 
+/// The entry points of the built-in CUDA normalisation arm `name`, or null.
+inline const arm_ops *cuda_arm_ops(std::string_view name) {
+  const arm_info *a = find_arm("cuda", name);
+  return a != nullptr ? builtin_arm_code(*a).norm : nullptr;
+}
+
 /// A progress sink that only counts.
 class quiet_progress final : public progress_sink {
 public:
@@ -114,5 +123,11 @@ public:
   int phases = 0;
   std::size_t done = 0;
 };
+
+/// Measures `plan` on CUDA device 0 through the engine with the built-in arms.
+inline raw_run measure_on_cuda(const run_plan &plan, progress_sink &progress) {
+  const auto dev = make_cuda_device(0);
+  return measure(*dev, dev->probe(), plan, builtin_resolver(), progress);
+}
 
 } // namespace prereg::device_test
