@@ -28,7 +28,7 @@ std::int64_t integer(std::string_view text, std::string_view what) {
   std::int64_t v = 0;
   const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || p != text.data() + text.size())
-    throw std::logic_error(fmt::format("{}: '{}' is not an integer", what, text));
+    throw invalid_input(fmt::format("{}: '{}' is not an integer", what, text));
   return v;
 }
 
