@@ -298,3 +298,25 @@ TEST_CASE("engine: sequential order, no flush, planted wrong arms") {
     }
   }
 }
+
+TEST_CASE("engine: an arm without code in this build is a cell-skipped deviation, not a crash") {
+  protocol p = small_protocol(order_mode::interleaved, false);
+  p.rows = {4};
+  p.passes = {pass_kind::fwd};
+  const arm_resolver resolve = [](const arm_spec &a, const arm_info &info) -> arm_code {
+    return a.id == "fused" ? arm_code{} : builtin_arm_code(info);
+  };
+  recording_progress progress;
+  auto dev = make_cpu_device();
+  const raw_run raw = measure(*dev, dev->probe(), plan_of(p, 3), resolve, progress);
+  REQUIRE(raw.deviations.size() == 1);
+  CHECK(raw.deviations[0].at("kind") == "cell-skipped");
+  CHECK(raw.deviations[0].at("cell").at("arm") == "fused");
+  CHECK(raw.deviations[0].at("message") ==
+        "kernel layernorm.fused has no cpu implementation in this build");
+  REQUIRE(raw.cells.size() == 1); // only the unfused cell was timed
+  CHECK(raw.cells[0].key.arm == "unfused");
+  CHECK(raw.cells[0].samples_ms.size() == 5);
+  REQUIRE(raw.correctness.size() == 1);
+  CHECK(raw.correctness[0].passed);
+}
