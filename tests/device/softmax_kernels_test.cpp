@@ -39,14 +39,14 @@ const arm_case arms[] = {
 
 enum class row_kind { random, large_offset, constant };
 
-struct shape {
+struct shape_case {
   std::int64_t rows, cols;
   bool adversarial; ///< row 0 large offset, row 1 constant, row 2 large offset, ...
 };
 
 // rows = 1; rows not a multiple of any rows per block (8, 4, 2); every threads-per-row class
 // of the fused arm; more rows than one wave of blocks.
-const std::vector<shape> shapes{
+const std::vector<shape_case> shapes{
     {1, 8, false},     {1, 1024, true},   {1, 8192, false},  {37, 1024, true},
     {13, 8192, true},  {9, 896, true},    {7, 2048, false},  {5, 4096, true},
     {3, 8, true},      {11, 136, false},  {6, 1032, true},   {3001, 1024, false},
@@ -239,7 +239,7 @@ TEST_CASE("every CUDA softmax arm matches the float64 reference on adversarial s
     for (const dtype type : {dtype::fp32, dtype::fp16, dtype::bf16}) {
       const correctness_spec tol = default_tolerance(type);
       for (const bool bwd : {false, true}) {
-        for (const shape &s : shapes) {
+        for (const shape_case &s : shapes) {
           if (s.cols > arm.max_cols)
             continue;
           CAPTURE(arm.name);
