@@ -1,6 +1,7 @@
 // The CUDA softmax arms x dtype x pass against a float64 reference written here, on adversarial
 // shapes and rows (rows = 1, rows past a block's rows, large offsets, constant rows), with
-// poisoned outputs; the fused arm's rows_per_block option; determinism; CUDA graph capture.
+// poisoned outputs; the fused arm's rows_per_block option; determinism; CUDA graph capture;
+// and a timing table against the copy ceiling (skipped unless asked for).
 #include "device_helpers.hpp"
 
 #include "cuda/softmax_arms.hpp"
@@ -11,7 +12,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <tuple>
 
 using namespace prereg;
 using namespace prereg::device_test;
@@ -372,5 +375,96 @@ TEST_CASE("the CUDA softmax arms run inside a captured CUDA graph") {
     ok(cudaGraphExecDestroy(exec), "destroy exec");
     ok(cudaGraphDestroy(graph), "destroy graph");
     ok(cudaStreamDestroy(s), "destroy stream");
+  }
+}
+
+namespace {
+
+/// Median of `reps` timed calls of `f` on the default stream (CUDA events) [ms], after 3
+/// untimed ones. Tensors here are several times the L2, so no flush is needed between calls.
+template <class F> double median_ms(F f, int reps = 20) {
+  for (int i = 0; i < 3; ++i)
+    f();
+  cudaEvent_t a = nullptr, b = nullptr;
+  ok(cudaEventCreate(&a), "event");
+  ok(cudaEventCreate(&b), "event");
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    ok(cudaEventRecord(a, nullptr), "record");
+    f();
+    ok(cudaEventRecord(b, nullptr), "record");
+    ok(cudaEventSynchronize(b), "sync");
+    float t = 0;
+    ok(cudaEventElapsedTime(&t, a, b), "elapsed");
+    ms.push_back(t);
+  }
+  ok(cudaEventDestroy(a), "event");
+  ok(cudaEventDestroy(b), "event");
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+} // namespace
+
+// Skipped unless asked for: prereg_device_tests --no-skip -tc='bench: softmax*'. Prints the
+// median time and % of a device-to-device copy's bandwidth (bytes read + written) with the
+// bytes model x + y (fwd) and x + y + y + dy + dx (fwd+bwd). No timing assertions.
+TEST_CASE("bench: softmax arms against the copy ceiling" * doctest::skip()) {
+  struct bench_shape {
+    dtype type;
+    std::int64_t rows, cols;
+  };
+  const bench_shape bench_shapes[] = {{dtype::fp32, 65536, 1024},
+                                      {dtype::fp16, 65536, 896},
+                                      {dtype::bf16, 4096, 8192},
+                                      {dtype::fp32, 16384, 8192}};
+  const std::size_t copy_bytes = std::size_t{1} << 30;
+  buffer src(copy_bytes), dst(copy_bytes);
+  ok(cudaMemset(src.get(), 1, copy_bytes), "memset");
+  const double copy_ms = median_ms([&] {
+    ok(cudaMemcpyAsync(dst.get(), src.get(), copy_bytes, cudaMemcpyDeviceToDevice, nullptr),
+       "copy");
+  });
+  const double ceiling = 2.0 * static_cast<double>(copy_bytes) / (copy_ms * 1e6); // [GB/s]
+  std::printf("\ncopy ceiling %.0f GB/s (1 GiB device-to-device, read + written)\n", ceiling);
+  std::printf("%-16s %-5s %-12s %-8s %5s %10s %8s %7s\n", "arm", "dtype", "shape", "pass", "rpb",
+              "median_ms", "GB/s", "%ceil");
+  for (const bench_shape &s : bench_shapes) {
+    const auto n = static_cast<std::size_t>(s.rows * s.cols);
+    const std::size_t bytes = n * element_bytes(s.type);
+    buffer x(bytes), y(bytes), dy(bytes), dx(bytes);
+    ok(cudaMemset(x.get(), 0x3c, bytes), "memset"); // finite values in every dtype
+    ok(cudaMemset(dy.get(), 0x3c, bytes), "memset");
+    void *data[4] = {x.get(), y.get(), dy.get(), dx.get()};
+    for (const arm_case &arm : arms) {
+      for (const double rpb : {0.0, 2.0, 4.0, 16.0}) {
+        if (rpb != 0 && arm.entry != &cuda::softmax_fused_entry)
+          continue;
+        const std::vector<arm_option> options{arm_option{"rows_per_block", rpb}};
+        tensor_args t;
+        t.data = data;
+        t.count = 4;
+        t.rows = s.rows;
+        t.cols = s.cols;
+        t.type = s.type;
+        t.options = options.data();
+        t.option_count = options.size();
+        counting_allocator alloc;
+        const double fwd = median_ms([&] { arm.entry->forward(t, alloc, nullptr); });
+        const double both = median_ms([&] {
+          arm.entry->forward(t, alloc, nullptr);
+          arm.entry->backward(t, alloc, nullptr);
+        });
+        CHECK(alloc.current() == 0);
+        const std::string shape = fmt::format("{}x{}", s.rows, s.cols);
+        for (const auto &[pass, ms, tensors] :
+             {std::tuple{"fwd", fwd, 2.0}, std::tuple{"fwd+bwd", both, 5.0}}) {
+          const double gbps = tensors * static_cast<double>(bytes) / (ms * 1e6);
+          std::printf("%-16s %-5s %-12s %-8s %5.0f %10.4f %8.0f %6.1f%%\n", arm.name,
+                      std::string(to_string(s.type)).c_str(), shape.c_str(), pass, rpb, ms, gbps,
+                      100.0 * gbps / ceiling);
+        }
+      }
+    }
   }
 }
