@@ -66,8 +66,8 @@ __global__ void __launch_bounds__(max_block)
 #pragma unroll
     for (int j = 0; j < S::VPT; ++j) {
       const int c = (j * S::TPR + lane) * S::V;
-      raw[q][j] = row < rows && c < cols ? load_raw_stream(x + row * cols + c)
-                                         : make_uint4(0u, 0u, 0u, 0u);
+      raw[q][j] =
+          row < rows && c < cols ? load_raw_stream(x + row * cols + c) : make_uint4(0u, 0u, 0u, 0u);
     }
   }
 #pragma unroll
@@ -199,10 +199,10 @@ void forward(const tensor_args &t, step_allocator & /*alloc*/, void *stream) {
     dispatch_row<T>(t.cols, [&]<class S>() {
       constexpr int R = rows_in_flight<T>;
       const int rpb = rows_per_block(t, S::TPR);
-      PREREG_CUDA_LAUNCH(softmax_fused_fwd<T, S, R>
-                         <<<row_grid(t.rows, rpb * R), rpb * S::TPR, 0, as_stream(stream)>>>(
-                             t.get<const T>(softmax::x), t.get<T>(softmax::y), t.rows,
-                             static_cast<int>(t.cols)));
+      PREREG_CUDA_LAUNCH(
+          softmax_fused_fwd<T, S, R>
+          <<<row_grid(t.rows, rpb * R), rpb * S::TPR, 0, as_stream(stream)>>>(
+              t.get<const T>(softmax::x), t.get<T>(softmax::y), t.rows, static_cast<int>(t.cols)));
     });
   });
 }

@@ -123,13 +123,13 @@ __global__ void __launch_bounds__(block_threads)
 
 /// Launches elementwise_kernel<Op, T> over rows x cols.
 template <elementwise Op, class T>
-void launch_elementwise(const T *a, const T *b, const float *r, std::int64_t rows, int cols,
-                        T *out, cudaStream_t s) {
+void launch_elementwise(const T *a, const T *b, const float *r, std::int64_t rows, int cols, T *out,
+                        cudaStream_t s) {
   const std::int64_t vectors = rows * (cols / vec_elems<T>);
   const unsigned grid = static_cast<unsigned>(
       std::min<std::int64_t>(grid_for(vectors, block_threads), 64LL * sm_count()));
-  PREREG_CUDA_LAUNCH(
-      elementwise_kernel<Op, T><<<grid, block_threads, 0, s>>>(a, b, r, rows, cols, out));
+  PREREG_CUDA_LAUNCH(elementwise_kernel<Op, T>
+                     <<<grid, block_threads, 0, s>>>(a, b, r, rows, cols, out));
 }
 
 /// The grid of the row kernels for `rows`; throws if it exceeds the x dimension's limit.
@@ -148,16 +148,15 @@ void forward(const tensor_args &t, step_allocator &alloc, void *stream) {
     const auto rows = static_cast<std::size_t>(t.rows);
     const auto *x = t.get<const T>(softmax::x);
     auto *m = static_cast<float *>(alloc.allocate(rows * sizeof(float)));
-    PREREG_CUDA_LAUNCH(
-        rowmax_kernel<T><<<row_grid(t.rows), block_threads, 0, s>>>(x, t.rows, cols, m));
+    PREREG_CUDA_LAUNCH(rowmax_kernel<T>
+                       <<<row_grid(t.rows), block_threads, 0, s>>>(x, t.rows, cols, m));
     auto *e = static_cast<T *>(alloc.allocate(rows * static_cast<std::size_t>(cols) * sizeof(T)));
     launch_elementwise<elementwise::sub_exp, T>(x, nullptr, m, t.rows, cols, e, s);
     alloc.release(m);
     auto *sum = static_cast<float *>(alloc.allocate(rows * sizeof(float)));
     PREREG_CUDA_LAUNCH(rowsum_kernel<T>
                        <<<row_grid(t.rows), block_threads, 0, s>>>(e, nullptr, t.rows, cols, sum));
-    launch_elementwise<elementwise::div, T>(e, nullptr, sum, t.rows, cols, t.get<T>(softmax::y),
-                                            s);
+    launch_elementwise<elementwise::div, T>(e, nullptr, sum, t.rows, cols, t.get<T>(softmax::y), s);
     alloc.release(sum);
     alloc.release(e);
   });
@@ -170,9 +169,10 @@ void backward(const tensor_args &t, step_allocator &alloc, void *stream) {
     const int cols = static_cast<int>(t.cols);
     const auto *y = t.get<const T>(softmax::y);
     const auto *dy = t.get<const T>(softmax::dy);
-    auto *g = static_cast<float *>(alloc.allocate(static_cast<std::size_t>(t.rows) * sizeof(float)));
-    PREREG_CUDA_LAUNCH(
-        rowsum_kernel<T><<<row_grid(t.rows), block_threads, 0, s>>>(dy, y, t.rows, cols, g));
+    auto *g =
+        static_cast<float *>(alloc.allocate(static_cast<std::size_t>(t.rows) * sizeof(float)));
+    PREREG_CUDA_LAUNCH(rowsum_kernel<T>
+                       <<<row_grid(t.rows), block_threads, 0, s>>>(dy, y, t.rows, cols, g));
     launch_elementwise<elementwise::softmax_dx, T>(y, dy, g, t.rows, cols, t.get<T>(softmax::dx),
                                                    s);
     alloc.release(g);
