@@ -320,3 +320,55 @@ TEST_CASE("engine: an arm without code in this build is a cell-skipped deviation
   REQUIRE(raw.correctness.size() == 1);
   CHECK(raw.correctness[0].passed);
 }
+
+TEST_CASE("engine: an operation on the generic seam (softmax) is gated, timed and billed") {
+  protocol p = small_protocol(order_mode::interleaved, false);
+  p.op = "softmax";
+  p.rows = {3, 17};
+  p.cols = {40};
+  p.arms = {{"unfused", "softmax.unfused", launch_mode::stream, 1},
+            {"fused", "softmax.fused", launch_mode::stream, 2}};
+  recording_progress progress;
+  auto dev = make_cpu_device();
+  const raw_run raw = measure(*dev, dev->probe(), plan_of(p, 11), builtin_resolver(), progress);
+  CHECK(raw.deviations.empty());
+  REQUIRE(raw.correctness.size() == 8);
+  for (const auto &c : raw.correctness) {
+    INFO(c.key.arm, " ", to_string(c.key.pass), " ", c.key.rows, ": ", c.detail);
+    CHECK(c.passed);
+    CHECK(c.max_abs_error < 1e-5);
+  }
+  REQUIRE(raw.cells.size() == 8);
+  for (const auto &c : raw.cells) {
+    INFO(c.key.arm, " ", to_string(c.key.pass), " ", c.key.rows);
+    CHECK_FALSE(c.error.has_value());
+    CHECK(c.samples_ms.size() == 5);
+    if (c.key.arm == "fused")
+      CHECK(c.peak_bytes == 0);
+    else
+      CHECK(c.peak_bytes >= static_cast<std::uint64_t>(c.key.rows * c.key.cols) * 4);
+  }
+}
+
+TEST_CASE("engine: a wrong arm on the generic seam fails the gate by tensor name") {
+  protocol p = small_protocol(order_mode::interleaved, false);
+  p.op = "softmax";
+  p.rows = {2};
+  p.cols = {8};
+  p.passes = {pass_kind::fwd};
+  p.arms = {{"wrong", "softmax.fused", launch_mode::stream, 1}};
+  static const arm_entry identity{
+      [](const tensor_args &t, step_allocator &, void *) {
+        std::memcpy(t.data[1], t.data[0], static_cast<std::size_t>(t.rows * t.cols) * 4);
+      },
+      nullptr};
+  const arm_resolver resolve = [](const arm_spec &, const arm_info &) {
+    return arm_code{nullptr, &identity};
+  };
+  recording_progress progress;
+  auto dev = make_cpu_device();
+  const raw_run raw = measure(*dev, dev->probe(), plan_of(p, 5), resolve, progress);
+  REQUIRE(raw.correctness.size() == 1);
+  CHECK_FALSE(raw.correctness[0].passed);
+  CHECK(raw.correctness[0].detail.rfind("y: element 0 (row 0, col 0) is ", 0) == 0);
+}
