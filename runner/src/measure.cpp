@@ -26,9 +26,8 @@ json cell_json(const cell_key &k) {
 }
 
 const arm_spec &spec_of(const protocol &p, const std::string &id) {
-  for (const auto &a : p.arms)
-    if (a.id == id)
-      return a;
+  if (const arm_spec *a = find_arm_spec(p, id))
+    return *a;
   throw io_error(fmt::format("measure: the plan names arm '{}', not in the protocol", id));
 }
 

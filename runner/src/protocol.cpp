@@ -585,6 +585,13 @@ json passes_json(const std::vector<pass_kind> &passes) {
 
 } // namespace
 
+const arm_spec *find_arm_spec(const protocol &p, std::string_view id) {
+  for (const auto &a : p.arms)
+    if (a.id == id)
+      return &a;
+  return nullptr;
+}
+
 correctness_spec default_tolerance(dtype d) {
   switch (d) {
   case dtype::fp32:

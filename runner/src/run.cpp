@@ -186,8 +186,7 @@ fs::path run_protocol(const run_options &o) {
   plan.proto = &proto;
   plan.seed = seed_from_hash(fp.hash);
   for (const auto &c : all_cells(proto)) {
-    const arm_spec &spec = *std::find_if(proto.arms.begin(), proto.arms.end(),
-                                         [&](const arm_spec &a) { return a.id == c.arm; });
+    const arm_spec &spec = *find_arm_spec(proto, c.arm);
     const arm_info *info = find_arm(proto.device, spec.kernel);
     auto why = cannot_run(*info, c.pass, c.rows, c.cols, proto.type);
     if (!why) why = device_cannot_run(*dev, op, *info, spec, c.pass, c.rows, c.cols, proto.type);

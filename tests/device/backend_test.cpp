@@ -145,3 +145,17 @@ TEST_CASE("a tiny rmsnorm plan: bf16, sequential order, no flush") {
   CHECK(raw.instrument.flush_method == "none");
   CHECK(raw.instrument.flush_bytes == 0);
 }
+
+TEST_CASE("a tiny softmax plan through the engine: generic-seam arms, stream and graph launch") {
+  const protocol p = make_protocol("softmax", dtype::fp16, {1, 300}, {1024},
+                                   {{"fused", "softmax.fused", launch_mode::stream, 1},
+                                    {"unfused", "softmax.unfused", launch_mode::stream, 1},
+                                    {"fused_graph", "softmax.fused", launch_mode::graph, 3},
+                                    {"unfused_graph", "softmax.unfused", launch_mode::graph, 2}},
+                                   5, 2);
+  const run_plan plan = make_plan(p, 0x50f7);
+  quiet_progress progress;
+  const raw_run raw = measure_on_cuda(plan, progress);
+  check_run(raw, plan, p);
+  CHECK(raw.deviations.empty());
+}

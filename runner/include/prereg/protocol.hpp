@@ -81,6 +81,9 @@ struct protocol {
   std::vector<prediction_spec> predictions;
 };
 
+/// The arm of `p` with id `id`, or null (the one lookup of an arm by id).
+[[nodiscard]] const arm_spec *find_arm_spec(const protocol &p, std::string_view id);
+
 /// The contract's default tolerances: fp32 1e-5/1e-5, fp16 1e-3/1e-3, bf16 1.6e-2/1e-2.
 [[nodiscard]] correctness_spec default_tolerance(dtype d);
 
