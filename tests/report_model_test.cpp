@@ -142,7 +142,8 @@ TEST_CASE("the parser names the JSON path of what it rejects") {
         "cells[0].clock_mhz is not a member of the report format");
   CHECK(with([](json &j) { j["cells"][0]["rows"] = 1.5; }) == "cells[0].rows is not an integer");
   CHECK(with([](json &j) { j["cells"][0]["error"] = 7; }) == "cells[0].error is not a string");
-  CHECK(with([](json &j) { j["cells"][0]["flags"][0] = 1; }) == "cells[0].flags[0] is not a string");
+  CHECK(with([](json &j) { j["cells"][0]["flags"][0] = 1; }) ==
+        "cells[0].flags[0] is not a string");
   CHECK(with([](json &j) { j["predictions"][0]["verdict"] = "maybe"; }) ==
         "predictions[0].verdict is 'maybe', not confirmed, refuted or inconclusive");
   CHECK(with([](json &j) { j["predictions"][0]["cells"][0]["p"] = "high"; }) ==
@@ -162,7 +163,8 @@ TEST_CASE("the parser names the JSON path of what it rejects") {
           j["defects"] = json::array({{{"code", "drift"}, {"message", "m"}, {"evidence", 1}}});
         }) == "defects[0].evidence is not an object");
   CHECK(with([](json &j) {
-          j["deviations"] = json::array({{{"kind", "cell-skipped"}, {"message", "m"},
+          j["deviations"] = json::array({{{"kind", "cell-skipped"},
+                                          {"message", "m"},
                                           {"cell", {{"arm", "a"}, {"pass", "fwd"}}}}});
         }) == "deviations[0].cell.rows is missing");
   CHECK(with([](json &j) { j["schema_version"] = 3; }) ==

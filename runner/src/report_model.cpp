@@ -27,8 +27,7 @@ public:
   [[nodiscard]] const std::string &path() const { return m_path; }
 
   [[noreturn]] void fail(const std::string &problem) const {
-    throw invalid_input(fmt::format("{} {}", m_path.empty() ? "report" : m_path, problem),
-                        m_where);
+    throw invalid_input(fmt::format("{} {}", m_path.empty() ? "report" : m_path, problem), m_where);
   }
 
   [[nodiscard]] std::string child_path(std::string_view key) const {
@@ -208,14 +207,41 @@ bound_kind read_bound(const node &n) {
 
 report_cell read_cell(const node &n, int version) {
   if (version >= 2)
-    n.only({"arm", "pass", "rows", "cols", "samples_ms", "n", "median_ms", "q1_ms", "q3_ms",
-            "iqr_ms", "mean_ms", "min_ms", "statistic_ms", "spearman_rho", "peak_bytes",
-            "bytes_per_step", "gbps", "pct_ceiling", "bound", "flags", "error", "clock_mhz",
+    n.only({"arm",
+            "pass",
+            "rows",
+            "cols",
+            "samples_ms",
+            "n",
+            "median_ms",
+            "q1_ms",
+            "q3_ms",
+            "iqr_ms",
+            "mean_ms",
+            "min_ms",
+            "statistic_ms",
+            "spearman_rho",
+            "peak_bytes",
+            "bytes_per_step",
+            "gbps",
+            "pct_ceiling",
+            "bound",
+            "flags",
+            "error",
+            "clock_mhz",
             "harness_bytes_in_window"});
   else
-    n.only({"arm", "pass", "rows", "cols", "samples_ms", "n", "median_ms", "q1_ms", "q3_ms",
-            "iqr_ms", "mean_ms", "min_ms", "statistic_ms", "spearman_rho", "peak_bytes",
-            "bytes_per_step", "gbps", "pct_ceiling", "bound", "flags", "error"});
+    n.only({"arm",          "pass",
+            "rows",         "cols",
+            "samples_ms",   "n",
+            "median_ms",    "q1_ms",
+            "q3_ms",        "iqr_ms",
+            "mean_ms",      "min_ms",
+            "statistic_ms", "spearman_rho",
+            "peak_bytes",   "bytes_per_step",
+            "gbps",         "pct_ceiling",
+            "bound",        "flags",
+            "error"});
   report_cell c;
   c.key = read_key(n);
   c.samples_ms = n["samples_ms"].numbers();

@@ -40,8 +40,8 @@ struct report_tool {
 /// The frozen protocol the run followed. `body` and `freeze` are other formats (the
 /// normalised protocol and the signed freeze record), kept as JSON byte for byte.
 struct report_protocol {
-  std::string hash;            ///< SHA-256 hex of canonical_json(body)
-  json body = json::object();  ///< the normalised protocol (docs/schema/protocol-v*.schema.json)
+  std::string hash;             ///< SHA-256 hex of canonical_json(body)
+  json body = json::object();   ///< the normalised protocol (docs/schema/protocol-v*.schema.json)
   json freeze = json::object(); ///< the store's signed freeze.json
 };
 
