@@ -1,5 +1,6 @@
 # The JSON Schemas of docs/schema/ hold for every committed report and protocol, the test
-# reports, `prereg canon` of every shipped protocol and a report made here by a CPU run; and
+# reports, `prereg canon` of every shipped and example protocol (protocols/, tests/data/protocols/)
+# and a report made here by a CPU run; and
 # planted-bad documents are rejected. Skipped (77) only without python3-jsonschema.
 source "$(dirname "$0")/lib.bash"
 py=/usr/bin/python3
@@ -25,9 +26,9 @@ n=0
 while IFS= read -r yaml; do
   n=$((n + 1))
   "$PREREG" canon "$yaml" >"$work/canon/$n.json" 2>"$work/err" || fail "prereg canon $yaml: $(head -1 "$work/err")"
-done < <(find protocols -name '*.yaml' | sort)
-[ "$n" -ge 7 ] && pass "prereg canon of $n shipped protocols" || fail "only $n shipped protocols"
-check "prereg canon of the shipped protocols" protocol "$work"/canon/*.json
+done < <(find protocols tests/data/protocols -name '*.yaml' | sort)
+[ "$n" -ge 9 ] && pass "prereg canon of $n shipped and example protocols" || fail "only $n protocols"
+check "prereg canon of the shipped and example protocols" protocol "$work"/canon/*.json
 
 # A fresh report from the CPU backend: a tiny protocol, 3 repetitions.
 cat >"$work/tiny.yaml" <<'YAML'
