@@ -58,13 +58,16 @@ json recompute_cell(const json &report, const json &c) {
              c.at("cols").get<std::int64_t>()};
   rec.samples_ms = c.at("samples_ms").get<std::vector<double>>();
   rec.peak_bytes = c.at("peak_bytes").get<std::uint64_t>();
+  if (c.at("clock_mhz").is_number())
+    rec.clock_mhz = c.at("clock_mhz").get<double>();
+  rec.harness_bytes_in_window = c.at("harness_bytes_in_window").get<std::uint64_t>();
   instrument_record in = fake_plants::default_instrument();
   const json &measured = report.at("instrument"); // what the run measured on the fake
   in.ceiling_gbps = measured.at("ceiling_gbps").get<double>();
   in.launch_floor_ms = measured.at("launch_floor_ms").get<double>();
   in.timer_resolution_ms = measured.at("timer_resolution_ms").get<double>();
   const auto stats = compute_cell_statistics(rec, proto, in, {});
-  return to_json(rec, stats);
+  return to_json(to_report_cell(rec, stats));
 }
 
 /// Rewrites the store's ledger without the entries `drop` selects, re-chained and re-signed.
@@ -266,18 +269,43 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     resign(dir, report, key);
     expected = {"defects", "ledger"};
   }
-  SUBCASE("a harness-allocation defect deleted: its cell flag no longer recomputes") {
+  SUBCASE("a harness-allocation defect deleted: the cell's harness_bytes_in_window recomputes it") {
     auto &d = report.at("defects");
     d.erase(std::remove_if(d.begin(), d.end(),
                            [](const json &x) { return x.at("code") == "harness-allocation"; }),
             d.end());
     resign(dir, report, key);
-    expected = {"statistics", "ledger"};
+    expected = {"defects", "ledger"};
+  }
+  SUBCASE("a cell's harness_bytes_in_window zeroed: its flag and defect no longer recompute") {
+    cell_of(report, "fused", 64).at("harness_bytes_in_window") = 0;
+    resign(dir, report, key);
+    expected = {"statistics", "defects", "ledger"};
+  }
+  SUBCASE("a cell's clock_mhz removed: the cell does not parse") {
+    cell_of(report, "fused", 64).erase("clock_mhz");
+    resign(dir, report, key);
+    expected = {"statistics", "verdicts", "defects", "ledger"};
+  }
+  SUBCASE("an unknown member added to a cell: the cell does not parse") {
+    cell_of(report, "fused", 64)["note"] = "hand-edited";
+    resign(dir, report, key);
+    expected = {"statistics", "verdicts", "defects", "ledger"};
+  }
+  SUBCASE("an unknown top-level member added") {
+    report["note"] = "hand-edited";
+    resign(dir, report, key);
+    expected = {"payload", "ledger"};
+  }
+  SUBCASE("schema_version 3") {
+    report.at("schema_version") = 3;
+    resign(dir, report, key);
+    expected = {"payload", "statistics", "verdicts", "defects", "ledger"};
   }
   SUBCASE("the defects array deleted") {
     report.erase("defects");
     resign(dir, report, key);
-    expected = {"statistics", "defects", "ledger"};
+    expected = {"defects", "ledger"};
   }
   SUBCASE("a derivable defect invented") {
     json fake;
@@ -429,6 +457,50 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   }
   CHECK(text.find("audit FAILED: " + std::to_string(expected.size()) + " of 9 checks failed") !=
         std::string::npos);
+}
+
+TEST_CASE("a version-1 report: the cells' clock and harness bytes come from defect evidence") {
+  temp_lab lab;
+  lab.freeze();
+  fake_plants plants;
+  plants.clock_mhz = [](const cell_key &k) { return k.rows == 64 ? 1000.0 : 3000.0; };
+  plants.harness_bytes_in_window = [](const cell_key &k) -> std::uint64_t {
+    return k.arm == "fused" ? 512 : 0;
+  };
+  const fs::path dir = lab.run(plants);
+  json report = read_report(dir);
+  REQUIRE(report.at("schema_version") == 2);
+  report.at("schema_version") = 1;
+  for (auto &c : report.at("cells")) {
+    c.erase("clock_mhz");
+    c.erase("harness_bytes_in_window");
+  }
+  const signing_key key = lab.key();
+  const auto without = [&](json r, const std::string &code) {
+    auto &d = r.at("defects");
+    d.erase(std::remove_if(d.begin(), d.end(), [&](const json &x) { return x.at("code") == code; }),
+            d.end());
+    return r;
+  };
+  SUBCASE("with its defects it recomputes (only the ledger, which signed other bytes, fails)") {
+    resign(dir, report, key);
+    CHECK(list(audit(lab, dir).failed()) == "ledger");
+  }
+  SUBCASE("without its harness-allocation defect the flag no longer recomputes") {
+    resign(dir, without(report, "harness-allocation"), key);
+    CHECK(list(audit(lab, dir).failed()) == "statistics, ledger");
+  }
+  SUBCASE("without its clock-throttle defect the flag no longer recomputes") {
+    resign(dir, without(report, "clock-throttle"), key);
+    CHECK(list(audit(lab, dir).failed()) == "statistics, ledger");
+  }
+  SUBCASE("a version-1 cell may not carry the version-2 fields") {
+    report.at("cells")[0]["clock_mhz"] = 3000.0;
+    resign(dir, report, key);
+    const audit_result r = audit(lab, dir);
+    CHECK(list(r.failed()) == "statistics, verdicts, defects, ledger");
+    CHECK(detail_of(r, "statistics") == "cells[0].clock_mhz is not a member of the report format");
+  }
 }
 
 TEST_CASE("audit failure details name the cause") {

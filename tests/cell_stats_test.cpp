@@ -1,6 +1,7 @@
 // Tests of per-cell statistics, `bound` and `flags`.
 #include "prereg/cell_stats.hpp"
 #include "prereg/error.hpp"
+#include "prereg/report.hpp"
 
 #include <doctest/doctest.h>
 
@@ -119,7 +120,7 @@ TEST_CASE("flags come in the documented order") {
     CHECK_FALSE(s.unstable);
     CHECK(s.bound == bound_kind::neither);
     CHECK(s.flags == std::vector<std::string>{"error", "no-samples"});
-    const json j = to_json(c, s);
+    const json j = to_json(to_report_cell(c, s));
     CHECK(j["median_ms"].is_null());
     CHECK(j["gbps"].is_null());
     CHECK(j["error"] == "out of memory");
@@ -186,10 +187,15 @@ TEST_CASE("every cell of a run, in order") {
   CHECK(all[0].median_ms == 1.0);
   CHECK(all[1].key.arm == "a");
   CHECK(all[1].median_ms == 2.0);
-  const json j = to_json(run.cells[0], all[0]);
+  const json j = to_json(to_report_cell(run.cells[0], all[0]));
   CHECK(j["arm"] == "b");
   CHECK(j["pass"] == "fwd");
   CHECK(j["samples_ms"] == json::array({1.0}));
   CHECK(j["bound"] == "neither");
   CHECK(j["error"].is_null());
+  CHECK(j["harness_bytes_in_window"] == 0);
+  CHECK(j["clock_mhz"] == 1000.0);
+  const json v1 = to_json(to_report_cell(run.cells[0], all[0], 1));
+  CHECK_FALSE(v1.contains("clock_mhz"));
+  CHECK_FALSE(v1.contains("harness_bytes_in_window"));
 }

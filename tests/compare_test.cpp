@@ -2,10 +2,14 @@
 #include "prereg/compare.hpp"
 
 #include "prereg/error.hpp"
+#include "prereg/report_model.hpp"
 #include "prereg/stats.hpp"
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,27 +28,33 @@ json samples(double base, double scale = 1.0) {
   return s;
 }
 
+/// A cells[] entry holding only what the comparison reads (its statistics are null).
 json cell(const std::string &arm, const std::string &pass, std::int64_t rows, json samples_ms) {
-  return {{"arm", arm},
-          {"pass", pass},
-          {"rows", rows},
-          {"cols", 1024},
-          {"samples_ms", std::move(samples_ms)}};
+  prereg::report_cell c;
+  c.key = {arm, pass == "fwd" ? prereg::pass_kind::fwd : prereg::pass_kind::fwd_bwd, rows, 1024};
+  c.samples_ms = samples_ms.get<std::vector<double>>();
+  c.n = c.samples_ms.size();
+  return prereg::to_json(c);
 }
 
+/// A complete version-1 report (the sample of tests/data/reports) with these cells.
 json report(const std::string &hash, const std::string &run_id, double scale) {
+  std::ifstream in(std::filesystem::path(PREREG_TEST_DATA) / "reports" / "cpu_rmsnorm.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  json r = json::parse(text.str());
+  r["protocol"]["hash"] = hash;
+  r["protocol"]["body"]["id"] = "ln_batch1";
+  r["protocol"]["body"]["analysis"]["confidence"] = 0.95;
+  r["protocol"]["body"]["analysis"]["bootstrap_resamples"] = 2000;
+  r["run"]["run_id"] = run_id;
   json cells = json::array();
   for (const char *arm : {"unfused", "fused"})
     for (const std::int64_t rows : {128, 4096})
       cells.push_back(
           cell(arm, "fwd", rows, samples(0.004 * static_cast<double>(rows) / 128.0, scale)));
-  return {{"protocol",
-           {{"hash", hash},
-            {"body",
-             {{"id", "ln_batch1"},
-              {"analysis", {{"confidence", 0.95}, {"bootstrap_resamples", 2000}}}}}}},
-          {"run", {{"run_id", run_id}}},
-          {"cells", cells}};
+  r["cells"] = cells;
+  return r;
 }
 
 const json *find(const json &cmp, const std::string &arm, std::int64_t rows) {
@@ -198,12 +208,12 @@ TEST_CASE("malformed reports are invalid input naming the report") {
   fails_with(bad_conf, a, "report A: protocol.body.analysis.confidence is not in (0, 1)");
   json bad_sample = a;
   bad_sample["cells"][2]["samples_ms"][3] = "fast";
-  fails_with(a, bad_sample, "report B: cells[2]: a sample is not a finite number");
+  fails_with(a, bad_sample, "report B: cells[2].samples_ms[3] is not a number");
   json no_cells = a;
   no_cells.erase("cells");
-  fails_with(a, no_cells, "report B has no cells");
+  fails_with(a, no_cells, "report B: cells is missing");
   json dup = a;
   dup["cells"].push_back(a["cells"][0]);
   fails_with(dup, a, "report A: cells[4] repeats cell unfused|fwd|128x1024");
-  fails_with(json::array(), a, "report A is not a JSON object");
+  fails_with(json::array(), a, "report A: report is not an object");
 }

@@ -91,7 +91,10 @@ raw_run make_run() {
 }
 
 std::vector<json> detect(const protocol &p, const raw_run &run) {
-  return detect_defects(p, run, compute_cell_statistics(p, run), lookup);
+  std::vector<json> out;
+  for (const auto &d : detect_defects(p, run, compute_cell_statistics(p, run), lookup))
+    out.push_back(to_json(d));
+  return out;
 }
 
 std::vector<std::string> codes_of(const std::vector<json> &defects) {

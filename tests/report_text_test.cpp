@@ -282,7 +282,7 @@ TEST_CASE("hostile or sparse report.json renders safely") {
       for (const char *k : {"median_ms", "q1_ms", "q3_ms", "iqr_ms", "pct_ceiling", "gbps"})
         c[k] = nullptr;
     r["instrument"]["ceiling_gbps"] = nullptr;
-    r.erase("environment");
+    r["environment"] = json::object();
     const std::string md = prereg::render_markdown(r);
     CHECK(count(md, "no samples") == 6); // 2 arms x 3 rows
     CHECK(md.find("| copy ceiling | not measured |") != std::string::npos);
@@ -292,16 +292,22 @@ TEST_CASE("hostile or sparse report.json renders safely") {
     CHECK(page.find("(no data)") != std::string::npos);
     CHECK_FALSE(std::regex_search(page, std::regex(R"(\b(nan|inf)\b)", std::regex::icase)));
   }
-  SUBCASE("an empty object renders, a non-object is invalid input") {
-    CHECK(prereg::render_markdown(json::object()).find("# prereg report") == 0);
-    CHECK(prereg::render_html(json::object()).find("<!DOCTYPE html>") == 0);
-    try {
-      (void)prereg::render_html(json::array());
-      FAIL("expected an error");
-    } catch (const prereg::error &e) {
-      CHECK(e.code() == prereg::exit_code::invalid);
-      CHECK(std::string(e.what()) == "report.json is not a JSON object");
-    }
+  SUBCASE("a report that does not parse is invalid input naming the JSON path") {
+    const auto fails_with = [](const json &r, const std::string &message) {
+      try {
+        (void)prereg::render_html(r);
+        FAIL("expected an error");
+      } catch (const prereg::error &e) {
+        CHECK(e.code() == prereg::exit_code::invalid);
+        CHECK(std::string(e.what()) == message);
+        CHECK(e.where() == "report.json");
+      }
+    };
+    fails_with(json::array(), "report is not an object");
+    fails_with(json::object(), "schema_version is missing");
+    json bad = sample("cpu_rmsnorm.json");
+    bad["cells"][1]["samples_ms"][0] = "fast";
+    fails_with(bad, "cells[1].samples_ms[0] is not a number");
   }
 }
 

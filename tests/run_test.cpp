@@ -108,7 +108,7 @@ TEST_CASE("run writes a complete, canonical, signed report folder and ledger ent
       base64_decode(env.at("signatures")[0].at("sig").get<std::string>())));
 
   SUBCASE("every contract field is there") {
-    CHECK(report.at("schema_version") == 1);
+    CHECK(report.at("schema_version") == report_schema_version);
     for (const char *k : {"version", "git_commit", "build_flags"})
       CHECK(report.at("tool").contains(k));
     CHECK(report.at("protocol").at("hash") == lab.hash);

@@ -12,6 +12,7 @@
 #include "prereg/run.hpp"
 #include "prereg/audit.hpp"
 #include "prereg/compare.hpp"
+#include "prereg/report_model.hpp"
 #include "prereg/report_text.hpp"
 #include "prereg/store.hpp"
 
@@ -292,8 +293,9 @@ int cmd_report(args_t args) {
   app.add_option("--format", format, "md | html (default: both, written into the folder)")
       ->check(CLI::IsMember({"md", "html", "both"}));
   if (!parse(app, args)) return 0;
-  const json report = read_report_json(dir);
   const auto folder = std::filesystem::path(dir);
+  const report_document report =
+      report_from_json(read_report_json(dir), (folder / "report.json").string());
   if (format == "md" || format == "both")
     write_file_atomic(folder / "report.md", render_markdown(report));
   if (format == "html" || format == "both")

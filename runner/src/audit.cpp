@@ -7,6 +7,7 @@
 #include "prereg/fs.hpp"
 #include "prereg/ledger.hpp"
 #include "prereg/report.hpp"
+#include "prereg/report_model.hpp"
 #include "prereg/run.hpp"
 #include "prereg/signed_json.hpp"
 
@@ -79,19 +80,6 @@ std::string get_string(const json &j, const std::string &what) {
   return j.get<std::string>();
 }
 
-double get_number(const json &j, const std::string &what) {
-  if (!j.is_number())
-    fail(fmt::format("{} is not a number", what));
-  return j.get<double>();
-}
-
-/// A number, or NaN for null (the report writes non-finite numbers as null).
-double get_number_or_nan(const json &j, const std::string &what) {
-  if (j.is_null())
-    return std::numeric_limits<double>::quiet_NaN();
-  return get_number(j, what);
-}
-
 std::int64_t get_int(const json &j, const std::string &what) {
   if (j.is_number_integer())
     return j.get<std::int64_t>();
@@ -103,47 +91,10 @@ std::int64_t get_int(const json &j, const std::string &what) {
   fail(fmt::format("{} is not an integer", what));
 }
 
-std::uint64_t get_u64(const json &j, const std::string &what) {
-  if (j.is_number_unsigned())
-    return j.get<std::uint64_t>();
-  if (j.is_number_integer() && j.get<std::int64_t>() >= 0)
-    return j.get<std::uint64_t>();
-  if (j.is_number_float()) {
-    const double d = j.get<double>();
-    if (d >= 0 && std::nearbyint(d) == d && d < 1.8e19)
-      return static_cast<std::uint64_t>(d);
-  }
-  fail(fmt::format("{} is not a non-negative integer", what));
-}
-
-bool get_bool(const json &j, const std::string &what) {
-  if (!j.is_boolean())
-    fail(fmt::format("{} is not a boolean", what));
-  return j.get<bool>();
-}
-
 const json &get_array(const json &j, const std::string &what) {
   if (!j.is_array())
     fail(fmt::format("{} is not an array", what));
   return j;
-}
-
-pass_kind parse_pass(const json &j, const std::string &what) {
-  const std::string s = get_string(j, what);
-  if (s == "fwd")
-    return pass_kind::fwd;
-  if (s == "fwd+bwd")
-    return pass_kind::fwd_bwd;
-  fail(fmt::format("{} is '{}', not fwd or fwd+bwd", what, s));
-}
-
-cell_key parse_cell_key(const json &j, const std::string &where) {
-  cell_key k;
-  k.arm = get_string(member(j, "arm", where), where + ".arm");
-  k.pass = parse_pass(member(j, "pass", where), where + ".pass");
-  k.rows = get_int(member(j, "rows", where), where + ".rows");
-  k.cols = get_int(member(j, "cols", where), where + ".cols");
-  return k;
 }
 
 std::string cell_label(const cell_key &k) {
@@ -249,9 +200,38 @@ public:
     } catch (const std::exception &e) {
       m_report_error = fmt::format("cannot read report.json: {}", e.what());
     }
+    if (m_report)
+      parse_members();
   }
 
   [[nodiscard]] const fs::path &dir() const { return m_dir; }
+
+  /// Parses each member of the report on its own, so that a check fails only for the members
+  /// it reads.
+  void parse_members() {
+    for (unsigned part = 1; part < report_part::all; part <<= 1) {
+      try {
+        const report_document one = report_from_json(*m_report, "", part);
+        switch (part) {
+        case report_part::schema_version: m_doc.schema_version = one.schema_version; break;
+        case report_part::tool: m_doc.tool = one.tool; break;
+        case report_part::protocol: m_doc.protocol = one.protocol; break;
+        case report_part::run: m_doc.run = one.run; break;
+        case report_part::environment: m_doc.environment = one.environment; break;
+        case report_part::instrument: m_doc.instrument = one.instrument; break;
+        case report_part::cells: m_doc.cells = one.cells; break;
+        case report_part::correctness: m_doc.correctness = one.correctness; break;
+        case report_part::predictions: m_doc.predictions = one.predictions; break;
+        case report_part::defects: m_doc.defects = one.defects; break;
+        case report_part::deviations: m_doc.deviations = one.deviations; break;
+        case report_part::attempt: m_doc.attempt = one.attempt; break;
+        default: break;
+        }
+      } catch (const error &e) {
+        m_part_errors.emplace_back(part, e.what());
+      }
+    }
+  }
   [[nodiscard]] const store &st() const { return m_store; }
 
   /// report.json's bytes (FAIL if unreadable).
@@ -299,20 +279,34 @@ public:
     return v;
   }
 
-  [[nodiscard]] std::string hash() const {
-    return get_string(at_path(report(), "protocol.hash"), "report.protocol.hash");
+  /// The report's members in `parts` (report_part bits), parsed once by the report model; FAIL
+  /// with the first member that does not parse, naming its JSON path.
+  [[nodiscard]] const report_document &doc(unsigned parts) const {
+    (void)report();
+    for (const auto &[part, why] : m_part_errors)
+      if ((parts & part) != 0)
+        fail(why);
+    return m_doc;
   }
+
+  [[nodiscard]] std::string hash() const { return doc(report_part::protocol).protocol.hash; }
   [[nodiscard]] protocol proto() const {
     try {
-      return protocol_from_json(at_path(report(), "protocol.body"), "report.json protocol.body");
+      return protocol_from_json(doc(report_part::protocol).protocol.body,
+                                "report.json protocol.body");
     } catch (const check_failed &) {
       throw;
     } catch (const std::exception &e) {
       fail(fmt::format("protocol.body does not validate: {}", e.what()));
     }
   }
-  /// The raw run rebuilt from the report's recorded data.
-  [[nodiscard]] raw_run raw() const;
+  /// The raw run rebuilt from the report's recorded data (a version-1 report's missing raw
+  /// fields from its defects' evidence, where the defects parse).
+  [[nodiscard]] raw_run raw() const {
+    return report_to_raw(doc(report_part::schema_version | report_part::environment |
+                             report_part::instrument | report_part::correctness |
+                             report_part::cells));
+  }
 
 private:
   fs::path m_dir;
@@ -321,95 +315,9 @@ private:
   std::optional<std::string> m_bytes;
   std::optional<json> m_report;
   std::string m_report_error;
+  report_document m_doc;                                ///< every member that parsed
+  std::vector<std::pair<unsigned, std::string>> m_part_errors; ///< those that did not, and why
 };
-
-/// The evidence member `field` of the report's defect `code` at `key`, if there is one.
-const json *defect_evidence(const json &report, std::string_view code, const cell_key &key,
-                            std::string_view field) {
-  const auto it = report.find("defects");
-  if (it == report.end() || !it->is_array())
-    return nullptr;
-  for (const auto &d : *it) {
-    if (!d.is_object() || d.value("code", "") != code || !d.contains("cell") ||
-        !d.contains("evidence") || !d["evidence"].is_object() || !d["evidence"].contains(field))
-      continue;
-    try {
-      if (parse_cell_key(d["cell"], "defect.cell") == key)
-        return &d["evidence"][std::string(field)];
-    } catch (const check_failed &) {
-      // a malformed defect names no cell; the defects check reports it
-    }
-  }
-  return nullptr;
-}
-
-raw_run audit_context::raw() const {
-  const json &rep = report();
-  raw_run raw;
-  const json &env = at_path(rep, "environment");
-  if (!env.is_object())
-    fail("report.environment is not an object");
-  raw.environment = env;
-
-  const json &ins = at_path(rep, "instrument");
-  const std::string w = "report.instrument";
-  instrument_record &in = raw.instrument;
-  in.ceiling_gbps = get_number_or_nan(member(ins, "ceiling_gbps", w), w + ".ceiling_gbps");
-  for (const auto &v :
-       get_array(member(ins, "ceiling_samples_gbps", w), w + ".ceiling_samples_gbps"))
-    in.ceiling_samples_gbps.push_back(get_number(v, w + ".ceiling_samples_gbps[]"));
-  in.ceiling_bytes = get_u64(member(ins, "ceiling_bytes", w), w + ".ceiling_bytes");
-  in.launch_floor_ms = get_number_or_nan(member(ins, "launch_floor_ms", w), w + ".launch_floor_ms");
-  in.timer_resolution_ms =
-      get_number_or_nan(member(ins, "timer_resolution_ms", w), w + ".timer_resolution_ms");
-  in.flush_bytes = get_u64(member(ins, "flush_bytes", w), w + ".flush_bytes");
-  in.flush_method = get_string(member(ins, "flush_method", w), w + ".flush_method");
-  in.llc_bytes = get_u64(member(ins, "llc_bytes", w), w + ".llc_bytes");
-  in.clock_start_mhz = get_number_or_nan(member(ins, "clock_start_mhz", w), w + ".clock_start_mhz");
-
-  const json &checks = get_array(at_path(rep, "correctness"), "report.correctness");
-  for (std::size_t i = 0; i < checks.size(); ++i) {
-    const std::string cw = fmt::format("report.correctness[{}]", i);
-    const json &c = checks[i];
-    correctness_record r;
-    r.key = parse_cell_key(c, cw);
-    r.max_abs_error = get_number_or_nan(member(c, "max_abs_error", cw), cw + ".max_abs_error");
-    r.max_rel_error = get_number_or_nan(member(c, "max_rel_error", cw), cw + ".max_rel_error");
-    r.unwritten = get_bool(member(c, "unwritten", cw), cw + ".unwritten");
-    r.passed = get_bool(member(c, "passed", cw), cw + ".passed");
-    r.detail = get_string(member(c, "detail", cw), cw + ".detail");
-    raw.correctness.push_back(std::move(r));
-  }
-
-  const json &cells = get_array(at_path(rep, "cells"), "report.cells");
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    const std::string cw = fmt::format("report.cells[{}]", i);
-    const json &c = cells[i];
-    cell_record r;
-    r.key = parse_cell_key(c, cw);
-    for (const auto &v : get_array(member(c, "samples_ms", cw), cw + ".samples_ms"))
-      r.samples_ms.push_back(get_number(v, cw + ".samples_ms[]"));
-    r.peak_bytes = get_u64(member(c, "peak_bytes", cw), cw + ".peak_bytes");
-    const json &err = member(c, "error", cw);
-    if (!err.is_null())
-      r.error = get_string(err, cw + ".error");
-    // The cell JSON does not carry these two; the defects that raised them hold them as
-    // evidence. Without one, the value is unknown and its flag cannot be recomputed, so a
-    // flag or a defect without the other fails the statistics check.
-    if (c.contains("clock_mhz"))
-      r.clock_mhz = get_number_or_nan(c["clock_mhz"], cw + ".clock_mhz");
-    else if (const json *e = defect_evidence(rep, "clock-throttle", r.key, "clock_mhz"))
-      r.clock_mhz = get_number_or_nan(*e, "clock-throttle evidence clock_mhz");
-    if (c.contains("harness_bytes_in_window"))
-      r.harness_bytes_in_window =
-          get_u64(c["harness_bytes_in_window"], cw + ".harness_bytes_in_window");
-    else if (const json *e =
-                 defect_evidence(rep, "harness-allocation", r.key, "harness_bytes_in_window"))
-      r.harness_bytes_in_window = get_u64(*e, "harness-allocation evidence");
-    raw.cells.push_back(std::move(r));
-  }
-  return raw;
-}
 
 // ---- the checks -------------------------------------------------------------------------------
 
@@ -465,13 +373,20 @@ std::string check_payload(const audit_context &ctx) {
   }
   if (canonical_json(ctx.report()) != bytes)
     fail("report.json is not in RFC 8785 canonical form");
-  return fmt::format("report.json ({} bytes, sha256 {}) is the signed payload, in canonical form",
-                     bytes.size(), short_hash(sha256_hex(bytes)));
+  try {
+    check_report_members(ctx.report(), "");
+  } catch (const error &e) {
+    fail(e.what());
+  }
+  return fmt::format("report.json ({} bytes, sha256 {}) is the signed payload, in canonical form "
+                     "(schema_version {})",
+                     bytes.size(), short_hash(sha256_hex(bytes)),
+                     ctx.doc(report_part::schema_version).schema_version);
 }
 
 std::string check_protocol(const audit_context &ctx) {
   const std::string hash = ctx.hash();
-  const json &body = at_path(ctx.report(), "protocol.body");
+  const json &body = ctx.doc(report_part::protocol).protocol.body;
   const std::string canonical = canonical_json(body);
   if (const auto h = sha256_hex(canonical); h != hash)
     fail(fmt::format("protocol.body hashes to {}, not to protocol.hash {}", h, hash));
@@ -493,9 +408,7 @@ std::string check_protocol(const audit_context &ctx) {
 
 std::string check_freeze(const audit_context &ctx) {
   const std::string hash = ctx.hash();
-  const json &record = at_path(ctx.report(), "protocol.freeze");
-  if (!record.is_object())
-    fail("protocol.freeze is not an object");
+  const json &record = ctx.doc(report_part::protocol).protocol.freeze;
   if (!is_full_hash(hash))
     fail(fmt::format("protocol.hash '{}' is not a SHA-256 hex", hash));
   const auto path = ctx.st().protocol_dir(hash) / "freeze.json";
@@ -517,8 +430,7 @@ std::string check_freeze(const audit_context &ctx) {
     fail("the freeze record's signature does not verify");
   const std::string frozen_at =
       get_string(member(record, "frozen_at", "protocol.freeze"), "protocol.freeze.frozen_at");
-  const std::string started_at =
-      get_string(at_path(ctx.report(), "run.started_at"), "report.run.started_at");
+  const std::string &started_at = ctx.doc(report_part::run).run.started_at;
   const auto fk = time_key(frozen_at);
   const auto sk = time_key(started_at);
   if (!fk)
@@ -533,7 +445,8 @@ std::string check_freeze(const audit_context &ctx) {
 
 /// FAILs unless the report's cells are plan cells in plan order and every plan cell that is
 /// absent is named by a deviation (skipped).
-void check_cell_coverage(const protocol &proto, const raw_run &raw, const json &report) {
+void check_cell_coverage(const protocol &proto, const raw_run &raw,
+                         const std::vector<report_deviation> &deviations) {
   const auto plan = all_cells(proto);
   std::size_t next = 0;
   std::vector<bool> present(plan.size(), false);
@@ -546,14 +459,9 @@ void check_cell_coverage(const protocol &proto, const raw_run &raw, const json &
     present[next - 1] = true;
   }
   std::vector<cell_key> excused;
-  for (const auto &d : get_array(at_path(report, "deviations"), "report.deviations"))
-    if (d.is_object() && d.contains("cell")) {
-      try {
-        excused.push_back(parse_cell_key(d["cell"], "deviation.cell"));
-      } catch (const check_failed &) {
-        // a deviation that names no valid cell excuses nothing
-      }
-    }
+  for (const auto &d : deviations)
+    if (d.cell)
+      excused.push_back(*d.cell);
   for (std::size_t i = 0; i < plan.size(); ++i)
     if (!present[i] && std::find(excused.begin(), excused.end(), plan[i]) == excused.end())
       fail(fmt::format("cell {} of the protocol is neither in cells[] nor named by a deviation",
@@ -563,16 +471,17 @@ void check_cell_coverage(const protocol &proto, const raw_run &raw, const json &
 std::string check_statistics(const audit_context &ctx) {
   const protocol proto = ctx.proto();
   const raw_run raw = ctx.raw();
-  check_cell_coverage(proto, raw, ctx.report());
-  const json &cells = at_path(ctx.report(), "cells");
+  const report_document &doc = ctx.doc(report_part::cells | report_part::deviations);
+  check_cell_coverage(proto, raw, doc.deviations);
   std::vector<std::string> bad;
   for (std::size_t i = 0; i < raw.cells.size(); ++i) {
     const cell_statistics st =
         compute_cell_statistics(raw.cells[i], proto, raw.instrument, raw.correctness);
-    const json recomputed = to_json(raw.cells[i], st);
-    if (canonical_json(recomputed) != canonical_json(cells[i]))
+    const json recomputed = to_json(to_report_cell(raw.cells[i], st, doc.schema_version));
+    const json reported = to_json(doc.cells[i]);
+    if (canonical_json(recomputed) != canonical_json(reported))
       bad.push_back(fmt::format("cells[{}] ({}): {}", i, cell_label(raw.cells[i].key),
-                                describe_difference(recomputed, cells[i])));
+                                describe_difference(recomputed, reported)));
   }
   if (!bad.empty())
     fail(join_some(bad));
@@ -588,19 +497,21 @@ std::string check_verdicts(const audit_context &ctx) {
   const protocol proto = ctx.proto();
   const raw_run raw = ctx.raw();
   const std::string hash = ctx.hash();
-  const json &reported = get_array(at_path(ctx.report(), "predictions"), "report.predictions");
-  const std::vector<json> recomputed = judge_predictions(proto, hash, raw);
+  const auto &reported = ctx.doc(report_part::predictions).predictions;
+  const std::vector<prediction_result> recomputed = judge_predictions(proto, hash, raw);
   if (reported.size() != recomputed.size())
     fail(fmt::format("the report holds {} predictions, the protocol has {}", reported.size(),
                      recomputed.size()));
   std::vector<std::string> bad;
   std::vector<std::string> verdicts;
   for (std::size_t i = 0; i < recomputed.size(); ++i) {
-    const std::string id = recomputed[i].value("id", "?");
-    verdicts.push_back(fmt::format("{} {}", id, recomputed[i].value("verdict", "?")));
-    if (canonical_json(recomputed[i]) != canonical_json(reported[i]))
-      bad.push_back(fmt::format("predictions[{}] ({}): {}", i, id,
-                                describe_difference(recomputed[i], reported[i])));
+    const std::string &id = recomputed[i].id;
+    verdicts.push_back(fmt::format("{} {}", id, to_string(recomputed[i].verdict)));
+    const json mine = to_json(recomputed[i]);
+    const json theirs = to_json(reported[i]);
+    if (canonical_json(mine) != canonical_json(theirs))
+      bad.push_back(
+          fmt::format("predictions[{}] ({}): {}", i, id, describe_difference(mine, theirs)));
   }
   if (!bad.empty())
     fail(join_some(bad));
@@ -610,50 +521,57 @@ std::string check_verdicts(const audit_context &ctx) {
                      fmt::join(verdicts, ", "));
 }
 
+/// Codes the audit recomputes from the cells and the instrument, so a reported one must be
+/// recomputed too: derivable_from_raw, and from schema_version 2 (whose cells carry clock_mhz
+/// and harness_bytes_in_window) clock-throttle and harness-allocation.
+bool derivable_from_cells(std::string_view code, int schema_version) {
+  return derivable_from_raw(code) || (schema_version >= 2 && (code == "clock-throttle" ||
+                                                              code == "harness-allocation"));
+}
+
 /// Codes whose every input is in the report itself, so the audit requires them too.
-bool derivable_from_report(std::string_view code) {
-  return derivable_from_raw(code) || code == "correctness-failure" || code == "device-contention" ||
-         code == "flush-too-small";
+bool derivable_from_report(std::string_view code, int schema_version) {
+  return derivable_from_cells(code, schema_version) || code == "correctness-failure" ||
+         code == "device-contention" || code == "flush-too-small";
 }
 
 std::string check_defects(const audit_context &ctx) {
   const protocol proto = ctx.proto();
   const raw_run raw = ctx.raw();
-  const json &reported = get_array(at_path(ctx.report(), "defects"), "report.defects");
+  const report_document &doc = ctx.doc(report_part::schema_version | report_part::defects);
+  const std::vector<report_defect> &reported = doc.defects;
+  const int version = doc.schema_version;
   const auto codes = defect_codes();
   std::set<std::string> have;
   for (std::size_t i = 0; i < reported.size(); ++i) {
-    const std::string w = fmt::format("report.defects[{}]", i);
-    const std::string code = get_string(member(reported[i], "code", w), w + ".code");
+    const std::string &code = reported[i].code;
     if (std::find(codes.begin(), codes.end(), code) == codes.end())
-      fail(fmt::format("{} has the unknown code '{}'", w, code));
-    have.insert(canonical_json(reported[i]));
+      fail(fmt::format("report.defects[{}] has the unknown code '{}'", i, message_excerpt(code)));
+    have.insert(canonical_json(to_json(reported[i])));
   }
   const auto stats = compute_cell_statistics(proto, raw);
-  const std::vector<json> recomputed = detect_defects(proto, raw, stats);
+  const std::vector<report_defect> recomputed = detect_defects(proto, raw, stats);
   std::set<std::string> derived;
   std::vector<std::string> missing;
   std::size_t required = 0;
   for (const auto &d : recomputed) {
-    const std::string code = d.value("code", "");
-    if (!derivable_from_report(code))
+    if (!derivable_from_report(d.code, version))
       continue;
     ++required;
-    derived.insert(canonical_json(d));
-    if (!have.count(canonical_json(d))) {
-      const auto cell = d.find("cell");
-      missing.push_back(
-          fmt::format("{}{} is missing", code,
-                      cell == d.end() ? std::string()
-                                      : " at " + cell_label(parse_cell_key(*cell, "defect.cell"))));
-    }
+    const std::string bytes = canonical_json(to_json(d));
+    derived.insert(bytes);
+    if (!have.count(bytes))
+      missing.push_back(fmt::format("{}{} is missing", d.code,
+                                    d.cell ? " at " + cell_label(*d.cell) : std::string()));
   }
   if (!missing.empty())
     fail("recomputed defect(s) absent from the report: " + join_some(missing));
   std::vector<std::string> unsupported;
-  for (const auto &d : reported)
-    if (derivable_from_raw(d.value("code", "")) && !derived.count(canonical_json(d)))
-      unsupported.push_back(fmt::format("{}: {}", d.value("code", ""), excerpt(d, 120)));
+  for (const auto &d : reported) {
+    const json j = to_json(d);
+    if (derivable_from_cells(d.code, version) && !derived.count(canonical_json(j)))
+      unsupported.push_back(fmt::format("{}: {}", d.code, excerpt(j, 120)));
+  }
   if (!unsupported.empty())
     fail("the report holds defect(s) the raw data does not give: " + join_some(unsupported));
   return fmt::format("{} defect(s) recomputed from the raw data are all in the report ({} in all)",

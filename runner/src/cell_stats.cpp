@@ -13,8 +13,6 @@
 namespace prereg {
 namespace {
 
-json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
 const arm_spec &find_arm_spec(const protocol &proto, const std::string &id) {
   const auto it = std::find_if(proto.arms.begin(), proto.arms.end(),
                                [&](const arm_spec &a) { return a.id == id; });
@@ -25,18 +23,6 @@ const arm_spec &find_arm_spec(const protocol &proto, const std::string &id) {
 }
 
 } // namespace
-
-std::string_view to_string(bound_kind b) {
-  switch (b) {
-  case bound_kind::launch:
-    return "launch";
-  case bound_kind::bandwidth:
-    return "bandwidth";
-  case bound_kind::neither:
-    return "neither";
-  }
-  return "?";
-}
 
 bool is_unstable(double iqr_ms, double median_ms, double ratio) {
   if (std::isnan(iqr_ms) || std::isnan(median_ms))
@@ -121,32 +107,6 @@ std::vector<cell_statistics> compute_cell_statistics(const protocol &proto, cons
     out.push_back(compute_cell_statistics(cell, proto, run.instrument, run.correctness));
   }
   return out;
-}
-
-json to_json(const cell_record &cell, const cell_statistics &stats) {
-  json j = json::object();
-  j["arm"] = cell.key.arm;
-  j["pass"] = std::string(to_string(cell.key.pass));
-  j["rows"] = cell.key.rows;
-  j["cols"] = cell.key.cols;
-  j["samples_ms"] = cell.samples_ms;
-  j["n"] = stats.n;
-  j["median_ms"] = finite_or_null(stats.median_ms);
-  j["q1_ms"] = finite_or_null(stats.q1_ms);
-  j["q3_ms"] = finite_or_null(stats.q3_ms);
-  j["iqr_ms"] = finite_or_null(stats.iqr_ms);
-  j["mean_ms"] = finite_or_null(stats.mean_ms);
-  j["min_ms"] = finite_or_null(stats.min_ms);
-  j["statistic_ms"] = finite_or_null(stats.statistic_ms);
-  j["spearman_rho"] = finite_or_null(stats.spearman_rho);
-  j["peak_bytes"] = stats.peak_bytes;
-  j["bytes_per_step"] = stats.bytes_per_step;
-  j["gbps"] = finite_or_null(stats.gbps);
-  j["pct_ceiling"] = finite_or_null(stats.pct_ceiling);
-  j["bound"] = std::string(to_string(stats.bound));
-  j["flags"] = stats.flags;
-  j["error"] = cell.error ? json(*cell.error) : json(nullptr);
-  return j;
 }
 
 } // namespace prereg

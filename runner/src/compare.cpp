@@ -66,63 +66,36 @@ double ratio_of(double b, double a) {
 
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-const json &member(const json &obj, const char *key, const std::string &who,
-                   const std::string &path) {
-  if (!obj.is_object() || !obj.contains(key)) {
-    throw invalid_input(fmt::format("{} has no {}{}", who, path.empty() ? "" : path + ".", key));
-  }
-  return obj.at(key);
-}
-
 struct side {
   std::string hash;
   std::string run_id;
   std::string protocol_id;
-  std::map<cell_id, std::vector<double>> cells;
+  std::map<cell_id, const std::vector<double> *> cells;
   std::vector<cell_id> order; ///< cells in report order
 };
 
-side read_side(const json &report, const std::string &who) {
-  if (!report.is_object())
-    throw invalid_input(who + " is not a JSON object");
+side read_side(const report_document &report, const std::string &who) {
   side s;
-  const json &proto = member(report, "protocol", who, "");
-  const json &hash = member(proto, "hash", who, "protocol");
-  if (!hash.is_string())
-    throw invalid_input(who + ": protocol.hash is not a string");
-  s.hash = hash.get<std::string>();
-  if (const auto run = report.find("run"); run != report.end() && run->is_object())
-    s.run_id = run->value("run_id", "");
-  if (const auto body = proto.find("body"); body != proto.end() && body->is_object())
-    s.protocol_id = body->value("id", "");
-  const json &cells = member(report, "cells", who, "");
-  if (!cells.is_array())
-    throw invalid_input(who + ": cells is not an array");
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    const json &c = cells[i];
-    const std::string where = fmt::format("{}: cells[{}]", who, i);
-    if (!c.is_object() || !c.contains("arm") || !c["arm"].is_string() || !c.contains("pass") ||
-        !c["pass"].is_string() || !c.contains("rows") || !c["rows"].is_number_integer() ||
-        !c.contains("cols") || !c["cols"].is_number_integer() || !c.contains("samples_ms") ||
-        !c["samples_ms"].is_array()) {
-      throw invalid_input(where + " lacks arm, pass, rows, cols or samples_ms");
-    }
-    cell_id k{c["arm"].get<std::string>(), c["pass"].get<std::string>(),
-              c["rows"].get<std::int64_t>(), c["cols"].get<std::int64_t>()};
-    std::vector<double> samples;
-    samples.reserve(c["samples_ms"].size());
-    for (const json &v : c["samples_ms"]) {
-      if (!v.is_number() || !std::isfinite(v.get<double>())) {
-        throw invalid_input(where + ": a sample is not a finite number");
-      }
-      samples.push_back(v.get<double>());
-    }
-    if (!s.cells.emplace(k, std::move(samples)).second) {
-      throw invalid_input(fmt::format("{} repeats cell {}", where, label(k)));
-    }
+  s.hash = report.protocol.hash;
+  s.run_id = report.run.run_id;
+  s.protocol_id = report.protocol.body.value("id", "");
+  for (std::size_t i = 0; i < report.cells.size(); ++i) {
+    const report_cell &c = report.cells[i];
+    cell_id k{c.key.arm, std::string(to_string(c.key.pass)), c.key.rows, c.key.cols};
+    if (!s.cells.emplace(k, &c.samples_ms).second)
+      throw invalid_input(fmt::format("{}: cells[{}] repeats cell {}", who, i, label(k)));
     s.order.push_back(k);
   }
   return s;
+}
+
+/// `report` parsed by the report model; errors name the report ("report A: cells[2] ...").
+report_document parse_side(const json &report, const std::string &who) {
+  try {
+    return report_from_json(report, "");
+  } catch (const error &e) {
+    throw invalid_input(fmt::format("{}: {}", who, e.what()));
+  }
 }
 
 json key_json(const cell_id &k) {
@@ -168,19 +141,29 @@ std::uint64_t compare_cell_seed(const std::string &hash_a, const std::string &ha
 }
 
 json compare_reports(const json &a, const json &b) {
+  const report_document da = parse_side(a, "report A");
+  const report_document db = parse_side(b, "report B");
+  return compare_reports(da, db);
+}
+
+json compare_reports(const report_document &a, const report_document &b) {
   const side sa = read_side(a, "report A");
   const side sb = read_side(b, "report B");
-  const json &analysis =
-      member(member(member(a, "protocol", "report A", ""), "body", "report A", "protocol"),
-             "analysis", "report A", "protocol.body");
-  const json &conf_j = member(analysis, "confidence", "report A", "protocol.body.analysis");
-  const json &res_j = member(analysis, "bootstrap_resamples", "report A", "protocol.body.analysis");
-  if (!conf_j.is_number() || !(conf_j.get<double>() > 0.0 && conf_j.get<double>() < 1.0)) {
+  // The protocol body is the protocol's format, not the report's: only the two members the
+  // comparison reads are checked here, so that reports of retired kernels still compare.
+  const json &body = a.protocol.body;
+  const json *analysis = body.contains("analysis") ? &body.at("analysis") : nullptr;
+  const auto analysis_member = [&](const char *key) -> const json & {
+    if (analysis == nullptr || !analysis->is_object() || !analysis->contains(key))
+      throw invalid_input(fmt::format("report A has no protocol.body.analysis.{}", key));
+    return analysis->at(key);
+  };
+  const json &conf_j = analysis_member("confidence");
+  const json &res_j = analysis_member("bootstrap_resamples");
+  if (!conf_j.is_number() || !(conf_j.get<double>() > 0.0 && conf_j.get<double>() < 1.0))
     throw invalid_input("report A: protocol.body.analysis.confidence is not in (0, 1)");
-  }
-  if (!res_j.is_number_integer() || res_j.get<std::int64_t>() < 1) {
+  if (!res_j.is_number_integer() || res_j.get<std::int64_t>() < 1)
     throw invalid_input("report A: protocol.body.analysis.bootstrap_resamples is below 1");
-  }
   const double confidence = conf_j.get<double>();
   const auto resamples = static_cast<std::size_t>(res_j.get<std::int64_t>());
   const double p_lo = (1.0 - confidence) / 2.0;
@@ -198,8 +181,8 @@ json compare_reports(const json &a, const json &b) {
       only_a.push_back(key_json(k));
       continue;
     }
-    const std::vector<double> &xa = sa.cells.at(k);
-    const std::vector<double> &xb = it->second;
+    const std::vector<double> &xa = *sa.cells.at(k);
+    const std::vector<double> &xb = *it->second;
     json row = key_json(k);
     row["n_a"] = xa.size();
     row["n_b"] = xb.size();

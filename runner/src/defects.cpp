@@ -19,26 +19,17 @@ constexpr std::array<std::string_view, 10> codes{
 
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-json cell_json(const cell_key &k) {
-  return {
-      {"arm", k.arm}, {"pass", std::string(to_string(k.pass))}, {"rows", k.rows}, {"cols", k.cols}};
-}
-
 std::string cell_label(const cell_key &k) {
   return fmt::format("{} {} {}x{}", k.arm, to_string(k.pass), k.rows, k.cols);
 }
 
-json cell_defect(std::string_view code, const cell_key &k, std::string message, json evidence) {
-  return {{"code", std::string(code)},
-          {"cell", cell_json(k)},
-          {"message", std::move(message)},
-          {"evidence", std::move(evidence)}};
+report_defect cell_defect(std::string_view code, const cell_key &k, std::string message,
+                          json evidence) {
+  return {std::string(code), k, std::move(message), std::move(evidence)};
 }
 
-json run_defect(std::string_view code, std::string message, json evidence) {
-  return {{"code", std::string(code)},
-          {"message", std::move(message)},
-          {"evidence", std::move(evidence)}};
+report_defect run_defect(std::string_view code, std::string message, json evidence) {
+  return {std::string(code), std::nullopt, std::move(message), std::move(evidence)};
 }
 
 bool has_flag(const cell_statistics &s, std::string_view flag) {
@@ -54,7 +45,7 @@ const arm_spec *find_spec(const protocol &proto, const std::string &id) {
 // The defects of one code, in order.
 void detect(std::string_view code, const protocol &proto, const raw_run &run,
             std::span<const cell_statistics> stats, const arm_lookup &registry,
-            std::vector<json> &out) {
+            std::vector<report_defect> &out) {
   const instrument_record &ins = run.instrument;
   if (code == "device-contention") {
     const auto it = run.environment.find("other_processes");
@@ -173,7 +164,7 @@ bool derivable_from_raw(std::string_view code) {
          code == "drift";
 }
 
-std::vector<json> detect_defects(const protocol &proto, const raw_run &run,
+std::vector<report_defect> detect_defects(const protocol &proto, const raw_run &run,
                                  std::span<const cell_statistics> stats,
                                  const arm_lookup &registry) {
   if (stats.size() != run.cells.size()) {
@@ -185,13 +176,13 @@ std::vector<json> detect_defects(const protocol &proto, const raw_run &run,
           fmt::format("cell statistics {} do not match cell {}", i, cell_label(run.cells[i].key)));
     }
   }
-  std::vector<json> out;
+  std::vector<report_defect> out;
   for (const std::string_view code : codes)
     detect(code, proto, run, stats, registry, out);
   return out;
 }
 
-std::vector<json> detect_defects(const protocol &proto, const raw_run &run,
+std::vector<report_defect> detect_defects(const protocol &proto, const raw_run &run,
                                  std::span<const cell_statistics> stats) {
   return detect_defects(proto, run, stats,
                         [&](const arm_spec &arm) { return find_arm(proto.device, arm.kernel); });

@@ -1,4 +1,4 @@
-// Assembles report.json from a raw run, and signs it in a DSSE envelope.
+// Assembles the report from a raw run (the one raw <-> report mapping), and signs it.
 #include "prereg/report.hpp"
 
 #include "prereg/build_info.hpp"
@@ -9,41 +9,81 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 
 namespace prereg {
 namespace {
 
-json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
-json instrument_json(const instrument_record &in) {
-  return {{"ceiling_gbps", finite_or_null(in.ceiling_gbps)},
-          {"ceiling_samples_gbps", in.ceiling_samples_gbps},
-          {"ceiling_bytes", in.ceiling_bytes},
-          {"launch_floor_ms", finite_or_null(in.launch_floor_ms)},
-          {"timer_resolution_ms", finite_or_null(in.timer_resolution_ms)},
-          {"flush_bytes", in.flush_bytes},
-          {"flush_method", in.flush_method},
-          {"llc_bytes", in.llc_bytes},
-          {"clock_start_mhz", finite_or_null(in.clock_start_mhz)}};
+report_instrument report_instrument_of(const instrument_record &in) {
+  report_instrument out;
+  out.ceiling_gbps = in.ceiling_gbps;
+  out.ceiling_samples_gbps = in.ceiling_samples_gbps;
+  out.ceiling_bytes = in.ceiling_bytes;
+  out.launch_floor_ms = in.launch_floor_ms;
+  out.timer_resolution_ms = in.timer_resolution_ms;
+  out.flush_bytes = in.flush_bytes;
+  out.flush_method = in.flush_method;
+  out.llc_bytes = in.llc_bytes;
+  out.clock_start_mhz = in.clock_start_mhz;
+  return out;
 }
 
-json correctness_json(const correctness_record &c) {
-  return {{"arm", c.key.arm},
-          {"pass", std::string(to_string(c.key.pass))},
-          {"rows", c.key.rows},
-          {"cols", c.key.cols},
-          {"max_abs_error", finite_or_null(c.max_abs_error)},
-          {"max_rel_error", finite_or_null(c.max_rel_error)},
-          {"unwritten", c.unwritten},
-          {"passed", c.passed},
-          {"detail", c.detail}};
+instrument_record instrument_record_of(const report_instrument &in) {
+  instrument_record out;
+  out.ceiling_gbps = in.ceiling_gbps;
+  out.ceiling_samples_gbps = in.ceiling_samples_gbps;
+  out.ceiling_bytes = in.ceiling_bytes;
+  out.launch_floor_ms = in.launch_floor_ms;
+  out.timer_resolution_ms = in.timer_resolution_ms;
+  out.flush_bytes = in.flush_bytes;
+  out.flush_method = in.flush_method;
+  out.llc_bytes = in.llc_bytes;
+  out.clock_start_mhz = in.clock_start_mhz;
+  return out;
+}
+
+report_correctness report_correctness_of(const correctness_record &c) {
+  return {c.key, c.max_abs_error, c.max_rel_error, c.unwritten, c.passed, c.detail};
+}
+
+correctness_record correctness_record_of(const report_correctness &c) {
+  correctness_record out;
+  out.key = c.key;
+  out.max_abs_error = c.max_abs_error;
+  out.max_rel_error = c.max_rel_error;
+  out.unwritten = c.unwritten;
+  out.passed = c.passed;
+  out.detail = c.detail;
+  return out;
+}
+
+report_deviation report_deviation_of(const json &d) {
+  report_deviation out;
+  out.kind = d.value("kind", "");
+  out.message = d.value("message", "");
+  if (const auto c = d.find("cell"); c != d.end())
+    out.cell = cell_key_from_json(*c, "deviation.cell", "");
+  for (const auto &[k, v] : d.items())
+    if (k != "kind" && k != "message" && k != "cell")
+      out.extra[k] = v;
+  return out;
+}
+
+/// A version-1 cell's raw value `field` from its defect `code`'s evidence, if there is one.
+const json *evidence_of(const report_document &r, std::string_view code, const cell_key &key,
+                        std::string_view field) {
+  for (const auto &d : r.defects) {
+    if (d.code != code || !d.cell || !(*d.cell == key) || !d.evidence.is_object())
+      continue;
+    if (const auto it = d.evidence.find(std::string(field)); it != d.evidence.end())
+      return &*it;
+  }
+  return nullptr;
 }
 
 } // namespace
 
-std::vector<json> judge_predictions(const protocol &proto, const std::string &hash,
-                                    const raw_run &raw) {
+std::vector<prediction_result> judge_predictions(const protocol &proto, const std::string &hash,
+                                                 const raw_run &raw) {
   std::vector<std::string> arm_ids;
   for (const auto &a : proto.arms) arm_ids.push_back(a.id);
   std::vector<expectation> parsed;
@@ -54,41 +94,91 @@ std::vector<json> judge_predictions(const protocol &proto, const std::string &ha
   for (const auto &e : parsed)
     checks.push_back({[&e](const metric_lookup &value) { return e.holds(value); },
                       e.references()});
-  std::vector<json> out;
-  for (const auto &r : evaluate_predictions(proto, hash, checks, raw)) out.push_back(to_json(r));
-  return out;
+  return evaluate_predictions(proto, hash, checks, raw);
+}
+
+report_cell to_report_cell(const cell_record &cell, const cell_statistics &stats,
+                           int schema_version) {
+  report_cell c;
+  c.key = cell.key;
+  c.samples_ms = cell.samples_ms;
+  c.n = stats.n;
+  c.median_ms = stats.median_ms;
+  c.q1_ms = stats.q1_ms;
+  c.q3_ms = stats.q3_ms;
+  c.iqr_ms = stats.iqr_ms;
+  c.mean_ms = stats.mean_ms;
+  c.min_ms = stats.min_ms;
+  c.statistic_ms = stats.statistic_ms;
+  c.spearman_rho = stats.spearman_rho;
+  c.peak_bytes = stats.peak_bytes;
+  c.bytes_per_step = stats.bytes_per_step;
+  c.gbps = stats.gbps;
+  c.pct_ceiling = stats.pct_ceiling;
+  c.bound = stats.bound;
+  c.flags = stats.flags;
+  c.error = cell.error;
+  if (schema_version >= 2) {
+    c.clock_mhz = cell.clock_mhz;
+    c.harness_bytes_in_window = cell.harness_bytes_in_window;
+  }
+  return c;
+}
+
+raw_run report_to_raw(const report_document &r) {
+  raw_run raw;
+  raw.environment = r.environment;
+  raw.instrument = instrument_record_of(r.instrument);
+  for (const auto &c : r.correctness) raw.correctness.push_back(correctness_record_of(c));
+  for (const auto &c : r.cells) {
+    cell_record rec;
+    rec.key = c.key;
+    rec.samples_ms = c.samples_ms;
+    rec.peak_bytes = c.peak_bytes;
+    rec.error = c.error;
+    // Version 1 cells do not carry these two; the defects that raised them hold them as
+    // evidence. Without one the value is unknown and its flag cannot be recomputed, so a flag
+    // or a defect without the other fails the audit's statistics check.
+    if (c.clock_mhz)
+      rec.clock_mhz = *c.clock_mhz;
+    else if (const json *e = evidence_of(r, "clock-throttle", c.key, "clock_mhz");
+             e != nullptr && e->is_number())
+      rec.clock_mhz = e->get<double>();
+    if (c.harness_bytes_in_window)
+      rec.harness_bytes_in_window = *c.harness_bytes_in_window;
+    else if (const json *e =
+                 evidence_of(r, "harness-allocation", c.key, "harness_bytes_in_window");
+             e != nullptr && e->is_number_unsigned())
+      rec.harness_bytes_in_window = e->get<std::uint64_t>();
+    raw.cells.push_back(std::move(rec));
+  }
+  return raw;
+}
+
+report_document build_report_document(const frozen_protocol &fp, const raw_run &raw,
+                                      const run_meta &meta) {
+  const protocol &proto = fp.proto;
+  const auto stats = compute_cell_statistics(proto, raw);
+  report_document r;
+  r.schema_version = report_schema_version;
+  r.tool = {"prereg", build_info::version, build_info::git_commit, build_info::build_flags};
+  r.protocol = {fp.hash, fp.body, fp.freeze};
+  r.run = {meta.run_id, meta.started_at, meta.finished_at, meta.device_ordinal};
+  r.environment = raw.environment;
+  r.instrument = report_instrument_of(raw.instrument);
+  for (std::size_t i = 0; i < raw.cells.size(); ++i)
+    r.cells.push_back(to_report_cell(raw.cells[i], stats[i]));
+  for (const auto &c : raw.correctness) r.correctness.push_back(report_correctness_of(c));
+  r.predictions = judge_predictions(proto, fp.hash, raw);
+  r.defects = detect_defects(proto, raw, stats);
+  for (const auto &d : raw.deviations) r.deviations.push_back(report_deviation_of(d));
+  for (const auto &d : meta.deviations) r.deviations.push_back(report_deviation_of(d));
+  r.attempt = meta.attempt;
+  return r;
 }
 
 json build_report(const frozen_protocol &fp, const raw_run &raw, const run_meta &meta) {
-  const protocol &proto = fp.proto;
-  const auto stats = compute_cell_statistics(proto, raw);
-  json cells = json::array();
-  for (std::size_t i = 0; i < raw.cells.size(); ++i) cells.push_back(to_json(raw.cells[i], stats[i]));
-  json correctness = json::array();
-  for (const auto &c : raw.correctness) correctness.push_back(correctness_json(c));
-  json deviations = json::array();
-  for (const auto &d : raw.deviations) deviations.push_back(d);
-  for (const auto &d : meta.deviations) deviations.push_back(d);
-  json tool = {{"name", "prereg"},
-               {"version", build_info::version},
-               {"git_commit", build_info::git_commit},
-               {"build_flags", build_info::build_flags}};
-  return {{"schema_version", report_schema_version},
-          {"tool", tool},
-          {"protocol", {{"hash", fp.hash}, {"body", fp.body}, {"freeze", fp.freeze}}},
-          {"run",
-           {{"run_id", meta.run_id},
-            {"started_at", meta.started_at},
-            {"finished_at", meta.finished_at},
-            {"device_ordinal", meta.device_ordinal}}},
-          {"environment", raw.environment},
-          {"instrument", instrument_json(raw.instrument)},
-          {"cells", cells},
-          {"correctness", correctness},
-          {"predictions", judge_predictions(proto, fp.hash, raw)},
-          {"defects", detect_defects(proto, raw, stats)},
-          {"deviations", deviations},
-          {"attempt", meta.attempt}};
+  return to_json(build_report_document(fp, raw, meta));
 }
 
 std::string make_envelope(const std::string &payload, const signing_key &key) {

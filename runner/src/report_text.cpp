@@ -2,6 +2,7 @@
 #include "prereg/report_text.hpp"
 
 #include "prereg/error.hpp"
+#include "prereg/report_model.hpp"
 
 #include <fmt/format.h>
 
@@ -21,7 +22,8 @@ namespace prereg {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Reading report.json tolerantly: a missing or null number renders as a dash, never throws.
+// The protocol body is another format (the normalised protocol): read tolerantly, a missing
+// member renders as "?". The report itself is read through the report model.
 
 const json &null_json() {
   static const json j;
@@ -163,8 +165,13 @@ std::string error_text(std::optional<double> e) {
   return e ? fmt::format("{:.2e}", *e) : std::string("—");
 }
 
-std::string p_text(const json &p) {
-  return p.is_number() ? fmt::format("{:.4f}", p.get<double>()) : std::string("— (not evaluated)");
+std::string p_text(std::optional<double> p) {
+  return p ? fmt::format("{:.4f}", *p) : std::string("— (not evaluated)");
+}
+
+// A finite number, or nullopt (the model's NaN for null).
+std::optional<double> finite(double v) {
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
 }
 
 std::string join(const std::vector<std::string> &items, std::string_view sep) {
@@ -180,14 +187,14 @@ std::string join(const std::vector<std::string> &items, std::string_view sep) {
 using cell_id = std::tuple<std::string, std::string, std::int64_t, std::int64_t>;
 
 struct view {
-  const json *report = nullptr;
+  const report_document *report = nullptr;
   const json *body = nullptr;
   std::vector<std::string> arms;
   std::vector<std::string> passes;
   std::vector<std::int64_t> rows;
   std::vector<std::int64_t> cols;
   std::optional<std::pair<std::int64_t, std::int64_t>> op;
-  std::map<cell_id, const json *> cells;
+  std::map<cell_id, const report_cell *> cells;
   std::optional<double> unstable_ratio;
 };
 
@@ -196,12 +203,10 @@ template <class T> void add_unique(std::vector<T> &v, const T &x) {
     v.push_back(x);
 }
 
-view make_view(const json &report) {
-  if (!report.is_object())
-    throw invalid_input("report.json is not a JSON object");
+view make_view(const report_document &report) {
   view v;
   v.report = &report;
-  v.body = &child(child(report, "protocol"), "body");
+  v.body = &report.protocol.body;
   const json &body = *v.body;
   for (const json &a : child(body, "arms"))
     if (a.is_object() && a.contains("id"))
@@ -219,18 +224,12 @@ view make_view(const json &report) {
   if (integer(op, "rows") && integer(op, "cols"))
     v.op = {*integer(op, "rows"), *integer(op, "cols")};
   v.unstable_ratio = number(child(body, "analysis"), "unstable_iqr_ratio");
-  for (const json &c : child(report, "cells")) {
-    if (!c.is_object())
-      continue;
-    const auto rows = integer(c, "rows");
-    const auto cols = integer(c, "cols");
-    if (!rows || !cols)
-      continue;
-    cell_id k{text(c, "arm"), text(c, "pass"), *rows, *cols};
+  for (const report_cell &c : report.cells) {
+    cell_id k{c.key.arm, std::string(to_string(c.key.pass)), c.key.rows, c.key.cols};
     add_unique(v.arms, std::get<0>(k));
     add_unique(v.passes, std::get<1>(k));
-    add_unique(v.rows, *rows);
-    add_unique(v.cols, *cols);
+    add_unique(v.rows, c.key.rows);
+    add_unique(v.cols, c.key.cols);
     v.cells.emplace(std::move(k), &c);
   }
   std::sort(v.rows.begin(), v.rows.end());
@@ -238,23 +237,14 @@ view make_view(const json &report) {
   return v;
 }
 
-const json *find_cell(const view &v, const std::string &arm, const std::string &pass,
-                      std::int64_t rows, std::int64_t cols) {
+const report_cell *find_cell(const view &v, const std::string &arm, const std::string &pass,
+                             std::int64_t rows, std::int64_t cols) {
   const auto it = v.cells.find({arm, pass, rows, cols});
   return it == v.cells.end() ? nullptr : it->second;
 }
 
-std::vector<std::string> flags_of(const json &cell) {
-  std::vector<std::string> out;
-  for (const json &f : child(cell, "flags"))
-    if (f.is_string())
-      out.push_back(f.get<std::string>());
-  return out;
-}
-
-bool has_flag(const json &cell, std::string_view flag) {
-  const auto f = flags_of(cell);
-  return std::find(f.begin(), f.end(), flag) != f.end();
+bool has_flag(const report_cell &cell, std::string_view flag) {
+  return std::find(cell.flags.begin(), cell.flags.end(), flag) != cell.flags.end();
 }
 
 std::string shape_text(std::int64_t rows, std::int64_t cols) {
@@ -429,30 +419,25 @@ std::string to_html(const table &t) {
 // The tables of a report, shared by both renderers.
 
 table run_table(const view &v) {
-  const json &r = *v.report;
-  const json &proto = child(r, "protocol");
-  const json &freeze = child(proto, "freeze");
-  const json &run = child(r, "run");
-  const json &tool = child(r, "tool");
+  const report_document &r = *v.report;
+  const json &freeze = r.protocol.freeze;
+  const report_run &run = r.run;
+  const report_tool &tool = r.tool;
   table t{{plain("run"), plain("")}, {}, {}, true, "kv"};
   t.rows.push_back({plain("protocol"), code(text(*v.body, "id", "?"))});
-  t.rows.push_back({plain("protocol hash"), code(text(proto, "hash", "?"))});
+  t.rows.push_back({plain("protocol hash"), code(r.protocol.hash)});
   t.rows.push_back({plain("frozen"), plain(fmt::format("{} by {}", text(freeze, "frozen_at", "?"),
                                                        text(freeze, "signer", "?")))});
-  t.rows.push_back({plain("run id"), code(text(run, "run_id", "?"))});
-  t.rows.push_back({plain("run time"), plain(fmt::format("{} → {}", text(run, "started_at", "?"),
-                                                         text(run, "finished_at", "?")))});
-  const auto attempt = integer(r, "attempt");
+  t.rows.push_back({plain("run id"), code(run.run_id)});
+  t.rows.push_back(
+      {plain("run time"), plain(fmt::format("{} → {}", run.started_at, run.finished_at))});
   t.rows.push_back(
       {plain("attempt"),
-       plain(attempt ? fmt::format("{} (this run's number among all runs of this protocol in the "
-                                   "ledger)",
-                                   *attempt)
-                     : std::string("unknown"))});
-  t.rows.push_back(
-      {plain("tool"), plain(fmt::format("{} {}, commit {}, {}", text(tool, "name", "prereg"),
-                                        text(tool, "version", "?"), text(tool, "git_commit", "?"),
-                                        text(tool, "build_flags", "?")))});
+       plain(fmt::format("{} (this run's number among all runs of this protocol in the ledger)",
+                         r.attempt))});
+  t.rows.push_back({plain("tool"), plain(fmt::format("{} {}, commit {}, {}", tool.name,
+                                                     tool.version, tool.git_commit,
+                                                     tool.build_flags))});
   return t;
 }
 
@@ -483,7 +468,7 @@ table environment_table(const view &v) {
       {"cores", "cores"},
       {"llc_bytes", "last-level cache"},
       {"other_processes", "other processes"}};
-  const json &env = child(*v.report, "environment");
+  const json &env = v.report->environment;
   table t{{plain("environment"), plain("")}, {}, {}, true, "kv"};
   std::set<std::string> shown;
   for (const auto &[key, name] : known) {
@@ -496,45 +481,42 @@ table environment_table(const view &v) {
     for (const auto &[key, value] : env.items())
       if (!shown.contains(key))
         t.rows.push_back({code(key), plain(environment_value(key, value))});
-  const auto ordinal = integer(child(*v.report, "run"), "device_ordinal");
-  if (ordinal)
-    t.rows.push_back({plain("device ordinal"), plain(fmt::format("{}", *ordinal))});
+  t.rows.push_back(
+      {plain("device ordinal"), plain(fmt::format("{}", v.report->run.device_ordinal))});
   return t;
 }
 
 table instrument_table(const view &v) {
-  const json &in = child(*v.report, "instrument");
+  const report_instrument &in = v.report->instrument;
   table t{{plain("instrument"), plain("")}, {}, {}, true, "kv"};
   std::string ceiling = "not measured";
-  if (const auto c = number(in, "ceiling_gbps")) {
+  if (const auto c = finite(in.ceiling_gbps)) {
     ceiling = gbps_text(*c) + " (measured copy bandwidth, bytes read + written";
-    const json &samples = child(in, "ceiling_samples_gbps");
-    if (samples.is_array() && !samples.empty()) {
+    const auto &samples = in.ceiling_samples_gbps;
+    if (!samples.empty()) {
       double lo = INFINITY, hi = -INFINITY;
-      for (const json &s : samples)
-        if (s.is_number())
-          lo = std::min(lo, s.get<double>()), hi = std::max(hi, s.get<double>());
+      for (const double s : samples)
+        lo = std::min(lo, s), hi = std::max(hi, s);
       ceiling += fmt::format("; median of {} copies, range {} to {}", samples.size(),
                              three_digits(lo), three_digits(hi));
     }
-    if (const auto b = number(in, "ceiling_bytes"))
-      ceiling += " of " + bytes_text(*b);
+    ceiling += " of " + bytes_text(static_cast<double>(in.ceiling_bytes));
     ceiling += ")";
   }
   t.rows.push_back({plain("copy ceiling"), plain(ceiling)});
-  t.rows.push_back({plain("launch floor"), plain(time_text(number(in, "launch_floor_ms")) +
+  t.rows.push_back({plain("launch floor"), plain(time_text(finite(in.launch_floor_ms)) +
                                                  " (median time of an empty step)")});
   t.rows.push_back(
-      {plain("timer resolution"), plain(time_text(number(in, "timer_resolution_ms")))});
-  const auto flush = number(in, "flush_bytes");
-  std::string flush_text = !flush || *flush == 0.0
-                               ? std::string("none")
-                               : fmt::format("reads {} ({})", bytes_text(*flush),
-                                             text(in, "flush_method", "method not recorded"));
-  if (const auto llc = number(in, "llc_bytes"); llc && *llc > 0.0)
-    flush_text += fmt::format("; last-level cache {}", bytes_text(*llc));
+      {plain("timer resolution"), plain(time_text(finite(in.timer_resolution_ms)))});
+  std::string flush_text =
+      in.flush_bytes == 0
+          ? std::string("none")
+          : fmt::format("reads {} ({})", bytes_text(static_cast<double>(in.flush_bytes)),
+                        in.flush_method);
+  if (in.llc_bytes > 0)
+    flush_text += fmt::format("; last-level cache {}", bytes_text(static_cast<double>(in.llc_bytes)));
   t.rows.push_back({plain("cache flush"), plain(flush_text)});
-  const auto clock = number(in, "clock_start_mhz");
+  const auto clock = finite(in.clock_start_mhz);
   t.rows.push_back({plain("SM clock at start"),
                     plain(clock ? fmt::format("{:.0f} MHz", *clock) : std::string("not read"))});
   return t;
@@ -611,14 +593,14 @@ table results_table(const view &v, const std::string &pass, std::int64_t cols, F
   for (const auto &arm : v.arms) {
     std::vector<span> row{code(arm)};
     for (const auto r : v.rows) {
-      const json *cell = find_cell(v, arm, pass, r, cols);
+      const report_cell *cell = find_cell(v, arm, pass, r, cols);
       span s;
       if (cell == nullptr) {
         s = plain("not run");
         s.cls = "missing";
       } else {
         s = cell_fn(*cell);
-        const auto flags = flags_of(*cell);
+        const auto &flags = cell->flags;
         if (!flags.empty()) {
           s.suffix += " ⚠";
           s.cls += s.cls.empty() ? "flagged" : " flagged";
@@ -636,27 +618,26 @@ table results_table(const view &v, const std::string &pass, std::int64_t cols, F
   return t;
 }
 
-span time_cell(const json &c) {
-  const auto m = number(c, "median_ms");
+span time_cell(const report_cell &c) {
+  const auto m = finite(c.median_ms);
   if (!m)
     return plain("no samples");
-  return plain(median_iqr_text(*m, number(c, "iqr_ms")));
+  return plain(median_iqr_text(*m, finite(c.iqr_ms)));
 }
 
-span pct_cell(const json &c) {
-  const auto p = number(c, "pct_ceiling");
+span pct_cell(const report_cell &c) {
+  const auto p = finite(c.pct_ceiling);
   if (!p)
     return plain("—");
-  const std::string bound = text(c, "bound");
+  const std::string bound(to_string(c.bound));
   return plain(pct_text(*p) +
-               (bound == "launch" || bound == "bandwidth" ? " (" + bound + ")" : ""));
+               (c.bound != bound_kind::neither ? " (" + bound + ")" : ""));
 }
 
-span peak_cell(const json &c) {
-  const auto b = number(c, "peak_bytes");
-  if (!b || !number(c, "median_ms"))
+span peak_cell(const report_cell &c) {
+  if (!finite(c.median_ms))
     return plain("—");
-  return plain(mb_text(*b));
+  return plain(mb_text(static_cast<double>(c.peak_bytes)));
 }
 
 // The flagged cells of one results block, one line each.
@@ -665,18 +646,15 @@ std::vector<std::pair<std::string, std::string>> flag_notes(const view &v, const
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto &arm : v.arms)
     for (const auto r : v.rows) {
-      const json *cell = find_cell(v, arm, pass, r, cols);
+      const report_cell *cell = find_cell(v, arm, pass, r, cols);
       if (cell == nullptr)
         continue;
-      const auto flags = flags_of(*cell);
-      if (flags.empty())
+      if (cell->flags.empty())
         continue;
-      std::string note = fmt::format("{} rows: {}", r, join(flags, ", "));
-      if (const auto n = integer(*cell, "n"))
-        note += fmt::format(" (n = {})", *n);
-      const std::string err = text(*cell, "error");
-      if (!err.empty())
-        note += " — " + err;
+      std::string note = fmt::format("{} rows: {}", r, join(cell->flags, ", "));
+      note += fmt::format(" (n = {})", cell->n);
+      if (cell->error && !cell->error->empty())
+        note += " — " + *cell->error;
       out.emplace_back(arm, note);
     }
   return out;
@@ -690,7 +668,7 @@ std::string at_text(const json &at) {
   return parts.empty() ? std::string("every cell") : join(parts, "; ");
 }
 
-const json &prediction_spec(const view &v, const std::string &id) {
+const json &spec_json(const view &v, const std::string &id) {
   for (const json &p : child(*v.body, "predictions"))
     if (text(p, "id") == id)
       return p;
@@ -703,35 +681,30 @@ table prediction_summary(const view &v) {
           {},
           true,
           "predictions"};
-  for (const json &p : child(*v.report, "predictions")) {
-    span verdict = plain(text(p, "verdict", "?"));
+  for (const prediction_result &p : v.report->predictions) {
+    const std::string verdict_name(to_string(p.verdict));
+    span verdict = plain(verdict_name);
     verdict.strong = true;
-    verdict.cls = "verdict " + text(p, "verdict", "unknown");
-    t.rows.push_back({code(text(p, "id", "?")), verdict, code(text(p, "expect", "?")),
-                      plain(at_text(child(prediction_spec(v, text(p, "id")), "at")))});
+    verdict.cls = "verdict " + verdict_name;
+    t.rows.push_back({code(p.id), verdict, code(p.expect),
+                      plain(at_text(child(spec_json(v, p.id), "at")))});
   }
   return t;
 }
 
-table prediction_cells(const json &p) {
+table prediction_cells(const prediction_result &p) {
   table t{{plain("cell"), plain("p")}, {false, true}, {}, false, "pcells"};
-  for (const json &c : child(p, "cells")) {
-    std::string shape = "?";
-    if (integer(c, "rows") && integer(c, "cols"))
-      shape = shape_text(*integer(c, "rows"), *integer(c, "cols"));
-    t.rows.push_back(
-        {plain(fmt::format("{} {}", text(c, "pass", "?"), shape)), plain(p_text(child(c, "p")))});
-  }
+  for (const cell_p &c : p.cells)
+    t.rows.push_back({plain(fmt::format("{} {}", to_string(c.pass), shape_text(c.rows, c.cols))),
+                      plain(p_text(c.p))});
   return t;
 }
 
-std::string cell_ref_text(const json &cell) {
-  if (!cell.is_object())
+std::string cell_ref_text(const std::optional<cell_key> &cell) {
+  if (!cell)
     return "whole run";
-  std::string shape = "?";
-  if (integer(cell, "rows") && integer(cell, "cols"))
-    shape = shape_text(*integer(cell, "rows"), *integer(cell, "cols"));
-  return fmt::format("{} {} {}", text(cell, "arm", "?"), text(cell, "pass", "?"), shape);
+  return fmt::format("{} {} {}", cell->arm, to_string(cell->pass),
+                     shape_text(cell->rows, cell->cols));
 }
 
 std::string evidence_text(const json &evidence) {
@@ -746,9 +719,9 @@ std::string evidence_text(const json &evidence) {
 table defects_table(const view &v) {
   table t{
       {plain("code"), plain("cell"), plain("message"), plain("evidence")}, {}, {}, true, "defects"};
-  for (const json &d : child(*v.report, "defects"))
-    t.rows.push_back({code(text(d, "code", "?")), plain(cell_ref_text(child(d, "cell"))),
-                      plain(text(d, "message")), plain(evidence_text(child(d, "evidence")))});
+  for (const report_defect &d : v.report->defects)
+    t.rows.push_back({code(d.code), plain(cell_ref_text(d.cell)), plain(d.message),
+                      plain(evidence_text(d.evidence))});
   return t;
 }
 
@@ -758,15 +731,9 @@ table deviations_table(const view &v) {
           {},
           true,
           "deviations"};
-  for (const json &d : child(*v.report, "deviations")) {
-    json rest = json::object();
-    if (d.is_object())
-      for (const auto &[k, x] : d.items())
-        if (k != "kind" && k != "message" && k != "cell")
-          rest[k] = x;
-    t.rows.push_back({code(text(d, "kind", "?")), plain(cell_ref_text(child(d, "cell"))),
-                      plain(text(d, "message")), plain(evidence_text(rest))});
-  }
+  for (const report_deviation &d : v.report->deviations)
+    t.rows.push_back({code(d.kind), plain(cell_ref_text(d.cell)), plain(d.message),
+                      plain(evidence_text(d.extra))});
   return t;
 }
 
@@ -785,33 +752,30 @@ correctness_summary summarise_correctness(const view &v) {
   std::map<std::pair<std::string, std::string>, agg> by;
   std::vector<std::pair<std::string, std::string>> order;
   correctness_summary s;
-  for (const json &c : child(*v.report, "correctness")) {
-    const std::pair key{text(c, "arm", "?"), text(c, "pass", "?")};
+  for (const report_correctness &c : v.report->correctness) {
+    const std::pair key{c.key.arm, std::string(to_string(c.key.pass))};
     if (!by.contains(key))
       order.push_back(key);
     agg &a = by[key];
     ++a.checks;
     ++s.checks;
-    const bool passed = child(c, "passed").is_boolean() && child(c, "passed").get<bool>();
-    if (child(c, "unwritten").is_boolean() && child(c, "unwritten").get<bool>())
+    if (c.unwritten)
       ++a.unwritten;
-    if (const auto e = number(c, "max_abs_error"))
+    if (const auto e = finite(c.max_abs_error))
       a.abs = std::max(a.abs.value_or(*e), *e);
-    if (const auto e = number(c, "max_rel_error"))
+    if (const auto e = finite(c.max_rel_error))
       a.rel = std::max(a.rel.value_or(*e), *e);
-    if (!passed) {
+    if (!c.passed) {
       ++a.failed;
       ++s.failed;
-      std::string f = fmt::format(
-          "{} {} {}: max abs error {}, max rel error {}", text(c, "arm", "?"), text(c, "pass", "?"),
-          integer(c, "rows") && integer(c, "cols")
-              ? shape_text(*integer(c, "rows"), *integer(c, "cols"))
-              : std::string("?"),
-          error_text(number(c, "max_abs_error")), error_text(number(c, "max_rel_error")));
-      if (child(c, "unwritten").is_boolean() && child(c, "unwritten").get<bool>())
+      std::string f = fmt::format("{} {} {}: max abs error {}, max rel error {}", key.first,
+                                  key.second, shape_text(c.key.rows, c.key.cols),
+                                  error_text(finite(c.max_abs_error)),
+                                  error_text(finite(c.max_rel_error)));
+      if (c.unwritten)
         f += ", some output unwritten";
-      if (!text(c, "detail").empty())
-        f += " — " + text(c, "detail");
+      if (!c.detail.empty())
+        f += " — " + c.detail;
       s.failures.push_back(f);
     }
   }
@@ -854,23 +818,26 @@ std::string cols_heading(const view &v, const std::string &pass, std::int64_t co
 // report.md
 
 std::string render_markdown(const json &report) {
+  return render_markdown(report_from_json(report, "report.json"));
+}
+
+std::string render_markdown(const report_document &report) {
   const view v = make_view(report);
   const json &b = *v.body;
   std::string out = "# " + md(text(b, "title", "prereg report")) + "\n\n";
-  out +=
-      fmt::format("Report of protocol {}, attempt **{}**, run {}.\n\n", md_code(text(b, "id", "?")),
-                  text(report, "attempt", "?"), md_code(text(child(report, "run"), "run_id", "?")));
+  out += fmt::format("Report of protocol {}, attempt **{}**, run {}.\n\n",
+                     md_code(text(b, "id", "?")), report.attempt, md_code(report.run.run_id));
   if (const std::string h = text(b, "hypothesis"); !h.empty())
     out += "> **Hypothesis.** " + md(h) + "\n\n";
 
   // Verdicts first: what the reader came for.
   out += "## Verdicts\n\n";
-  if (child(report, "predictions").empty())
+  if (report.predictions.empty())
     out += "No predictions.\n\n";
   else
     out += to_markdown(prediction_summary(v)) + "\n";
   out += fmt::format("{} defect(s), {} deviation(s), {} of {} correctness check(s) failed.\n\n",
-                     child(report, "defects").size(), child(report, "deviations").size(),
+                     report.defects.size(), report.deviations.size(),
                      summarise_correctness(v).failed, summarise_correctness(v).checks);
 
   out += "## Environment and instrument\n\n";
@@ -902,23 +869,23 @@ std::string render_markdown(const json &report) {
   }
 
   out += "## Predictions\n\n";
-  for (const json &p : child(report, "predictions")) {
-    const std::string id = text(p, "id", "?");
-    out += fmt::format("### {} — {}\n\n", md(id), md(text(p, "verdict", "?")));
-    out += "- **Claim:** " + md(text(p, "claim")) + "\n";
-    out += "- **Criterion:** " + md_code(text(p, "expect", "?")) + " at " +
-           md(at_text(child(prediction_spec(v, id), "at"))) + "\n";
-    out += "- **Verdict:** **" + md(text(p, "verdict", "?")) + "** — " + md(text(p, "reason")) +
-           "\n\n";
+  for (const prediction_result &p : report.predictions) {
+    const std::string &id = p.id;
+    const std::string verdict(to_string(p.verdict));
+    out += fmt::format("### {} — {}\n\n", md(id), md(verdict));
+    out += "- **Claim:** " + md(p.claim) + "\n";
+    out += "- **Criterion:** " + md_code(p.expect) + " at " +
+           md(at_text(child(spec_json(v, id), "at"))) + "\n";
+    out += "- **Verdict:** **" + md(verdict) + "** — " + md(p.reason) + "\n\n";
     out += to_markdown(prediction_cells(p)) + "\n";
   }
 
-  out += fmt::format("## Defects ({})\n\n", child(report, "defects").size());
-  out += child(report, "defects").empty() ? "The instrument reported no defects.\n\n"
-                                          : to_markdown(defects_table(v)) + "\n";
-  out += fmt::format("## Deviations ({})\n\n", child(report, "deviations").size());
-  out += child(report, "deviations").empty() ? "The run followed the protocol.\n\n"
-                                             : to_markdown(deviations_table(v)) + "\n";
+  out += fmt::format("## Defects ({})\n\n", report.defects.size());
+  out += report.defects.empty() ? "The instrument reported no defects.\n\n"
+                                : to_markdown(defects_table(v)) + "\n";
+  out += fmt::format("## Deviations ({})\n\n", report.deviations.size());
+  out += report.deviations.empty() ? "The run followed the protocol.\n\n"
+                                   : to_markdown(deviations_table(v)) + "\n";
 
   const correctness_summary cs = summarise_correctness(v);
   out += "## Correctness\n\n";
@@ -1223,15 +1190,12 @@ std::string render_chart(const chart &c, const std::string &id) {
   return out;
 }
 
-std::string point_title(const json &cell, const std::string &what) {
-  std::string t = fmt::format(
-      "{} · {} {} · {}", text(cell, "arm", "?"), text(cell, "pass", "?"),
-      shape_text(integer(cell, "rows").value_or(0), integer(cell, "cols").value_or(0)), what);
-  if (const auto n = integer(cell, "n"))
-    t += fmt::format(" · n = {}", *n);
-  const auto flags = flags_of(cell);
-  if (!flags.empty())
-    t += " · flags: " + join(flags, ", ");
+std::string point_title(const report_cell &cell, const std::string &what) {
+  std::string t = fmt::format("{} · {} {} · {}", cell.key.arm, to_string(cell.key.pass),
+                              shape_text(cell.key.rows, cell.key.cols), what);
+  t += fmt::format(" · n = {}", cell.n);
+  if (!cell.flags.empty())
+    t += " · flags: " + join(cell.flags, ", ");
   return t;
 }
 
@@ -1264,24 +1228,24 @@ chart make_chart(const view &v, const std::string &pass, std::int64_t cols,
   for (const auto &arm : v.arms) {
     series s{arm, {}};
     for (const auto r : v.rows) {
-      const json *cell = find_cell(v, arm, pass, r, cols);
+      const report_cell *cell = find_cell(v, arm, pass, r, cols);
       std::optional<point> p;
       if (cell != nullptr) {
         const bool unstable = has_flag(*cell, "unstable");
         if (kind == "time") {
-          if (const auto m = number(*cell, "median_ms")) {
+          if (const auto m = finite(cell->median_ms)) {
             p = point{r,
                       *m,
-                      number(*cell, "q1_ms"),
-                      number(*cell, "q3_ms"),
+                      finite(cell->q1_ms),
+                      finite(cell->q3_ms),
                       unstable,
                       point_title(*cell, fmt::format("median {}, IQR {} to {}", time_text(*m),
-                                                     time_text(number(*cell, "q1_ms")),
-                                                     time_text(number(*cell, "q3_ms"))))};
+                                                     time_text(finite(cell->q1_ms)),
+                                                     time_text(finite(cell->q3_ms))))};
           }
         } else if (kind == "pct") {
-          if (const auto pc = number(*cell, "pct_ceiling")) {
-            const auto g = number(*cell, "gbps");
+          if (const auto pc = finite(cell->pct_ceiling)) {
+            const auto g = finite(cell->gbps);
             p = point{r,
                       *pc,
                       {},
@@ -1290,12 +1254,11 @@ chart make_chart(const view &v, const std::string &pass, std::int64_t cols,
                       point_title(*cell, fmt::format("{} of ceiling, {}", pct_text(*pc),
                                                      g ? gbps_text(*g) : std::string("—")))};
           }
-        } else if (number(*cell, "median_ms")) {
-          if (const auto b = number(*cell, "peak_bytes")) {
-            p = point{r,  *b / 1e6, {},
-                      {}, unstable, point_title(*cell, fmt::format("peak {} MB", mb_text(*b)))};
-            any_positive = any_positive || *b > 0.0;
-          }
+        } else if (finite(cell->median_ms)) {
+          const double b = static_cast<double>(cell->peak_bytes);
+          p = point{r,  b / 1e6, {},
+                    {}, unstable, point_title(*cell, fmt::format("peak {} MB", mb_text(b)))};
+          any_positive = any_positive || b > 0.0;
         }
       }
       s.points.push_back(p);
@@ -1393,6 +1356,10 @@ std::string html_list(const std::vector<std::string> &items, const std::string &
 } // namespace
 
 std::string render_html(const json &report) {
+  return render_html(report_from_json(report, "report.json"));
+}
+
+std::string render_html(const report_document &report) {
   const view v = make_view(report);
   const json &b = *v.body;
   const std::string title = text(b, "title", "prereg report");
@@ -1407,19 +1374,18 @@ std::string render_html(const json &report) {
   // Header: what was tested, and the verdicts at a glance.
   out += "<header>\n<h1>" + html(title) + "</h1>\n";
   out += "<p class=\"sub\">protocol <code>" + html(text(b, "id", "?")) + "</code> · hash <code>" +
-         html(text(child(report, "protocol"), "hash", "?").substr(0, 16)) +
-         "…</code> · attempt <strong>" + html(text(report, "attempt", "?")) +
-         "</strong> · run <code>" + html(text(child(report, "run"), "run_id", "?")) +
-         "</code></p>\n";
+         html(report.protocol.hash.substr(0, 16)) + "…</code> · attempt <strong>" +
+         html(fmt::format("{}", report.attempt)) + "</strong> · run <code>" +
+         html(report.run.run_id) + "</code></p>\n";
   if (const std::string h = text(b, "hypothesis"); !h.empty())
     out += "<blockquote><strong>Hypothesis.</strong> " + html(h) + "</blockquote>\n";
   out += "<div class=\"badges\">";
-  for (const json &p : child(report, "predictions"))
-    out +=
-        badge(text(p, "verdict", "unknown"), text(p, "id", "?") + ": " + text(p, "verdict", "?"));
+  for (const prediction_result &p : report.predictions)
+    out += badge(std::string(to_string(p.verdict)),
+                 p.id + ": " + std::string(to_string(p.verdict)));
   const correctness_summary cs = summarise_correctness(v);
-  const std::size_t n_defects = child(report, "defects").size();
-  const std::size_t n_deviations = child(report, "deviations").size();
+  const std::size_t n_defects = report.defects.size();
+  const std::size_t n_deviations = report.deviations.size();
   out += badge(n_defects ? "warn" : "info", fmt::format("{} defect(s)", n_defects));
   out += badge(n_deviations ? "warn" : "info", fmt::format("{} deviation(s)", n_deviations));
   out += badge(cs.failed ? "warn" : "info",
@@ -1433,17 +1399,16 @@ std::string render_html(const json &report) {
          "</div></div>\n</section>\n";
 
   out += "<section id=\"predictions\">\n<h2>Predictions</h2>\n";
-  if (child(report, "predictions").empty())
+  if (report.predictions.empty())
     out += "<p>No predictions.</p>\n";
-  for (const json &p : child(report, "predictions")) {
-    const std::string id = text(p, "id", "?");
-    out += "<div class=\"prediction\"><h3>" +
-           badge(text(p, "verdict", "unknown"), text(p, "verdict", "?")) + " " + html(id) +
-           "</h3>\n";
-    out += "<p><strong>Claim:</strong> " + html(text(p, "claim")) + "</p>\n";
-    out += "<p><strong>Criterion:</strong> <code>" + html(text(p, "expect", "?")) + "</code> at " +
-           html(at_text(child(prediction_spec(v, id), "at"))) + "</p>\n";
-    out += "<p><strong>Reason:</strong> " + html(text(p, "reason")) + "</p>\n";
+  for (const prediction_result &p : report.predictions) {
+    const std::string &id = p.id;
+    const std::string verdict(to_string(p.verdict));
+    out += "<div class=\"prediction\"><h3>" + badge(verdict, verdict) + " " + html(id) + "</h3>\n";
+    out += "<p><strong>Claim:</strong> " + html(p.claim) + "</p>\n";
+    out += "<p><strong>Criterion:</strong> <code>" + html(p.expect) + "</code> at " +
+           html(at_text(child(spec_json(v, id), "at"))) + "</p>\n";
+    out += "<p><strong>Reason:</strong> " + html(p.reason) + "</p>\n";
     out += to_html(prediction_cells(p)) + "</div>\n";
   }
   out += "</section>\n";

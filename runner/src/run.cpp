@@ -265,8 +265,8 @@ fs::path run_protocol(const run_options &o) {
             "arm-error", fmt::format("arm {} failed during the run: {}", c.key.arm, *c.error),
             {{"cell", cell_json(c.key)}}));
 
-    const json report = build_report(fp, raw, meta);
-    const std::string payload = canonical_json(report);
+    const report_document report = build_report_document(fp, raw, meta);
+    const std::string payload = canonical_json(to_json(report));
     fs::remove_all(temp_dir);
     write_file_atomic(temp_dir / "report.json", payload);
     write_file_atomic(temp_dir / "report.dsse.json", make_envelope(payload, key));

@@ -87,18 +87,6 @@ std::string join(const std::vector<std::string> &parts) {
 
 } // namespace
 
-std::string_view to_string(verdict_kind v) {
-  switch (v) {
-  case verdict_kind::confirmed:
-    return "confirmed";
-  case verdict_kind::refuted:
-    return "refuted";
-  case verdict_kind::inconclusive:
-    return "inconclusive";
-  }
-  return "?";
-}
-
 std::uint64_t bootstrap_seed(std::string_view protocol_hash) {
   return stream_seed(seed_from_hash(protocol_hash), stream_id::bootstrap);
 }
@@ -228,19 +216,6 @@ std::vector<prediction_result> evaluate_predictions(const protocol &proto,
     out.push_back(evaluate_prediction(proto, proto.predictions[i], checks[i], run, gen));
   }
   return out;
-}
-
-json to_json(const prediction_result &r) {
-  json cells = json::array();
-  for (const auto &c : r.cells) {
-    cells.push_back({{"pass", std::string(to_string(c.pass))},
-                     {"rows", c.rows},
-                     {"cols", c.cols},
-                     {"p", c.p ? json(*c.p) : json(nullptr)}});
-  }
-  return {{"id", r.id},         {"claim", r.claim},
-          {"expect", r.expect}, {"verdict", std::string(to_string(r.verdict))},
-          {"cells", cells},     {"reason", r.reason}};
 }
 
 } // namespace prereg

@@ -5,6 +5,7 @@
 #include "prereg/backend.hpp"
 #include "prereg/json.hpp"
 #include "prereg/protocol.hpp"
+#include "prereg/report_model.hpp"
 
 #include <cstdint>
 #include <span>
@@ -25,11 +26,6 @@ inline constexpr std::size_t drift_min_samples = 10;    ///< ... and at least 10
 inline constexpr double clock_throttle_ratio = 0.9;     ///< clock < 0.9 x clock at start
 inline constexpr double flush_llc_factor = 2.0;         ///< flush buffer >= 2 x last-level cache
 } // namespace thresholds
-
-/// What limits a cell, judged from its median.
-enum class bound_kind { launch, bandwidth, neither };
-/// "launch" | "bandwidth" | "neither".
-[[nodiscard]] std::string_view to_string(bound_kind b);
 
 /// The derived numbers of one cell. Times are NaN when the cell has no samples.
 struct cell_statistics {
@@ -70,9 +66,5 @@ struct cell_statistics {
 /// The statistics of every cell of `run`, in the order of `run.cells`.
 [[nodiscard]] std::vector<cell_statistics> compute_cell_statistics(const protocol &proto,
                                                                    const raw_run &run);
-
-/// A report cells[] entry: the record's key, samples_ms, peak_bytes and error with every
-/// derived field; non-finite numbers are written as null.
-[[nodiscard]] json to_json(const cell_record &cell, const cell_statistics &stats);
 
 } // namespace prereg

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "prereg/json.hpp"
+#include "prereg/report_model.hpp"
 
 #include <cstdint>
 #include <string>
@@ -17,7 +18,12 @@ namespace prereg {
 /// Every cell present in both reports (same arm id, pass, rows, cols): median_a_ms,
 /// median_b_ms, ratio = median B / median A, [ci_lo, ci_hi] at A's analysis.confidence from
 /// A's bootstrap_resamples, and mark faster | slower | same (same if the interval holds 1),
-/// or no-samples. Throws `error` (exit 2) naming "report A"/"report B" for malformed input.
+/// or no-samples. Throws `error` (exit 2) naming "report A" if its protocol body lacks a valid
+/// analysis.confidence or bootstrap_resamples, or naming the report that repeats a cell.
+[[nodiscard]] json compare_reports(const report_document &a, const report_document &b);
+
+/// compare_reports of the two report.json objects parsed by the report model; a malformed one
+/// is `error` (exit 2) naming "report A"/"report B" and the JSON path.
 [[nodiscard]] json compare_reports(const json &a, const json &b);
 
 /// The comparison as text: a header and an aligned table (cell, median A, median B, ratio,

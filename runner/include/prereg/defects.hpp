@@ -7,6 +7,7 @@
 #include "prereg/json.hpp"
 #include "prereg/protocol.hpp"
 #include "prereg/registry.hpp"
+#include "prereg/report_model.hpp"
 
 #include <functional>
 #include <span>
@@ -25,16 +26,16 @@ namespace prereg {
 /// The registry entry of a protocol arm, or null when unknown (no zero-peak-memory check).
 using arm_lookup = std::function<const arm_info *(const arm_spec &)>;
 
-/// Every defect of the run as {code, cell?, message, evidence}, grouped by code in
+/// Every defect of the run (code, cell?, message, evidence), grouped by code in
 /// defect_codes() order, within a code in the order of run.cells (correctness-failure: of
 /// run.correctness). `stats` must be compute_cell_statistics(proto, run). Throws `error`
 /// (exit 1) if `stats` does not match run.cells.
-[[nodiscard]] std::vector<json> detect_defects(const protocol &proto, const raw_run &run,
+[[nodiscard]] std::vector<report_defect> detect_defects(const protocol &proto, const raw_run &run,
                                                std::span<const cell_statistics> stats,
                                                const arm_lookup &registry);
 
 /// detect_defects with the build's registry: find_arm(proto.device, arm.kernel).
-[[nodiscard]] std::vector<json> detect_defects(const protocol &proto, const raw_run &run,
+[[nodiscard]] std::vector<report_defect> detect_defects(const protocol &proto, const raw_run &run,
                                                std::span<const cell_statistics> stats);
 
 } // namespace prereg

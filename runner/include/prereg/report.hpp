@@ -1,10 +1,12 @@
-// The report (CONTRACT.md section 4): report.json assembled from a run's raw record by the
-// analysis modules, and the DSSE envelope that signs it.
+// The report (docs/report.md): report.json assembled from a run's raw record by the analysis
+// modules, the one mapping between a raw run and the report model, and the DSSE envelope.
 #pragma once
 
 #include "prereg/backend.hpp"
+#include "prereg/cell_stats.hpp"
 #include "prereg/crypto.hpp"
 #include "prereg/json.hpp"
+#include "prereg/report_model.hpp"
 #include "prereg/store.hpp"
 
 #include <string>
@@ -12,7 +14,6 @@
 
 namespace prereg {
 
-inline constexpr int report_schema_version = 1;
 inline constexpr const char *dsse_payload_type = "application/vnd.prereg.report+json";
 
 /// Facts about the run that are not measurements.
@@ -26,10 +27,26 @@ struct run_meta {
 };
 
 /// The prediction checks of a protocol: each `expect` parsed against its arm ids.
-[[nodiscard]] std::vector<json> judge_predictions(const protocol &proto, const std::string &hash,
-                                                  const raw_run &raw);
+[[nodiscard]] std::vector<prediction_result>
+judge_predictions(const protocol &proto, const std::string &hash, const raw_run &raw);
 
-/// The whole report.json object; analysis (statistics, defects, verdicts) happens here.
+/// A cells[] entry from a raw record and its statistics; `schema_version` 1 leaves out the
+/// version-2 raw fields (clock_mhz, harness_bytes_in_window), so the audit can recompute a
+/// version-1 cell. With report_from_raw, the one place where raw fields meet the report.
+[[nodiscard]] report_cell to_report_cell(const cell_record &cell, const cell_statistics &stats,
+                                         int schema_version = report_schema_version);
+
+/// The raw run a report records, for re-deriving its analysis: environment, instrument,
+/// correctness and cells. A version-1 cell lacks clock_mhz and harness_bytes_in_window; they
+/// are taken from the evidence of its clock-throttle and harness-allocation defects, if any
+/// (NaN and 0 otherwise).
+[[nodiscard]] raw_run report_to_raw(const report_document &r);
+
+/// The whole report; analysis (statistics, defects, verdicts) happens here.
+[[nodiscard]] report_document build_report_document(const frozen_protocol &fp, const raw_run &raw,
+                                                    const run_meta &meta);
+
+/// to_json(build_report_document(...)): the report.json object.
 [[nodiscard]] json build_report(const frozen_protocol &fp, const raw_run &raw,
                                 const run_meta &meta);
 

@@ -6,6 +6,7 @@
 #include "prereg/expr.hpp"
 #include "prereg/json.hpp"
 #include "prereg/protocol.hpp"
+#include "prereg/report_model.hpp"
 #include "prereg/rng.hpp"
 
 #include <cstdint>
@@ -30,28 +31,6 @@ struct prediction_check {
   std::vector<metric_ref> refs;
 };
 
-enum class verdict_kind { confirmed, refuted, inconclusive };
-/// "confirmed" | "refuted" | "inconclusive".
-[[nodiscard]] std::string_view to_string(verdict_kind v);
-
-/// p of one selected cell; nullopt when an involved arm has no samples there.
-struct cell_p {
-  pass_kind pass = pass_kind::fwd;
-  std::int64_t rows = 0;
-  std::int64_t cols = 0;
-  std::optional<double> p;
-};
-
-/// The judgement of one prediction.
-struct prediction_result {
-  std::string id;
-  std::string claim;
-  std::string expect;
-  verdict_kind verdict = verdict_kind::inconclusive;
-  std::vector<cell_p> cells; ///< in selector order: passes, then rows, then cols
-  std::string reason;
-};
-
 /// The seed of the bootstrap generator: stream_seed(seed_from_hash(hash), bootstrap).
 [[nodiscard]] std::uint64_t bootstrap_seed(std::string_view protocol_hash);
 
@@ -68,9 +47,5 @@ struct prediction_result {
 [[nodiscard]] std::vector<prediction_result>
 evaluate_predictions(const protocol &proto, std::string_view protocol_hash,
                      std::span<const prediction_check> checks, const raw_run &run);
-
-/// The report's predictions[] entry: {id, claim, expect, verdict, cells: [{pass, rows, cols,
-/// p}], reason}; p is null where it could not be computed.
-[[nodiscard]] json to_json(const prediction_result &r);
 
 } // namespace prereg

@@ -141,8 +141,9 @@ def freeze(proto, h, kernels, frozen_at):
                     for a in proto["arms"]},
         "tool_version": "0.1.0",
         "frozen_at": frozen_at,
-        "signer": "ed25519:" + fake_hash("signer")[:32],
-        "signature": "c2lnbmF0dXJlLXN0YW5kLWluLWZvci1hLWZpeHR1cmU=",
+        "signer": fake_hash("signer"),
+        "signature": {"keyid": fake_hash("signer"),
+                      "sig": "c2lnbmF0dXJlLXN0YW5kLWluLWZvci1hLWZpeHR1cmU="},
     }
 
 

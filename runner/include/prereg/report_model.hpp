@@ -1,0 +1,204 @@
+// The typed report: every member of report.json as a struct, with the one serialiser and the
+// one strict parser of the format (docs/report.md, docs/schema/report.schema.json).
+#pragma once
+
+#include "prereg/backend.hpp"
+#include "prereg/json.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prereg {
+
+/// The schema_version new reports are written with.
+inline constexpr int report_schema_version = 2;
+/// The oldest schema_version the parser reads (version 1: cells carry no clock_mhz and no
+/// harness_bytes_in_window).
+inline constexpr int report_schema_version_min = 1;
+
+/// What limits a cell, judged from its median.
+enum class bound_kind { launch, bandwidth, neither };
+/// "launch" | "bandwidth" | "neither".
+[[nodiscard]] std::string_view to_string(bound_kind b);
+
+enum class verdict_kind { confirmed, refuted, inconclusive };
+/// "confirmed" | "refuted" | "inconclusive".
+[[nodiscard]] std::string_view to_string(verdict_kind v);
+
+/// The build that wrote the report.
+struct report_tool {
+  std::string name;        ///< "prereg"
+  std::string version;     ///< semantic version of the tool
+  std::string git_commit;  ///< commit of the source tree, or "unknown"
+  std::string build_flags; ///< e.g. "Release cuda=ON static=ON sanitize=OFF"
+};
+
+/// The frozen protocol the run followed. `body` and `freeze` are other formats (the
+/// normalised protocol and the signed freeze record), kept as JSON byte for byte.
+struct report_protocol {
+  std::string hash;             ///< SHA-256 hex of canonical_json(body)
+  json body = json::object();   ///< the normalised protocol (docs/schema/protocol-v*.schema.json)
+  json freeze = json::object(); ///< the store's signed freeze.json
+};
+
+/// Facts about the run that are not measurements.
+struct report_run {
+  std::string run_id;      ///< the report folder's name
+  std::string started_at;  ///< RFC 3339 UTC
+  std::string finished_at; ///< RFC 3339 UTC
+  std::int64_t device_ordinal = 0;
+};
+
+/// The instrument's own measured properties. NaN stands for null (not measured).
+struct report_instrument {
+  double ceiling_gbps = std::numeric_limits<double>::quiet_NaN(); ///< [GB/s]
+  std::vector<double> ceiling_samples_gbps;                       ///< [GB/s], finite
+  std::uint64_t ceiling_bytes = 0;                                ///< [bytes]
+  double launch_floor_ms = std::numeric_limits<double>::quiet_NaN();
+  double timer_resolution_ms = std::numeric_limits<double>::quiet_NaN();
+  std::uint64_t flush_bytes = 0; ///< 0: no flush
+  std::string flush_method;
+  std::uint64_t llc_bytes = 0; ///< 0: unknown
+  double clock_start_mhz = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// One cells[] entry: the raw record and every statistic derived from it. NaN stands for null.
+struct report_cell {
+  cell_key key;
+  std::vector<double> samples_ms; ///< finite, in measurement order
+  std::uint64_t n = 0;
+  double median_ms = std::numeric_limits<double>::quiet_NaN();
+  double q1_ms = std::numeric_limits<double>::quiet_NaN();
+  double q3_ms = std::numeric_limits<double>::quiet_NaN();
+  double iqr_ms = std::numeric_limits<double>::quiet_NaN();
+  double mean_ms = std::numeric_limits<double>::quiet_NaN();
+  double min_ms = std::numeric_limits<double>::quiet_NaN();
+  double statistic_ms = std::numeric_limits<double>::quiet_NaN();
+  double spearman_rho = std::numeric_limits<double>::quiet_NaN();
+  std::uint64_t peak_bytes = 0;
+  std::uint64_t bytes_per_step = 0;
+  double gbps = std::numeric_limits<double>::quiet_NaN();        ///< [GB/s]
+  double pct_ceiling = std::numeric_limits<double>::quiet_NaN(); ///< [%]
+  bound_kind bound = bound_kind::neither;
+  std::vector<std::string> flags;
+  std::optional<std::string> error;
+  /// Version 2: the SM clock read after the cell [MHz] (NaN: null, not read); absent in v1.
+  std::optional<double> clock_mhz;
+  /// Version 2: device memory the harness gained inside a timed window [bytes]; absent in v1.
+  std::optional<std::uint64_t> harness_bytes_in_window;
+};
+
+/// One correctness[] entry. NaN stands for null.
+struct report_correctness {
+  cell_key key;
+  double max_abs_error = std::numeric_limits<double>::quiet_NaN();
+  double max_rel_error = std::numeric_limits<double>::quiet_NaN();
+  bool unwritten = false;
+  bool passed = false;
+  std::string detail;
+};
+
+/// p of one selected cell; nullopt when an involved arm has no samples there.
+struct cell_p {
+  pass_kind pass = pass_kind::fwd;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::optional<double> p;
+};
+
+/// One predictions[] entry: the judgement of one prediction.
+struct prediction_result {
+  std::string id;
+  std::string claim;
+  std::string expect;
+  verdict_kind verdict = verdict_kind::inconclusive;
+  std::vector<cell_p> cells; ///< in selector order: passes, then rows, then cols
+  std::string reason;
+};
+
+/// One defects[] entry; `evidence` holds the code's documented numbers (docs/report.md).
+struct report_defect {
+  std::string code;
+  std::optional<cell_key> cell; ///< absent for run-level defects
+  std::string message;
+  json evidence = json::object();
+};
+
+/// One deviations[] entry: {kind, message, cell?} and the kind's own members (`extra`).
+struct report_deviation {
+  std::string kind;
+  std::string message;
+  std::optional<cell_key> cell;
+  json extra = json::object(); ///< every other member, e.g. device-changed's previous_device
+};
+
+/// The whole report.json.
+struct report_document {
+  int schema_version = report_schema_version;
+  report_tool tool;
+  report_protocol protocol;
+  report_run run;
+  json environment = json::object(); ///< open-ended, device-specific facts
+  report_instrument instrument;
+  std::vector<report_cell> cells;
+  std::vector<report_correctness> correctness;
+  std::vector<prediction_result> predictions;
+  std::vector<report_defect> defects;
+  std::vector<report_deviation> deviations;
+  std::int64_t attempt = 0; ///< this run's number among the protocol's runs in the ledger
+};
+
+/// The top-level members of a report, for parsing some of them only.
+namespace report_part {
+inline constexpr unsigned schema_version = 1u << 0;
+inline constexpr unsigned tool = 1u << 1;
+inline constexpr unsigned protocol = 1u << 2;
+inline constexpr unsigned run = 1u << 3;
+inline constexpr unsigned environment = 1u << 4;
+inline constexpr unsigned instrument = 1u << 5;
+inline constexpr unsigned cells = 1u << 6;
+inline constexpr unsigned correctness = 1u << 7;
+inline constexpr unsigned predictions = 1u << 8;
+inline constexpr unsigned defects = 1u << 9;
+inline constexpr unsigned deviations = 1u << 10;
+inline constexpr unsigned attempt = 1u << 11;
+inline constexpr unsigned all = (1u << 12) - 1;
+} // namespace report_part
+
+/// {arm, pass, rows, cols}.
+[[nodiscard]] json to_json(const cell_key &k);
+[[nodiscard]] json to_json(const report_cell &c);
+[[nodiscard]] json to_json(const prediction_result &r);
+[[nodiscard]] json to_json(const report_defect &d);
+[[nodiscard]] json to_json(const report_deviation &d);
+/// report.json as JSON; canonical_json of it is the signed payload. Cells carry clock_mhz and
+/// harness_bytes_in_window exactly when they hold them (a parsed version-1 report: never).
+[[nodiscard]] json to_json(const report_document &r);
+
+/// Parses and strictly validates report.json (schema versions 1 and 2): every member present
+/// with its type, no unknown member outside environment, protocol.body, protocol.freeze,
+/// defect evidence and deviation extras. Throws `error` (exit 2) naming the JSON path, e.g.
+/// "cells[3].samples_ms[2] is not a number", with `where` (a file name) as its place.
+/// to_json of the result gives back the same canonical bytes.
+[[nodiscard]] report_document report_from_json(const json &root, const std::string &where);
+
+/// report_from_json restricted to the members in `parts` (report_part bits); the others keep
+/// their defaults and unknown top-level members are not rejected. Cells need the
+/// schema_version, which is parsed (and validated) whenever `parts` holds cells.
+[[nodiscard]] report_document report_from_json(const json &root, const std::string &where,
+                                               unsigned parts);
+
+/// Throws like report_from_json unless `root` is an object whose members are all report members
+/// and whose schema_version is one this build reads.
+void check_report_members(const json &root, const std::string &where);
+
+/// A {arm, pass, rows, cols} object at `path` (e.g. "defects[2].cell"); throws like
+/// report_from_json.
+[[nodiscard]] cell_key cell_key_from_json(const json &j, const std::string &path,
+                                          const std::string &where);
+
+} // namespace prereg

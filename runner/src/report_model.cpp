@@ -1,0 +1,549 @@
+// The report model's serialiser and strict parser: one function per struct, each way.
+#include "prereg/report_model.hpp"
+
+#include "prereg/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <initializer_list>
+
+namespace prereg {
+namespace {
+
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+// ---- strict reading: every failure names the JSON path ---------------------------------------
+
+/// A JSON value at a path of the report, with typed accessors that throw naming the path.
+class node {
+public:
+  node(const json &j, std::string path, const std::string &where)
+      : m_j(j), m_path(std::move(path)), m_where(where) {}
+
+  [[nodiscard]] const json &value() const { return m_j; }
+  [[nodiscard]] const std::string &path() const { return m_path; }
+
+  [[noreturn]] void fail(const std::string &problem) const {
+    throw invalid_input(fmt::format("{} {}", m_path.empty() ? "report" : m_path, problem), m_where);
+  }
+
+  [[nodiscard]] std::string child_path(std::string_view key) const {
+    return m_path.empty() ? std::string(key) : m_path + "." + std::string(key);
+  }
+
+  /// The member `key` of this object (which must exist).
+  [[nodiscard]] node operator[](std::string_view key) const {
+    object();
+    const auto it = m_j.find(std::string(key));
+    if (it == m_j.end())
+      throw invalid_input(fmt::format("{} is missing", child_path(key)), m_where);
+    return {*it, child_path(key), m_where};
+  }
+  [[nodiscard]] bool has(std::string_view key) const {
+    return m_j.is_object() && m_j.contains(std::string(key));
+  }
+  /// Element i of this array.
+  [[nodiscard]] node at(std::size_t i) const {
+    return {m_j[i], fmt::format("{}[{}]", m_path, i), m_where};
+  }
+
+  const node &object() const {
+    if (!m_j.is_object())
+      fail("is not an object");
+    return *this;
+  }
+  /// This object, which must hold only `allowed` keys.
+  const node &only(std::initializer_list<std::string_view> allowed) const {
+    object();
+    for (const auto &[k, v] : m_j.items())
+      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
+        throw invalid_input(
+            fmt::format("{} is not a member of the report format", child_path(message_excerpt(k))),
+            m_where);
+    return *this;
+  }
+  [[nodiscard]] std::size_t array_size() const {
+    if (!m_j.is_array())
+      fail("is not an array");
+    return m_j.size();
+  }
+  [[nodiscard]] std::string str() const {
+    if (!m_j.is_string())
+      fail("is not a string");
+    return m_j.get<std::string>();
+  }
+  [[nodiscard]] bool boolean() const {
+    if (!m_j.is_boolean())
+      fail("is not a boolean");
+    return m_j.get<bool>();
+  }
+  [[nodiscard]] double number() const {
+    if (!m_j.is_number())
+      fail("is not a number");
+    return m_j.get<double>();
+  }
+  /// A number, or NaN for null (the report writes non-finite numbers as null).
+  [[nodiscard]] double number_or_null() const {
+    if (m_j.is_null())
+      return std::numeric_limits<double>::quiet_NaN();
+    if (!m_j.is_number())
+      fail("is not a number or null");
+    return m_j.get<double>();
+  }
+  [[nodiscard]] std::int64_t integer() const {
+    if (m_j.is_number_unsigned() && m_j.get<std::uint64_t>() <= 9'000'000'000'000'000'000ULL)
+      return static_cast<std::int64_t>(m_j.get<std::uint64_t>());
+    if (m_j.is_number_integer() && !m_j.is_number_unsigned())
+      return m_j.get<std::int64_t>();
+    if (m_j.is_number_float()) {
+      const double d = m_j.get<double>();
+      if (std::nearbyint(d) == d && std::fabs(d) < 9.2e18)
+        return static_cast<std::int64_t>(d);
+    }
+    fail("is not an integer");
+  }
+  [[nodiscard]] std::uint64_t count() const {
+    if (m_j.is_number_unsigned())
+      return m_j.get<std::uint64_t>();
+    if (m_j.is_number_integer() && m_j.get<std::int64_t>() >= 0)
+      return static_cast<std::uint64_t>(m_j.get<std::int64_t>());
+    if (m_j.is_number_float()) {
+      const double d = m_j.get<double>();
+      if (d >= 0 && std::nearbyint(d) == d && d < 1.8e19)
+        return static_cast<std::uint64_t>(d);
+    }
+    fail("is not a non-negative integer");
+  }
+  [[nodiscard]] std::vector<double> numbers() const {
+    std::vector<double> out(array_size());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = at(i).number();
+      if (!std::isfinite(out[i]))
+        at(i).fail("is not finite");
+    }
+    return out;
+  }
+  [[nodiscard]] std::vector<std::string> strings() const {
+    std::vector<std::string> out(array_size());
+    for (std::size_t i = 0; i < out.size(); ++i)
+      out[i] = at(i).str();
+    return out;
+  }
+  [[nodiscard]] pass_kind pass() const {
+    const std::string s = str();
+    if (s == "fwd")
+      return pass_kind::fwd;
+    if (s == "fwd+bwd")
+      return pass_kind::fwd_bwd;
+    fail(fmt::format("is '{}', not fwd or fwd+bwd", message_excerpt(s)));
+  }
+
+private:
+  const json &m_j;
+  std::string m_path;
+  const std::string &m_where;
+};
+
+cell_key read_key(const node &n) {
+  return {n["arm"].str(), n["pass"].pass(), n["rows"].integer(), n["cols"].integer()};
+}
+
+json key_members(json j, const cell_key &k) {
+  j["arm"] = k.arm;
+  j["pass"] = std::string(to_string(k.pass));
+  j["rows"] = k.rows;
+  j["cols"] = k.cols;
+  return j;
+}
+
+// ---- one reader per struct -------------------------------------------------------------------
+
+report_tool read_tool(const node &n) {
+  n.only({"name", "version", "git_commit", "build_flags"});
+  return {n["name"].str(), n["version"].str(), n["git_commit"].str(), n["build_flags"].str()};
+}
+
+report_protocol read_protocol(const node &n) {
+  n.only({"hash", "body", "freeze"});
+  report_protocol p;
+  p.hash = n["hash"].str();
+  p.body = n["body"].object().value();
+  p.freeze = n["freeze"].object().value();
+  return p;
+}
+
+report_run read_run(const node &n) {
+  n.only({"run_id", "started_at", "finished_at", "device_ordinal"});
+  return {n["run_id"].str(), n["started_at"].str(), n["finished_at"].str(),
+          n["device_ordinal"].integer()};
+}
+
+report_instrument read_instrument(const node &n) {
+  n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
+          "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz"});
+  report_instrument in;
+  in.ceiling_gbps = n["ceiling_gbps"].number_or_null();
+  in.ceiling_samples_gbps = n["ceiling_samples_gbps"].numbers();
+  in.ceiling_bytes = n["ceiling_bytes"].count();
+  in.launch_floor_ms = n["launch_floor_ms"].number_or_null();
+  in.timer_resolution_ms = n["timer_resolution_ms"].number_or_null();
+  in.flush_bytes = n["flush_bytes"].count();
+  in.flush_method = n["flush_method"].str();
+  in.llc_bytes = n["llc_bytes"].count();
+  in.clock_start_mhz = n["clock_start_mhz"].number_or_null();
+  return in;
+}
+
+bound_kind read_bound(const node &n) {
+  const std::string s = n.str();
+  for (const bound_kind b : {bound_kind::launch, bound_kind::bandwidth, bound_kind::neither})
+    if (s == to_string(b))
+      return b;
+  n.fail(fmt::format("is '{}', not launch, bandwidth or neither", message_excerpt(s)));
+}
+
+report_cell read_cell(const node &n, int version) {
+  if (version >= 2)
+    n.only({"arm",
+            "pass",
+            "rows",
+            "cols",
+            "samples_ms",
+            "n",
+            "median_ms",
+            "q1_ms",
+            "q3_ms",
+            "iqr_ms",
+            "mean_ms",
+            "min_ms",
+            "statistic_ms",
+            "spearman_rho",
+            "peak_bytes",
+            "bytes_per_step",
+            "gbps",
+            "pct_ceiling",
+            "bound",
+            "flags",
+            "error",
+            "clock_mhz",
+            "harness_bytes_in_window"});
+  else
+    n.only({"arm",          "pass",
+            "rows",         "cols",
+            "samples_ms",   "n",
+            "median_ms",    "q1_ms",
+            "q3_ms",        "iqr_ms",
+            "mean_ms",      "min_ms",
+            "statistic_ms", "spearman_rho",
+            "peak_bytes",   "bytes_per_step",
+            "gbps",         "pct_ceiling",
+            "bound",        "flags",
+            "error"});
+  report_cell c;
+  c.key = read_key(n);
+  c.samples_ms = n["samples_ms"].numbers();
+  c.n = n["n"].count();
+  c.median_ms = n["median_ms"].number_or_null();
+  c.q1_ms = n["q1_ms"].number_or_null();
+  c.q3_ms = n["q3_ms"].number_or_null();
+  c.iqr_ms = n["iqr_ms"].number_or_null();
+  c.mean_ms = n["mean_ms"].number_or_null();
+  c.min_ms = n["min_ms"].number_or_null();
+  c.statistic_ms = n["statistic_ms"].number_or_null();
+  c.spearman_rho = n["spearman_rho"].number_or_null();
+  c.peak_bytes = n["peak_bytes"].count();
+  c.bytes_per_step = n["bytes_per_step"].count();
+  c.gbps = n["gbps"].number_or_null();
+  c.pct_ceiling = n["pct_ceiling"].number_or_null();
+  c.bound = read_bound(n["bound"]);
+  c.flags = n["flags"].strings();
+  if (const node e = n["error"]; !e.value().is_null())
+    c.error = e.str();
+  if (version >= 2) {
+    c.clock_mhz = n["clock_mhz"].number_or_null();
+    c.harness_bytes_in_window = n["harness_bytes_in_window"].count();
+  }
+  return c;
+}
+
+report_correctness read_correctness(const node &n) {
+  n.only({"arm", "pass", "rows", "cols", "max_abs_error", "max_rel_error", "unwritten", "passed",
+          "detail"});
+  report_correctness c;
+  c.key = read_key(n);
+  c.max_abs_error = n["max_abs_error"].number_or_null();
+  c.max_rel_error = n["max_rel_error"].number_or_null();
+  c.unwritten = n["unwritten"].boolean();
+  c.passed = n["passed"].boolean();
+  c.detail = n["detail"].str();
+  return c;
+}
+
+verdict_kind read_verdict(const node &n) {
+  const std::string s = n.str();
+  for (const verdict_kind v :
+       {verdict_kind::confirmed, verdict_kind::refuted, verdict_kind::inconclusive})
+    if (s == to_string(v))
+      return v;
+  n.fail(fmt::format("is '{}', not confirmed, refuted or inconclusive", message_excerpt(s)));
+}
+
+prediction_result read_prediction(const node &n) {
+  n.only({"id", "claim", "expect", "verdict", "cells", "reason"});
+  prediction_result r;
+  r.id = n["id"].str();
+  r.claim = n["claim"].str();
+  r.expect = n["expect"].str();
+  r.verdict = read_verdict(n["verdict"]);
+  const node cells = n["cells"];
+  for (std::size_t i = 0; i < cells.array_size(); ++i) {
+    const node c = cells.at(i);
+    c.only({"pass", "rows", "cols", "p"});
+    cell_p cp{c["pass"].pass(), c["rows"].integer(), c["cols"].integer(), std::nullopt};
+    if (const node p = c["p"]; !p.value().is_null())
+      cp.p = p.number();
+    r.cells.push_back(cp);
+  }
+  r.reason = n["reason"].str();
+  return r;
+}
+
+report_defect read_defect(const node &n) {
+  n.only({"code", "cell", "message", "evidence"});
+  report_defect d;
+  d.code = n["code"].str();
+  if (n.has("cell")) {
+    const node c = n["cell"];
+    c.only({"arm", "pass", "rows", "cols"});
+    d.cell = read_key(c);
+  }
+  d.message = n["message"].str();
+  d.evidence = n["evidence"].object().value();
+  return d;
+}
+
+report_deviation read_deviation(const node &n) {
+  n.object();
+  report_deviation d;
+  d.kind = n["kind"].str();
+  d.message = n["message"].str();
+  if (n.has("cell")) {
+    const node c = n["cell"];
+    c.only({"arm", "pass", "rows", "cols"});
+    d.cell = read_key(c);
+  }
+  for (const auto &[k, v] : n.value().items())
+    if (k != "kind" && k != "message" && k != "cell")
+      d.extra[k] = v;
+  return d;
+}
+
+template <class T, class F> std::vector<T> read_list(const node &n, F read) {
+  std::vector<T> out;
+  const std::size_t size = n.array_size();
+  out.reserve(size);
+  for (std::size_t i = 0; i < size; ++i)
+    out.push_back(read(n.at(i)));
+  return out;
+}
+
+int read_schema_version(const node &root) {
+  const node v = root["schema_version"];
+  const std::int64_t version = v.integer();
+  if (version < report_schema_version_min || version > report_schema_version)
+    v.fail(fmt::format("is {}; this build reads versions {} to {}", version,
+                       report_schema_version_min, report_schema_version));
+  return static_cast<int>(version);
+}
+
+} // namespace
+
+std::string_view to_string(bound_kind b) {
+  switch (b) {
+  case bound_kind::launch:
+    return "launch";
+  case bound_kind::bandwidth:
+    return "bandwidth";
+  case bound_kind::neither:
+    return "neither";
+  }
+  return "?";
+}
+
+std::string_view to_string(verdict_kind v) {
+  switch (v) {
+  case verdict_kind::confirmed:
+    return "confirmed";
+  case verdict_kind::refuted:
+    return "refuted";
+  case verdict_kind::inconclusive:
+    return "inconclusive";
+  }
+  return "?";
+}
+
+json to_json(const cell_key &k) { return key_members(json::object(), k); }
+
+json to_json(const report_cell &c) {
+  json j = key_members(json::object(), c.key);
+  j["samples_ms"] = c.samples_ms;
+  j["n"] = c.n;
+  j["median_ms"] = finite_or_null(c.median_ms);
+  j["q1_ms"] = finite_or_null(c.q1_ms);
+  j["q3_ms"] = finite_or_null(c.q3_ms);
+  j["iqr_ms"] = finite_or_null(c.iqr_ms);
+  j["mean_ms"] = finite_or_null(c.mean_ms);
+  j["min_ms"] = finite_or_null(c.min_ms);
+  j["statistic_ms"] = finite_or_null(c.statistic_ms);
+  j["spearman_rho"] = finite_or_null(c.spearman_rho);
+  j["peak_bytes"] = c.peak_bytes;
+  j["bytes_per_step"] = c.bytes_per_step;
+  j["gbps"] = finite_or_null(c.gbps);
+  j["pct_ceiling"] = finite_or_null(c.pct_ceiling);
+  j["bound"] = std::string(to_string(c.bound));
+  j["flags"] = c.flags;
+  j["error"] = c.error ? json(*c.error) : json(nullptr);
+  if (c.clock_mhz)
+    j["clock_mhz"] = finite_or_null(*c.clock_mhz);
+  if (c.harness_bytes_in_window)
+    j["harness_bytes_in_window"] = *c.harness_bytes_in_window;
+  return j;
+}
+
+json to_json(const prediction_result &r) {
+  json cells = json::array();
+  for (const auto &c : r.cells)
+    cells.push_back({{"pass", std::string(to_string(c.pass))},
+                     {"rows", c.rows},
+                     {"cols", c.cols},
+                     {"p", c.p ? json(*c.p) : json(nullptr)}});
+  return {{"id", r.id},         {"claim", r.claim},
+          {"expect", r.expect}, {"verdict", std::string(to_string(r.verdict))},
+          {"cells", cells},     {"reason", r.reason}};
+}
+
+json to_json(const report_defect &d) {
+  json j = {{"code", d.code}, {"message", d.message}, {"evidence", d.evidence}};
+  if (d.cell)
+    j["cell"] = to_json(*d.cell);
+  return j;
+}
+
+json to_json(const report_deviation &d) {
+  json j = d.extra.is_object() ? d.extra : json::object();
+  j["kind"] = d.kind;
+  j["message"] = d.message;
+  if (d.cell)
+    j["cell"] = to_json(*d.cell);
+  return j;
+}
+
+json to_json(const report_document &r) {
+  const report_instrument &in = r.instrument;
+  json cells = json::array();
+  for (const auto &c : r.cells)
+    cells.push_back(to_json(c));
+  json correctness = json::array();
+  for (const auto &c : r.correctness)
+    correctness.push_back(key_members({{"max_abs_error", finite_or_null(c.max_abs_error)},
+                                       {"max_rel_error", finite_or_null(c.max_rel_error)},
+                                       {"unwritten", c.unwritten},
+                                       {"passed", c.passed},
+                                       {"detail", c.detail}},
+                                      c.key));
+  json predictions = json::array();
+  for (const auto &p : r.predictions)
+    predictions.push_back(to_json(p));
+  json defects = json::array();
+  for (const auto &d : r.defects)
+    defects.push_back(to_json(d));
+  json deviations = json::array();
+  for (const auto &d : r.deviations)
+    deviations.push_back(to_json(d));
+  return {{"schema_version", r.schema_version},
+          {"tool",
+           {{"name", r.tool.name},
+            {"version", r.tool.version},
+            {"git_commit", r.tool.git_commit},
+            {"build_flags", r.tool.build_flags}}},
+          {"protocol",
+           {{"hash", r.protocol.hash}, {"body", r.protocol.body}, {"freeze", r.protocol.freeze}}},
+          {"run",
+           {{"run_id", r.run.run_id},
+            {"started_at", r.run.started_at},
+            {"finished_at", r.run.finished_at},
+            {"device_ordinal", r.run.device_ordinal}}},
+          {"environment", r.environment},
+          {"instrument",
+           {{"ceiling_gbps", finite_or_null(in.ceiling_gbps)},
+            {"ceiling_samples_gbps", in.ceiling_samples_gbps},
+            {"ceiling_bytes", in.ceiling_bytes},
+            {"launch_floor_ms", finite_or_null(in.launch_floor_ms)},
+            {"timer_resolution_ms", finite_or_null(in.timer_resolution_ms)},
+            {"flush_bytes", in.flush_bytes},
+            {"flush_method", in.flush_method},
+            {"llc_bytes", in.llc_bytes},
+            {"clock_start_mhz", finite_or_null(in.clock_start_mhz)}}},
+          {"cells", cells},
+          {"correctness", correctness},
+          {"predictions", predictions},
+          {"defects", defects},
+          {"deviations", deviations},
+          {"attempt", r.attempt}};
+}
+
+void check_report_members(const json &root, const std::string &where) {
+  const node n(root, "", where);
+  n.only({"schema_version", "tool", "protocol", "run", "environment", "instrument", "cells",
+          "correctness", "predictions", "defects", "deviations", "attempt"});
+  (void)read_schema_version(n);
+}
+
+report_document report_from_json(const json &root, const std::string &where) {
+  check_report_members(root, where);
+  return report_from_json(root, where, report_part::all);
+}
+
+report_document report_from_json(const json &root, const std::string &where, unsigned parts) {
+  const node n(root, "", where);
+  n.object();
+  report_document r;
+  const auto want = [&](unsigned part) { return (parts & part) != 0; };
+  if (want(report_part::schema_version) || want(report_part::cells))
+    r.schema_version = read_schema_version(n);
+  if (want(report_part::tool))
+    r.tool = read_tool(n["tool"]);
+  if (want(report_part::protocol))
+    r.protocol = read_protocol(n["protocol"]);
+  if (want(report_part::run))
+    r.run = read_run(n["run"]);
+  if (want(report_part::environment))
+    r.environment = n["environment"].object().value();
+  if (want(report_part::instrument))
+    r.instrument = read_instrument(n["instrument"]);
+  if (want(report_part::cells))
+    r.cells = read_list<report_cell>(n["cells"],
+                                     [&](const node &c) { return read_cell(c, r.schema_version); });
+  if (want(report_part::correctness))
+    r.correctness = read_list<report_correctness>(n["correctness"], read_correctness);
+  if (want(report_part::predictions))
+    r.predictions = read_list<prediction_result>(n["predictions"], read_prediction);
+  if (want(report_part::defects))
+    r.defects = read_list<report_defect>(n["defects"], read_defect);
+  if (want(report_part::deviations))
+    r.deviations = read_list<report_deviation>(n["deviations"], read_deviation);
+  if (want(report_part::attempt))
+    r.attempt = n["attempt"].integer();
+  return r;
+}
+
+cell_key cell_key_from_json(const json &j, const std::string &path, const std::string &where) {
+  const node n(j, path, where);
+  n.only({"arm", "pass", "rows", "cols"});
+  return read_key(n);
+}
+
+} // namespace prereg

@@ -1,0 +1,77 @@
+# The JSON Schemas of docs/schema/ hold for every committed report and protocol, the test
+# reports, `prereg canon` of every shipped and example protocol (protocols/, tests/data/protocols/)
+# and a report made here by a CPU run; and
+# planted-bad documents are rejected. Skipped (77) only without python3-jsonschema.
+source "$(dirname "$0")/lib.bash"
+py=/usr/bin/python3
+schemas=$PREREG_SOURCE_DIR/docs/schema
+validate=$PREREG_SOURCE_DIR/tests/schemas/validate.py
+"$py" -c 'import jsonschema' 2>/dev/null || { echo "skipped: python3-jsonschema is not installed"; exit 77; }
+cd "$PREREG_SOURCE_DIR" || exit 1
+
+check() { # check DESCRIPTION KIND FILE...: every FILE validates
+  local what=$1; shift
+  if "$py" "$validate" "$schemas" "$@" >"$work/val" 2>&1; then pass "$what ($(grep -c '^ok' "$work/val") documents)"
+  else fail "$what"; grep -v '^ok' "$work/val" | sed 's/^/    /' | head -10; fi
+}
+
+reports=(reports/*/*/report.json)
+[ "${#reports[@]}" -ge 7 ] && pass "${#reports[@]} committed reports found" || fail "committed reports missing"
+check "committed reports and their protocol bodies" report "${reports[@]}"
+check "test reports" report tests/data/reports/*.json
+check "frozen protocols in .prereg" protocol .prereg/protocols/*/protocol.json
+
+mkdir -p "$work/canon"
+n=0
+while IFS= read -r yaml; do
+  n=$((n + 1))
+  "$PREREG" canon "$yaml" >"$work/canon/$n.json" 2>"$work/err" || fail "prereg canon $yaml: $(head -1 "$work/err")"
+done < <(find protocols tests/data/protocols -name '*.yaml' | sort)
+[ "$n" -ge 9 ] && pass "prereg canon of $n shipped and example protocols" || fail "only $n protocols"
+check "prereg canon of the shipped and example protocols" protocol "$work"/canon/*.json
+
+# A fresh report from the CPU backend: a tiny protocol, 3 repetitions.
+cat >"$work/tiny.yaml" <<'YAML'
+prereg: 1
+id: schema_tiny
+title: "Tiny CPU run for the schema test"
+hypothesis: "The fused CPU LayerNorm is at most twice the unfused time at a tiny shape."
+device: cpu
+operation: layernorm
+dtype: fp32
+shapes: {rows: [8], cols: [64]}
+passes: [fwd]
+arms:
+  - id: unfused
+    kernel: layernorm.unfused
+  - id: fused
+    kernel: layernorm.fused
+measurement: {repetitions: 3, warmup: 1, l2_flush: false}
+analysis: {bootstrap_resamples: 200}
+predictions:
+  - id: P1
+    claim: "fused is at most twice the unfused time"
+    expect: "fused <= 2 * unfused"
+YAML
+expect_exit 0 "freeze the tiny protocol" -- "$PREREG" freeze "$work/tiny.yaml"
+expect_exit 0 "run it on the CPU" -- "$PREREG" run "$work/tiny.yaml" --out "$work/reports" --quiet
+dir=$(tail -n 1 "$work/out")
+fresh=$dir/report.json
+[ -s "$fresh" ] && pass "fresh report written" || fail "no fresh report at $fresh"
+"$py" -c 'import json,sys; assert json.load(open(sys.argv[1]))["schema_version"] == 2' "$fresh" \
+  && pass "fresh report is schema_version 2" || fail "fresh report is not schema_version 2"
+check "the fresh report" report "$fresh"
+check "the fresh frozen protocol" protocol "$PREREG_STORE"/protocols/*/protocol.json
+
+# The schemas can fail: planted-bad copies of a version-2 (fresh) and a version-1 (committed)
+# report and of their protocols are rejected.
+for base in "$fresh" "${reports[0]}"; do
+  "$py" -c 'import json,sys; json.dump(json.load(open(sys.argv[1]))["protocol"]["body"], open(sys.argv[2], "w"))' \
+    "$base" "$work/body.json"
+  if "$py" "$validate" "$schemas" --planted "$base" "$work/body.json" >"$work/val" 2>&1; then
+    pass "every planted-bad copy of $(basename "$(dirname "$base")") is rejected ($(grep -c '^ok' "$work/val") checks)"
+  else
+    fail "planted-bad copies of $base"; grep -v '^ok' "$work/val" | sed 's/^/    /' | head -10
+  fi
+done
+finish

@@ -1,0 +1,198 @@
+// Tests of the report model: every committed report re-serialises to its signed bytes, and the
+// parser rejects what the format does not allow, naming the JSON path.
+#include "prereg/report_model.hpp"
+
+#include "prereg/error.hpp"
+#include "prereg/fs.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace prereg;
+
+namespace {
+
+/// reports/*/*/report.json of the repository, sorted.
+std::vector<fs::path> committed_reports() {
+  std::vector<fs::path> out;
+  for (const auto &proto : fs::directory_iterator(fs::path(PREREG_SOURCE_DIR) / "reports"))
+    if (proto.is_directory())
+      for (const auto &run : fs::directory_iterator(proto.path()))
+        if (fs::is_regular_file(run.path() / "report.json"))
+          out.push_back(run.path() / "report.json");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+json sample(const std::string &name) {
+  const fs::path p = fs::path(PREREG_TEST_DATA) / "reports" / name;
+  return parse_json_strict(read_file(p), p.string());
+}
+
+/// The message of the error report_from_json throws for `j`, or "(no error)".
+std::string rejection(const json &j) {
+  try {
+    (void)report_from_json(j, "report.json");
+  } catch (const error &e) {
+    CHECK(e.code() == exit_code::invalid);
+    CHECK(e.where() == "report.json");
+    return e.what();
+  }
+  return "(no error)";
+}
+
+} // namespace
+
+TEST_CASE("every committed report parses and re-serialises to its signed bytes") {
+  const auto files = committed_reports();
+  REQUIRE(files.size() >= 7);
+  for (const auto &f : files) {
+    CAPTURE(f.string());
+    const std::string bytes = read_file(f);
+    const report_document r = report_from_json(parse_json_strict(bytes, f.string()), f.string());
+    CHECK(r.schema_version == 1);
+    CHECK(canonical_json(to_json(r)) == bytes);
+    for (const auto &c : r.cells) {
+      CHECK_FALSE(c.clock_mhz.has_value());
+      CHECK_FALSE(c.harness_bytes_in_window.has_value());
+      CHECK(c.n == c.samples_ms.size());
+    }
+  }
+}
+
+TEST_CASE("the test reports parse and round-trip") {
+  for (const char *name : {"cpu_rmsnorm.json", "cuda_layernorm.json"}) {
+    CAPTURE(name);
+    const json j = sample(name);
+    const report_document r = report_from_json(j, name);
+    CHECK(to_json(r) == j);
+    CHECK_FALSE(r.cells.empty());
+  }
+  const report_document r = report_from_json(sample("cuda_layernorm.json"), "x");
+  bool has_run_defect = false;
+  for (const auto &d : r.defects)
+    has_run_defect = has_run_defect || !d.cell;
+  CHECK(has_run_defect); // device-contention names no cell
+  bool has_cell_deviation = false;
+  for (const auto &d : r.deviations)
+    has_cell_deviation = has_cell_deviation || d.cell.has_value();
+  CHECK(has_cell_deviation);
+}
+
+TEST_CASE("version 2: cells carry clock_mhz and harness_bytes_in_window") {
+  json j = sample("cpu_rmsnorm.json");
+  j["schema_version"] = 2;
+  SUBCASE("required in every cell") {
+    CHECK(rejection(j) == "cells[0].clock_mhz is missing");
+    for (auto &c : j["cells"])
+      c["clock_mhz"] = 1980.5;
+    CHECK(rejection(j) == "cells[0].harness_bytes_in_window is missing");
+  }
+  SUBCASE("null clock (not read), a byte count, and the round trip") {
+    for (auto &c : j["cells"]) {
+      c["clock_mhz"] = nullptr;
+      c["harness_bytes_in_window"] = 0;
+    }
+    j["cells"][1]["clock_mhz"] = 1410.0;
+    j["cells"][1]["harness_bytes_in_window"] = 4096;
+    const report_document r = report_from_json(j, "x");
+    REQUIRE(r.cells[0].clock_mhz.has_value());
+    CHECK(std::isnan(*r.cells[0].clock_mhz));
+    CHECK(*r.cells[1].clock_mhz == 1410.0);
+    CHECK(*r.cells[1].harness_bytes_in_window == 4096);
+    CHECK(to_json(r) == j);
+    CHECK(canonical_json(to_json(report_from_json(to_json(r), "x"))) == canonical_json(j));
+  }
+  SUBCASE("a negative or fractional byte count is rejected") {
+    for (auto &c : j["cells"]) {
+      c["clock_mhz"] = nullptr;
+      c["harness_bytes_in_window"] = 0;
+    }
+    j["cells"][2]["harness_bytes_in_window"] = -1;
+    CHECK(rejection(j) == "cells[2].harness_bytes_in_window is not a non-negative integer");
+    j["cells"][2]["harness_bytes_in_window"] = 1.5;
+    CHECK(rejection(j) == "cells[2].harness_bytes_in_window is not a non-negative integer");
+  }
+}
+
+TEST_CASE("the parser names the JSON path of what it rejects") {
+  const json good = sample("cpu_rmsnorm.json");
+  REQUIRE(rejection(good) == "(no error)");
+  const auto with = [&](auto edit) {
+    json j = good;
+    edit(j);
+    return rejection(j);
+  };
+  CHECK(rejection(json::array()) == "report is not an object");
+  CHECK(with([](json &j) { j["cells"][3]["samples_ms"][2] = "fast"; }) ==
+        "cells[3].samples_ms[2] is not a number");
+  CHECK(with([](json &j) { j["cells"][0].erase("median_ms"); }) == "cells[0].median_ms is missing");
+  CHECK(with([](json &j) { j["cells"][0]["median_ms"] = "1"; }) ==
+        "cells[0].median_ms is not a number or null");
+  CHECK(with([](json &j) { j["cells"][0]["pass"] = "bwd"; }) ==
+        "cells[0].pass is 'bwd', not fwd or fwd+bwd");
+  CHECK(with([](json &j) { j["cells"][0]["bound"] = "compute"; }) ==
+        "cells[0].bound is 'compute', not launch, bandwidth or neither");
+  CHECK(with([](json &j) { j["cells"][0]["clock_mhz"] = 1000; }) ==
+        "cells[0].clock_mhz is not a member of the report format");
+  CHECK(with([](json &j) { j["cells"][0]["rows"] = 1.5; }) == "cells[0].rows is not an integer");
+  CHECK(with([](json &j) { j["cells"][0]["error"] = 7; }) == "cells[0].error is not a string");
+  CHECK(with([](json &j) { j["cells"][0]["flags"][0] = 1; }) ==
+        "cells[0].flags[0] is not a string");
+  CHECK(with([](json &j) { j["predictions"][0]["verdict"] = "maybe"; }) ==
+        "predictions[0].verdict is 'maybe', not confirmed, refuted or inconclusive");
+  CHECK(with([](json &j) { j["predictions"][0]["cells"][0]["p"] = "high"; }) ==
+        "predictions[0].cells[0].p is not a number");
+  CHECK(with([](json &j) { j["correctness"][0]["passed"] = 1; }) ==
+        "correctness[0].passed is not a boolean");
+  CHECK(with([](json &j) { j["instrument"]["ceiling_bytes"] = -4; }) ==
+        "instrument.ceiling_bytes is not a non-negative integer");
+  CHECK(with([](json &j) { j["instrument"]["ceiling_samples_gbps"][0] = nullptr; }) ==
+        "instrument.ceiling_samples_gbps[0] is not a number");
+  CHECK(with([](json &j) { j["run"]["host"] = "x"; }) ==
+        "run.host is not a member of the report format");
+  CHECK(with([](json &j) { j["tool"].erase("git_commit"); }) == "tool.git_commit is missing");
+  CHECK(with([](json &j) { j["protocol"]["body"] = 1; }) == "protocol.body is not an object");
+  CHECK(with([](json &j) { j["defects"] = json::object(); }) == "defects is not an array");
+  CHECK(with([](json &j) {
+          j["defects"] = json::array({{{"code", "drift"}, {"message", "m"}, {"evidence", 1}}});
+        }) == "defects[0].evidence is not an object");
+  CHECK(with([](json &j) {
+          j["deviations"] = json::array({{{"kind", "cell-skipped"},
+                                          {"message", "m"},
+                                          {"cell", {{"arm", "a"}, {"pass", "fwd"}}}}});
+        }) == "deviations[0].cell.rows is missing");
+  CHECK(with([](json &j) { j["schema_version"] = 3; }) ==
+        "schema_version is 3; this build reads versions 1 to 2");
+  CHECK(with([](json &j) { j["attempt"] = "1"; }) == "attempt is not an integer");
+  CHECK(with([](json &j) { j["extra"] = true; }) == "extra is not a member of the report format");
+}
+
+TEST_CASE("a deviation keeps its kind's own members") {
+  json j = sample("cpu_rmsnorm.json");
+  j["deviations"] = json::array({{{"kind", "device-changed"},
+                                  {"message", "earlier runs used A, this one B"},
+                                  {"previous_device", "A"},
+                                  {"device", "B"}}});
+  const report_document r = report_from_json(j, "x");
+  REQUIRE(r.deviations.size() == 1);
+  CHECK_FALSE(r.deviations[0].cell.has_value());
+  CHECK(r.deviations[0].extra == json{{"previous_device", "A"}, {"device", "B"}});
+  CHECK(to_json(r) == j);
+}
+
+TEST_CASE("parsing some members only") {
+  json j = sample("cpu_rmsnorm.json");
+  j["cells"][0]["samples_ms"][0] = "fast";
+  j["note"] = 1;
+  const report_document r = report_from_json(j, "x", report_part::protocol | report_part::run);
+  CHECK(r.protocol.body.at("id") == "rms_cpu_smoke");
+  CHECK(r.cells.empty());
+  CHECK_THROWS_AS((void)report_from_json(j, "x", report_part::cells), error);
+  CHECK_THROWS_AS(check_report_members(j, "x"), error);
+}

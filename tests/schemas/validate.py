@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+"""Validates JSON documents against docs/schema/*.schema.json (Debian's python3-jsonschema).
+
+usage: validate.py SCHEMA_DIR (report|protocol) FILE...   every FILE must validate
+       validate.py SCHEMA_DIR --planted REPORT PROTOCOL   planted-bad copies must be rejected
+Exit 0 when everything holds, 1 with one line per failure otherwise, 77 without jsonschema.
+"""
+import copy
+import json
+import os
+import sys
+
+try:
+    import jsonschema
+except ImportError:
+    print("python3-jsonschema is not installed")
+    sys.exit(77)
+
+
+def load_schemas(folder):
+    schemas = {}
+    for name in ("report", "protocol-v1", "protocol-v2"):
+        with open(os.path.join(folder, name + ".schema.json"), encoding="utf-8") as f:
+            s = json.load(f)
+        jsonschema.Draft202012Validator.check_schema(s)
+        schemas[name] = s
+    store = {s["$id"]: s for s in schemas.values()}
+    validators = {}
+    for name, s in schemas.items():
+        resolver = jsonschema.RefResolver.from_schema(s, store=store)
+        validators[name] = jsonschema.Draft202012Validator(s, resolver=resolver)
+    return validators
+
+
+def protocol_validator(validators, doc):
+    return validators["protocol-v2" if isinstance(doc, dict) and doc.get("prereg") == 2
+                      else "protocol-v1"]
+
+
+def problems(validator, doc):
+    return ["{}: {}".format("/".join(str(p) for p in e.absolute_path) or "(root)", e.message[:200])
+            for e in validator.iter_errors(doc)]
+
+
+def planted(report, protocol):
+    """(what, kind, document) triples that the schemas must reject."""
+    out = []
+
+    def edit(what, doc, fn, kind="report"):
+        d = copy.deepcopy(doc)
+        fn(d)
+        out.append((what, kind, d))
+
+    v2 = report["schema_version"] == 2
+    edit("a sample that is a string", report, lambda r: r["cells"][0]["samples_ms"].__setitem__(0, "fast"))
+    edit("a cell without median_ms", report, lambda r: r["cells"][0].pop("median_ms"))
+    edit("an unknown cell member", report, lambda r: r["cells"][0].__setitem__("note", 1))
+    edit("an unknown top-level member", report, lambda r: r.__setitem__("note", 1))
+    edit("schema_version 3", report, lambda r: r.__setitem__("schema_version", 3))
+    edit("a verdict outside the vocabulary", report,
+         lambda r: r["predictions"][0].__setitem__("verdict", "maybe"))
+    edit("p above 1", report, lambda r: r["predictions"][0]["cells"][0].__setitem__("p", 1.5))
+    edit("an unknown defect code", report, lambda r: r["defects"].append(
+        {"code": "gremlins", "message": "m", "evidence": {}}))
+    edit("a drift defect without its cell", report, lambda r: r["defects"].append(
+        {"code": "drift", "message": "m", "evidence": {"spearman_rho": 0.9, "n": 30}}))
+    edit("a negative peak_bytes", report, lambda r: r["cells"][0].__setitem__("peak_bytes", -1))
+    edit("a protocol body with an unknown member", report,
+         lambda r: r["protocol"]["body"].__setitem__("note", 1))
+    edit("a protocol hash that is not SHA-256 hex", report,
+         lambda r: r["protocol"].__setitem__("hash", "abc"))
+    if v2:
+        edit("a version-2 cell without clock_mhz", report, lambda r: r["cells"][0].pop("clock_mhz"))
+        edit("a version-2 cell with a fractional harness_bytes_in_window", report,
+             lambda r: r["cells"][0].__setitem__("harness_bytes_in_window", 0.5))
+        edit("version-2 cells in a version-1 report", report,
+             lambda r: r.__setitem__("schema_version", 1))
+    else:
+        edit("a version-1 cell with clock_mhz", report,
+             lambda r: r["cells"][0].__setitem__("clock_mhz", 1000))
+    edit("prereg: 3", protocol, lambda p: p.__setitem__("prereg", 3), "protocol")
+    edit("a protocol without predictions", protocol, lambda p: p.pop("predictions"), "protocol")
+    edit("a protocol with 2 repetitions", protocol,
+         lambda p: p["measurement"].__setitem__("repetitions", 2), "protocol")
+    edit("a protocol with an upper-case id", protocol, lambda p: p.__setitem__("id", "Smoke"),
+         "protocol")
+    edit("a prereg: 1 protocol with axes", protocol,
+         lambda p: p.__setitem__("axes", p.pop("shapes")), "protocol")
+    edit("a prereg: 2 protocol with shapes", protocol,
+         lambda p: p.__setitem__("prereg", 2), "protocol")
+    edit("a prereg: 1 arm with options", protocol,
+         lambda p: p["arms"][0].__setitem__("options", {}), "protocol")
+    return out
+
+
+def main(argv):
+    validators = load_schemas(argv[1])
+    failures = 0
+    if argv[2] == "--planted":
+        with open(argv[3], encoding="utf-8") as f:
+            report = json.load(f)
+        with open(argv[4], encoding="utf-8") as f:
+            protocol = json.load(f)
+        assert not problems(validators["report"], report), "the base report must be valid"
+        assert not problems(protocol_validator(validators, protocol), protocol)
+        v2 = copy.deepcopy(protocol)
+        v2["prereg"] = 2
+        v2["axes"] = v2.pop("shapes")
+        for arm in v2["arms"]:
+            arm["options"] = {}
+        v2["arms"][0]["options"] = {"block": 256}
+        v2["operation"] = "softmax"
+        found = problems(validators["protocol-v2"], v2)
+        if found:
+            print("FAIL - rejected a prereg: 2 protocol (axes, options, softmax): " + found[0])
+            failures += 1
+        else:
+            print("ok - accepted: a prereg: 2 protocol (axes, options, softmax)")
+        for what, kind, doc in planted(report, protocol):
+            v = validators["report"] if kind == "report" else protocol_validator(validators, doc)
+            if problems(v, doc):
+                print("ok - rejected: " + what)
+            else:
+                print("FAIL - accepted: " + what)
+                failures += 1
+        return 1 if failures else 0
+    kind = argv[2]
+    for path in argv[3:]:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        docs = [("", doc)]
+        if kind == "report":
+            v = validators["report"]
+        else:
+            v = protocol_validator(validators, doc)
+        found = problems(v, doc)
+        if kind == "report" and isinstance(doc, dict):
+            body = doc.get("protocol", {}).get("body")
+            found += ["protocol.body: " + p
+                      for p in problems(protocol_validator(validators, body), body)]
+        if found:
+            failures += 1
+            print("FAIL - {}: {}".format(path, "; ".join(found[:3])))
+        else:
+            print("ok - {} is a valid {}".format(path, kind))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
