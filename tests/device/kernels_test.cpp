@@ -14,14 +14,14 @@ using namespace prereg::device_test;
 
 namespace {
 
-struct shape {
+struct case_shape {
   std::int64_t rows, cols;
   bool adversarial; ///< row 0: mean 1e4, std 1e-2; row 1: constant
 };
 
 // rows = 1; rows not a multiple of any rows-per-block (8, 4, 2); non-power-of-two cols (896,
 // 136, 1032); every threads-per-row class up to 8192; more rows than one persistent sweep.
-const std::vector<shape> shapes{
+const std::vector<case_shape> shapes{
     {1, 896, false},  {1, 8192, false}, {37, 1024, true},    {13, 8192, true},
     {9, 896, true},   {7, 2048, false}, {5, 4096, true},     {3, 8, false},
     {11, 136, false}, {6, 1032, false}, {3001, 1024, false}, {2500, 896, false},
@@ -123,7 +123,7 @@ TEST_CASE("every CUDA arm matches the float64 reference on adversarial shapes") 
     for (const dtype type : arm.dtypes) {
       const correctness_spec tol = default_tolerance(type);
       for (const pass_kind pass : {pass_kind::fwd, pass_kind::fwd_bwd}) {
-        for (const shape &s : shapes) {
+        for (const case_shape &s : shapes) {
           CAPTURE(arm.name);
           CAPTURE(to_string(type));
           CAPTURE(to_string(pass));
