@@ -263,37 +263,57 @@ private:
     std::size_t total = 0, done = 0;
     for (const auto &g : gs)
       total += g.size();
-    std::vector<std::optional<correctness_record>> records(m_plan.cells.size());
+    // Shapes in first-appearance order; each shape's inputs and reference are made once, for
+    // fwd+bwd when the shape has a fwd+bwd group (its forward outputs are the fwd pass's).
+    std::vector<std::pair<std::int64_t, std::int64_t>> shapes;
     for (const auto &g : gs) {
-      const cell_key &k0 = m_plan.cells[g.front()];
-      const shape s = shape_of(m_op, k0.rows, k0.cols);
-      const host_tensors inputs = reference::random_tensors(
-          m_op, s, m_proto.type, reference::cell_seed(m_plan.seed, k0.pass, k0.rows, k0.cols));
-      host_tensors ref = inputs;
-      m_op.reference(m_op, s, k0.pass, ref);
-      std::optional<buffer_set> set;
-      try {
-        set.emplace(m_dev, m_op, s, m_proto.type, k0.pass);
-        for (std::size_t t = 0; t < m_op.tensors.size(); ++t)
-          if (m_op.tensors[t].role == tensor_role::input && m_op.used_in(t, k0.pass)) {
-            const auto bytes = reference::pack(inputs[t], element_type(m_op, t, m_proto.type));
-            m_dev.upload(set->at(t), bytes.data(), bytes.size());
+      const cell_key &k = m_plan.cells[g.front()];
+      if (std::find(shapes.begin(), shapes.end(), std::pair{k.rows, k.cols}) == shapes.end())
+        shapes.emplace_back(k.rows, k.cols);
+    }
+    std::vector<std::optional<correctness_record>> records(m_plan.cells.size());
+    for (const auto &[rows, cols] : shapes) {
+      std::vector<const std::vector<std::size_t> *> mine;
+      pass_kind widest = pass_kind::fwd;
+      for (const auto &g : gs) {
+        const cell_key &k = m_plan.cells[g.front()];
+        if (k.rows != rows || k.cols != cols)
+          continue;
+        mine.push_back(&g);
+        if (k.pass == pass_kind::fwd_bwd)
+          widest = pass_kind::fwd_bwd;
+      }
+      const shape s = shape_of(m_op, rows, cols);
+      host_tensors t = reference::random_tensors(
+          m_op, s, m_proto.type, reference::cell_seed(m_plan.seed, widest, rows, cols));
+      m_op.reference(m_op, s, widest, t); // fills the outputs; the inputs stay
+      for (const auto *g : mine) {
+        const pass_kind pass = m_plan.cells[g->front()].pass;
+        std::optional<buffer_set> set;
+        try {
+          set.emplace(m_dev, m_op, s, m_proto.type, pass);
+          for (std::size_t i = 0; i < m_op.tensors.size(); ++i)
+            if (m_op.tensors[i].role == tensor_role::input && m_op.used_in(i, pass)) {
+              const auto bytes = reference::pack(t[i], element_type(m_op, i, m_proto.type));
+              m_dev.upload(set->at(i), bytes.data(), bytes.size());
+            }
+        } catch (const std::exception &e) {
+          for (std::size_t i : *g) {
+            correctness_record rec;
+            rec.key = m_plan.cells[i];
+            rec.detail =
+                fmt::format("buffers for this shape could not be set up: {}", describe(e));
+            const std::string why = rec.detail;
+            records[i] = std::move(rec);
+            survive(m_plan.cells[i], why);
+            m_progress.cell_done(++done, total);
           }
-      } catch (const std::exception &e) {
-        for (std::size_t i : g) {
-          correctness_record rec;
-          rec.key = m_plan.cells[i];
-          rec.detail = fmt::format("buffers for this shape could not be set up: {}", describe(e));
-          const std::string why = rec.detail;
-          records[i] = std::move(rec);
-          survive(m_plan.cells[i], why);
+          continue;
+        }
+        for (std::size_t i : *g) {
+          records[i] = check_one(i, s, *set, t);
           m_progress.cell_done(++done, total);
         }
-        continue;
-      }
-      for (std::size_t i : g) {
-        records[i] = check_one(i, s, *set, ref);
-        m_progress.cell_done(++done, total);
       }
     }
     for (auto &r : records)

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -37,16 +38,29 @@ void norm_reference(const operation_desc &op, const shape &s, pass_kind pass, ho
     const int i = op.index_of(name);
     return i < 0 ? none : t[static_cast<std::size_t>(i)];
   };
+  // The inputs are moved in and back out (a 65536 x 1024 tensor is 512 MiB of doubles).
   reference::inputs64 in;
   in.rows = s.extents.at(0);
   in.cols = s.extents.at(1);
-  in.x = at("x");
-  in.gamma = at("gamma");
+  in.x = std::move(at("x"));
+  in.gamma = std::move(at("gamma"));
   if (layernorm)
-    in.beta = at("beta");
+    in.beta = std::move(at("beta"));
   const bool backward = pass == pass_kind::fwd_bwd;
   if (backward)
-    in.dy = at("dy");
+    in.dy = std::move(at("dy"));
+  struct restore {
+    reference::inputs64 &in;
+    const std::function<std::vector<double> &(std::string_view)> at;
+    ~restore() {
+      at("x") = std::move(in.x);
+      at("gamma") = std::move(in.gamma);
+      if (!in.beta.empty())
+        at("beta") = std::move(in.beta);
+      if (!in.dy.empty())
+        at("dy") = std::move(in.dy);
+    }
+  } give_back{in, at};
   reference::outputs64 out =
       reference::compute(layernorm ? operation::layernorm : operation::rmsnorm, in, backward);
   at("y") = std::move(out.y);
