@@ -14,7 +14,7 @@ protocol make_protocol() {
   protocol p;
   p.id = "t";
   p.device = "cpu";
-  p.op = operation::layernorm;
+  p.op = "layernorm";
   p.type = dtype::fp32;
   p.rows = {2};
   p.cols = {4};

@@ -36,7 +36,7 @@ protocol small_protocol(order_mode order, bool flush) {
   p.title = "CPU backend test";
   p.hypothesis = "none";
   p.device = "cpu";
-  p.op = operation::layernorm;
+  p.op = "layernorm";
   p.type = dtype::fp32;
   p.rows = {4, 32};
   p.cols = {96};

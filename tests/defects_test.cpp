@@ -17,7 +17,7 @@ protocol make_protocol() {
   protocol p;
   p.id = "t";
   p.device = "cpu";
-  p.op = operation::layernorm;
+  p.op = "layernorm";
   p.type = dtype::fp32;
   p.rows = {1024};
   p.cols = {1024};
@@ -31,7 +31,9 @@ protocol make_protocol() {
 
 // fused allocates only in its backward, unfused in both passes.
 arm_info make_info(const std::string &name, bool fwd, bool bwd) {
-  return {name, "cpu", operation::layernorm, {dtype::fp32}, true, "", {}, fwd, bwd, 1 << 16, 1};
+  return {name, "cpu", "layernorm", {dtype::fp32}, true, "",
+          {},   fwd,   bwd,         1 << 16,       1,    {pass_kind::fwd, pass_kind::fwd_bwd},
+          {}};
 }
 const arm_info fused_info = make_info("k.fused", false, true);
 const arm_info unfused_info = make_info("k.unfused", true, true);

@@ -21,7 +21,7 @@ protocol make_protocol() {
   protocol p;
   p.id = "t";
   p.device = "cpu";
-  p.op = operation::layernorm;
+  p.op = "layernorm";
   p.type = dtype::fp32;
   p.rows = {128, 256};
   p.cols = {1024};

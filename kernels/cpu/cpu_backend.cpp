@@ -427,7 +427,7 @@ public:
 
 private:
   [[nodiscard]] operation op_of(const resolved_arm &a, const protocol &p) const {
-    return a.info != nullptr ? a.info->op : p.op;
+    return reference::norm_operation(a.info != nullptr ? a.info->op : p.op);
   }
 
   void check_correctness(const run_plan &plan, const std::vector<resolved_arm> &arms,

@@ -173,7 +173,7 @@ int cmd_show(args_t args) {
   fmt::print("protocol {}\n  id: {}\n  title: {}\n  hypothesis: {}\n  device: {}  operation: {}  "
              "dtype: {}\n",
              fp.hash, fp.proto.id, fp.proto.title, fp.proto.hypothesis, fp.proto.device,
-             to_string(fp.proto.op), to_string(fp.proto.type));
+             fp.proto.op, to_string(fp.proto.type));
   fmt::print("  arms:");
   for (const auto &a : fp.proto.arms) fmt::print(" {}={}", a.id, a.kernel);
   fmt::print("\n  predictions:\n");
@@ -226,8 +226,11 @@ int cmd_arms(args_t args) {
   for (const auto &a : all_arms()) {
     std::string dts;
     for (auto d : a.dtypes) dts += (dts.empty() ? "" : ",") + std::string(to_string(d));
+    std::string passes;
+    for (auto p : a.passes)
+      passes += (passes.empty() ? "" : ",") + std::string(p == pass_kind::fwd ? "fwd" : "bwd");
     fmt::print("{:<6} {:<20} {:<10} {:<15} {:<8} {:<16} {}\n", a.device, a.name,
-               to_string(a.op), dts, a.has_backward ? "fwd,bwd" : "fwd",
+               a.op, dts, passes,
                a.source_sha256.substr(0, 16),
                (a.device == "cpu" || cuda_built) ? "yes" : "no (built without CUDA)");
   }

@@ -14,7 +14,7 @@ namespace {
 struct arm_meta {
   const char *device;
   const char *name;
-  operation op;
+  const char *op;
   std::vector<dtype> dtypes;
   bool has_backward;
   bool allocates_fwd;
@@ -30,16 +30,16 @@ const std::vector<dtype> fp32_only{dtype::fp32};
 const std::vector<arm_meta> &metadata() {
   static const std::vector<arm_meta> table{
       // CPU arms (kernels/cpu): fp32 only.
-      {"cpu", "layernorm.unfused", operation::layernorm, fp32_only, true, true, true, 1 << 16, 1},
-      {"cpu", "layernorm.fused", operation::layernorm, fp32_only, true, false, true, 1 << 16, 1},
-      {"cpu", "rmsnorm.unfused", operation::rmsnorm, fp32_only, true, true, true, 1 << 16, 1},
-      {"cpu", "rmsnorm.fused", operation::rmsnorm, fp32_only, true, false, true, 1 << 16, 1},
+      {"cpu", "layernorm.unfused", "layernorm", fp32_only, true, true, true, 1 << 16, 1},
+      {"cpu", "layernorm.fused", "layernorm", fp32_only, true, false, true, 1 << 16, 1},
+      {"cpu", "rmsnorm.unfused", "rmsnorm", fp32_only, true, true, true, 1 << 16, 1},
+      {"cpu", "rmsnorm.fused", "rmsnorm", fp32_only, true, false, true, 1 << 16, 1},
       // CUDA arms (kernels/cuda): row held in registers, 16-byte vectors -> cols % 8.
-      {"cuda", "layernorm.unfused", operation::layernorm, all_dtypes, true, true, true, 8192, 8},
-      {"cuda", "layernorm.fused", operation::layernorm, all_dtypes, true, false, true, 8192, 8},
-      {"cuda", "layernorm.lockgroup", operation::layernorm, all_dtypes, true, false, true, 8192, 8},
-      {"cuda", "rmsnorm.unfused", operation::rmsnorm, all_dtypes, true, true, true, 8192, 8},
-      {"cuda", "rmsnorm.fused", operation::rmsnorm, all_dtypes, true, false, true, 8192, 8},
+      {"cuda", "layernorm.unfused", "layernorm", all_dtypes, true, true, true, 8192, 8},
+      {"cuda", "layernorm.fused", "layernorm", all_dtypes, true, false, true, 8192, 8},
+      {"cuda", "layernorm.lockgroup", "layernorm", all_dtypes, true, false, true, 8192, 8},
+      {"cuda", "rmsnorm.unfused", "rmsnorm", all_dtypes, true, true, true, 8192, 8},
+      {"cuda", "rmsnorm.fused", "rmsnorm", all_dtypes, true, false, true, 8192, 8},
   };
   return table;
 }
@@ -48,7 +48,9 @@ std::vector<arm_info> build_registry() {
   std::vector<arm_info> arms;
   for (const auto &m : metadata()) {
     arm_info a{m.name, m.device, m.op, m.dtypes, m.has_backward, "", {}, m.allocates_fwd,
-               m.allocates_bwd, m.max_cols, m.cols_multiple};
+               m.allocates_bwd, m.max_cols, m.cols_multiple, {pass_kind::fwd}, {}};
+    if (m.has_backward)
+      a.passes.push_back(pass_kind::fwd_bwd);
     for (const auto *s = generated::arm_sources; s->name != nullptr; ++s) {
       if (a.device == s->device && a.name == s->name) {
         a.source_sha256 = s->sha256;

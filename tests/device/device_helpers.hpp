@@ -81,7 +81,7 @@ inline protocol make_protocol(operation op, dtype type, std::vector<std::int64_t
   p.title = "device test";
   p.hypothesis = "-";
   p.device = "cuda";
-  p.op = op;
+  p.op = std::string(to_string(op));
   p.type = type;
   p.rows = std::move(rows);
   p.cols = std::move(cols);

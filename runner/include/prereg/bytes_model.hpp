@@ -5,15 +5,18 @@
 #include "prereg/arm.hpp"
 
 #include <cstdint>
+#include <string_view>
 
 namespace prereg {
 
-/// Bytes one invocation of `op` must read plus write for a [rows, cols] input of `type`
-/// (statistics are fp32, 4 bytes). Throws `error` (exit 2) for a negative shape or overflow.
-[[nodiscard]] std::uint64_t bytes_per_invocation(operation op, dtype type, pass_kind pass,
+/// Bytes one invocation of operation `op` (by name) must read plus write for a [rows, cols]
+/// input of `type` (statistics are fp32, 4 bytes). Throws `error` (exit 2) for a negative shape
+/// or overflow, std::logic_error for an operation without a model here (layernorm and rmsnorm
+/// only, until the bytes model moves onto the operation descriptor).
+[[nodiscard]] std::uint64_t bytes_per_invocation(std::string_view op, dtype type, pass_kind pass,
                                                  std::int64_t rows, std::int64_t cols);
 /// Bytes one timed step moves: `repeat` invocations (repeat >= 1).
-[[nodiscard]] std::uint64_t bytes_per_step(operation op, dtype type, pass_kind pass,
+[[nodiscard]] std::uint64_t bytes_per_step(std::string_view op, dtype type, pass_kind pass,
                                            std::int64_t rows, std::int64_t cols,
                                            std::int64_t repeat);
 /// bytes / (time_ms * 1e-3) / 1e9 [GB/s]; NaN unless time_ms > 0 and finite.

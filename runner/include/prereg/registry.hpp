@@ -13,11 +13,18 @@
 
 namespace prereg {
 
+/// A number an arm takes from the protocol (`arms[].options` in prereg: 2).
+struct arm_option_decl {
+  std::string name;
+  double default_value = 0;
+  std::string doc;
+};
+
 /// One registered kernel.
 struct arm_info {
   std::string name;       ///< e.g. "layernorm.fused"
   std::string device;     ///< "cpu" | "cuda"
-  operation op;           ///< what it computes
+  std::string op;         ///< the operation it computes (prereg/operation.hpp), e.g. "layernorm"
   std::vector<dtype> dtypes;
   bool has_backward;      ///< can run the fwd+bwd pass
   std::string source_sha256; ///< hash of its sources, embedded at build time (see README)
@@ -26,6 +33,8 @@ struct arm_info {
   bool allocates_bwd;     ///< allocates inside the bwd step
   std::int64_t max_cols;  ///< largest row length it takes
   std::int64_t cols_multiple; ///< cols must be a multiple of this
+  std::vector<pass_kind> passes;        ///< the passes it runs
+  std::vector<arm_option_decl> options; ///< the options it declares, in order
 };
 
 /// Every arm of this build, in a stable order.
