@@ -575,8 +575,12 @@ TEST_CASE("wrong types") {
                   "device must be one of cuda | cpu, got 'gpu'");
     check_rejects(with("dtype: fp32", "dtype: fp64"), 7, 8,
                   "dtype must be one of fp32 | fp16 | bf16");
-    check_rejects(with("operation: layernorm", "operation: conv2d"), 6, 12,
-                  "operation must be one of");
+    check_rejects(with("operation: layernorm", "operation: conv"), 6, 12,
+                  "operation must be one of layernorm | rmsnorm | softmax, got 'conv'");
+    check_rejects(with("operation: layernorm", "operation: [layernorm]"), 6, 12,
+                  "operation must be one of layernorm | rmsnorm | softmax, got a list");
+    check_rejects(with("operation: layernorm", "operation: softmax"), 6, 12,
+                  "operation softmax needs prereg: 2 (prereg: 1 knows layernorm | rmsnorm)");
     check_rejects(with("passes: [fwd, fwd+bwd]", "passes: [fwd, bwd]"), 11, 15,
                   "passes must be one of fwd | fwd+bwd");
     check_rejects(with("launch: stream", "launch: async"), 16, 13,
@@ -592,7 +596,9 @@ TEST_CASE("wrong types") {
 
 TEST_CASE("values and ranges") {
   SUBCASE("schema version") {
-    check_rejects(with("prereg: 1", "prereg: 2"), 1, 9, "unsupported schema version prereg: 2");
+    check_rejects(with("prereg: 1", "prereg: 3"), 1, 9,
+                  "unsupported schema version prereg: 3 (this tool reads prereg: 1 and prereg: 2)");
+    check_rejects(with("prereg: 1", "prereg: 0"), 1, 9, "unsupported schema version prereg: 0");
     check_rejects(with("prereg: 1", "prereg: 1.0"), 1, 9, "plain decimal");
   }
   SUBCASE("ids") {
@@ -756,5 +762,307 @@ TEST_CASE("hostile sizes are refused with the numbers") {
     check_rejects(text, 21, 16,
                   "too many timed invocations: 12 cells per arm x (5000 repetitions + 10 warmup) x "
                   "4097 summed repeat over arms = 246311640, more than the limit of 100000000");
+  }
+}
+
+// --- schema 2 ---------------------------------------------------------------------------------
+
+namespace {
+
+// `base` as prereg: 2: same lines, `axes:` in place of `shapes:` (built without doctest's
+// macros, which must not run before main).
+const std::string base2 = [] {
+  std::string s = base;
+  s.replace(s.find("prereg: 1"), 9, "prereg: 2");
+  s.replace(s.find("shapes:"), 7, "axes:");
+  return s;
+}();
+
+std::string with2(const std::string &from, const std::string &to) { return with(base2, from, to); }
+
+// Arms that this build's registry lacks, for the checks the registry cannot reach yet: a CUDA
+// LayerNorm arm that declares two options, a forward-only one, and a CPU softmax arm.
+prereg::arm_info make_arm(std::string device, std::string name, std::string op,
+                          std::vector<prereg::pass_kind> passes,
+                          std::vector<prereg::arm_option_decl> options) {
+  prereg::arm_info a;
+  a.name = std::move(name);
+  a.device = std::move(device);
+  a.op = std::move(op);
+  a.dtypes = {prereg::dtype::fp32, prereg::dtype::fp16, prereg::dtype::bf16};
+  a.has_backward = passes.size() == 2;
+  a.allocates_fwd = false;
+  a.allocates_bwd = false;
+  a.max_cols = 8192;
+  a.cols_multiple = 1;
+  a.passes = std::move(passes);
+  a.options = std::move(options);
+  return a;
+}
+
+const std::vector<prereg::arm_info> &extra_arms() {
+  using prereg::pass_kind;
+  static const std::vector<prereg::arm_info> arms{
+      make_arm("cuda", "layernorm.tiled", "layernorm", {pass_kind::fwd, pass_kind::fwd_bwd},
+               {{"block", 256, "threads per block"}, {"unroll", 4, "rows per thread"}}),
+      make_arm("cuda", "layernorm.fwdonly", "layernorm", {pass_kind::fwd}, {}),
+      make_arm("cpu", "softmax.test", "softmax", {pass_kind::fwd, pass_kind::fwd_bwd}, {}),
+  };
+  return arms;
+}
+
+// The registry plus extra_arms().
+const prereg::arm_info *lookup(std::string_view device, std::string_view kernel) {
+  for (const auto &a : extra_arms())
+    if (a.device == device && a.name == kernel)
+      return &a;
+  return prereg::find_arm(device, kernel);
+}
+
+prereg::protocol parse_with_extra(const std::string &yaml) {
+  return prereg::parse_protocol(yaml, file, lookup);
+}
+
+void check_rejects_with_extra(const std::string &yaml, int line, int column,
+                              const std::string &part) {
+  try {
+    (void)parse_with_extra(yaml);
+    FAIL("accepted, expected: " << part);
+  } catch (const prereg::error &e) {
+    const std::string message = e.what();
+    CAPTURE(message);
+    CHECK(e.code() == prereg::exit_code::invalid);
+    CHECK(e.where() == prereg::at(file, line, column));
+    CHECK(message.find(part) != std::string::npos);
+  }
+}
+
+} // namespace
+
+TEST_CASE("schema 2 parses and normalises with axes and options") {
+  const auto p = prereg::parse_protocol(base2, file);
+  CHECK(p.schema == 2);
+  CHECK(p.op == "layernorm");
+  CHECK(p.rows == std::vector<std::int64_t>{128, 512, 1024, 4096, 16384, 65536});
+  CHECK(p.cols == std::vector<std::int64_t>{1024});
+  REQUIRE(p.arms.size() == 2);
+  CHECK(p.arms[0].options.empty());
+
+  // The v1 JSON with "prereg": 2, "axes" in place of "shapes" and every arm's "options".
+  json expected = normalised(base);
+  expected["prereg"] = 2;
+  expected["axes"] = expected["shapes"];
+  expected.erase("shapes");
+  for (auto &arm : expected["arms"])
+    arm["options"] = json::object();
+  const json got = prereg::to_json(p);
+  CHECK(got == expected);
+  CHECK(got["arms"][0]["options"].is_object());
+  CHECK(prereg::protocol_hash(p) != prereg::protocol_hash(prereg::parse_protocol(base, file)));
+
+  SUBCASE("axes and at keys in any order and style, options: {} or left out") {
+    const std::string text =
+        with(with2("axes:\n  rows: [128, 512, 1024, 4096, 16384, 65536]\n  cols: [1024]\n",
+                   "axes: {cols: [1024], rows: [128, 512, 1024, 4096, 16384, 65536]}\n"),
+             "    repeat: 1\n", "    repeat: 1\n    options: {}\n");
+    CHECK(normalised(text) == got);
+  }
+  SUBCASE("v1 keeps its JSON: no options key, shapes not axes") {
+    const json v1 = normalised(base);
+    CHECK(v1["prereg"] == 1);
+    CHECK(v1.contains("shapes"));
+    CHECK_FALSE(v1.contains("axes"));
+    CHECK_FALSE(v1["arms"][0].contains("options"));
+  }
+  SUBCASE("round trip through JSON and canonical bytes") {
+    CHECK(prereg::to_json(prereg::protocol_from_json(got, "protocol.json")) == got);
+    const json reread = json::parse(prereg::canonical_json(got));
+    CHECK(prereg::to_json(prereg::protocol_from_json(reread, "protocol.json")) == got);
+  }
+  SUBCASE("the sample v2 protocol") {
+    const auto sample = prereg::parse_protocol(
+        prereg::read_file(PREREG_TEST_DATA "/protocols/v2_example.yaml"), "v2_example.yaml");
+    CHECK(sample.schema == 2);
+    CHECK(sample.device == "cpu");
+    CHECK(sample.rows == std::vector<std::int64_t>{64, 4096});
+    const json j = prereg::to_json(sample);
+    CHECK(j["axes"] == json::parse(R"({"rows": [64, 4096], "cols": [1024]})"));
+    CHECK(j["arms"][1]["options"] == json::object());
+    CHECK(prereg::to_json(prereg::protocol_from_json(j, "protocol.json")) == j);
+  }
+}
+
+TEST_CASE("schema 2: axes and shapes belong to their own version") {
+  check_rejects(with("prereg: 1", "prereg: 2"), 8, 1,
+                "shapes is prereg: 1; prereg: 2 names the operation's axes: use axes:");
+  check_rejects(with("shapes:", "axes:"), 8, 1, "axes needs prereg: 2");
+  check_rejects(with("    repeat: 1", "    repeat: 1\n    options: {}"), 18, 5,
+                "arms[0].options needs prereg: 2");
+  check_rejects(with2("axes:\n", "axes: !!map\n"), 8, 7, "tags (!!map)");
+  check_rejects(with2("  rows: [128, 512, 1024, 4096, 16384, 65536]\n  cols: [1024]\n", ""), 8, 1,
+                "axes must be a mapping, got null");
+  check_rejects(with2("  cols: [1024]", "  cols: [1024]\n  depth: [1]"), 11, 3,
+                "unknown axis 'depth' in axes: operation layernorm has axes rows, cols");
+  check_rejects(with2("  cols: [1024]\n", ""), 9, 3,
+                "missing axis 'cols' in axes: operation layernorm has axes rows, cols");
+  check_rejects(with2("rows: [128, 512,", "rows: [0, 512,"), 9, 10,
+                "axes.rows must be an integer from 1 to 2147483648, got 0");
+  check_rejects(with2("rows: [128, 512,", "rows: [128, 128,"), 9, 15, "axes.rows lists 128 twice");
+  check_rejects(with2("cols: [1024]", "cols: []"), 10, 9, "axes.cols must not be empty");
+  check_rejects(with2("{rows: 128, cols: 1024}", "{rows: 256, cols: 1024}"), 12, 25,
+                "operating_point.rows 256 is not in axes.rows");
+  check_rejects(with2("{rows: 128, cols: 1024}", "{rows: 128, cols: 1024, depth: 1}"), 12, 42,
+                "unknown key 'depth' in operating_point (allowed: rows, cols)");
+  check_rejects(with2("pass: fwd+bwd}", "pass: fwd+bwd, depth: 1}"), 36, 48,
+                "unknown key 'depth' in predictions[0].at (allowed: rows, cols, pass)");
+  check_rejects(with2("at: {rows: 128, cols", "at: {rows: 256, cols"), 36, 16,
+                "predictions[0].at.rows selects 256");
+  check_rejects(base2 + "colour: red\n", 38, 1,
+                "unknown key 'colour' in the protocol (allowed: "
+                "prereg, id, title, hypothesis, device, "
+                "operation, dtype, axes, passes,");
+  check_rejects(with2("    repeat: 1", "    repeats: 1"), 17, 5,
+                "unknown key 'repeats' in arms[0] (allowed: id, kernel, launch, repeat, options)");
+}
+
+TEST_CASE("schema 2: arm options are checked against what the kernel declares") {
+  SUBCASE("a kernel that declares none") {
+    check_rejects(with2("    repeat: 1", "    repeat: 1\n    options: {block: 128}"), 18, 15,
+                  "unknown option 'block' in arms[0].options: kernel 'layernorm.unfused' takes "
+                  "no options");
+    check_rejects(with2("    repeat: 1", "    repeat: 1\n    options: [1]"), 18, 14,
+                  "arms[0].options must be a mapping of option names to numbers, got a list");
+    check_rejects(with2("    repeat: 1", "    repeat: 1\n    options:"), 18, 5,
+                  "arms[0].options must be a mapping of option names to numbers, got null");
+  }
+  const std::string tiled = with2("    kernel: layernorm.fused", "    kernel: layernorm.tiled");
+  SUBCASE("declared options get their defaults, in declaration order") {
+    const auto p = parse_with_extra(tiled);
+    using opts = std::vector<std::pair<std::string, double>>;
+    CHECK(p.arms[1].options == opts{{"block", 256}, {"unroll", 4}});
+    CHECK(p.arms[0].options.empty());
+    const json j = prereg::to_json(p);
+    CHECK(j["arms"][1]["options"] == json::parse(R"({"block": 256.0, "unroll": 4.0})"));
+    const auto set = parse_with_extra(with(tiled, "kernel: layernorm.tiled",
+                                           "kernel: layernorm.tiled\n    options: {unroll: 8}"));
+    CHECK(set.arms[1].options == opts{{"block", 256}, {"unroll", 8}});
+    const json js = prereg::to_json(set);
+    CHECK(js != j);
+    CHECK(js["arms"][1]["options"]["unroll"] == 8.0);
+    // Writing the default explicitly is the same protocol.
+    CHECK(prereg::to_json(parse_with_extra(with(tiled, "kernel: layernorm.tiled",
+                                                "kernel: layernorm.tiled\n    options: {block: "
+                                                "256.0, unroll: 4e0}"))) == j);
+    // The JSON round trip, through the canonical bytes too (256.0 is written 256 there).
+    CHECK(prereg::to_json(prereg::protocol_from_json(js, "protocol.json", lookup)) == js);
+    CHECK(prereg::to_json(prereg::protocol_from_json(json::parse(prereg::canonical_json(js)),
+                                                     "protocol.json", lookup)) == js);
+  }
+  SUBCASE("unknown options and bad values") {
+    check_rejects_with_extra(
+        with(tiled, "kernel: layernorm.tiled", "kernel: layernorm.tiled\n    options: {blocks: 1}"),
+        20, 15,
+        "unknown option 'blocks' in arms[1].options: kernel 'layernorm.tiled' declares block, "
+        "unroll");
+    check_rejects_with_extra(
+        with(tiled, "kernel: layernorm.tiled",
+             "kernel: layernorm.tiled\n    options: {unroll: \"8\"}"),
+        20, 23, "arms[1].options.unroll must be a number, got the quoted string \"8\"");
+    check_rejects_with_extra(with(tiled, "kernel: layernorm.tiled",
+                                  "kernel: layernorm.tiled\n    options: {unroll: .5}"),
+                             20, 23, "arms[1].options.unroll must be a plain decimal number");
+    check_rejects_with_extra(with(tiled, "kernel: layernorm.tiled",
+                                  "kernel: layernorm.tiled\n    options: {unroll: 1, unroll: 2}"),
+                             20, 26, "duplicate key 'unroll'");
+  }
+  SUBCASE("prereg: 1 runs a kernel's options at their defaults and does not write them") {
+    const std::string v1 = with("    kernel: layernorm.fused", "    kernel: layernorm.tiled");
+    const auto p = parse_with_extra(v1);
+    using opts = std::vector<std::pair<std::string, double>>;
+    CHECK(p.arms[1].options == opts{{"block", 256}, {"unroll", 4}});
+    CHECK_FALSE(prereg::to_json(p)["arms"][1].contains("options"));
+  }
+  SUBCASE("errors in JSON name the pointer") {
+    json b = prereg::to_json(parse_with_extra(tiled));
+    b["arms"][1]["options"]["warps"] = 2;
+    try {
+      (void)prereg::protocol_from_json(b, "store/protocol.json", lookup);
+      FAIL("accepted");
+    } catch (const prereg::error &e) {
+      CHECK(e.code() == prereg::exit_code::invalid);
+      CHECK(e.where() == "store/protocol.json#/arms/1/options");
+      CHECK(std::string(e.what()).find("unknown option 'warps'") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("schema 2: operations and the arms that compute them") {
+  const std::string softmax =
+      with(with(with2("operation: layernorm", "operation: softmax"), "device: cuda", "device: cpu"),
+           arms_block,
+           "arms:\n  - id: unfused\n    kernel: softmax.test\n  - id: fused\n    kernel: "
+           "softmax.test\n");
+  SUBCASE("softmax is an operation; this build's registry has no softmax arm yet") {
+    check_rejects(softmax, 15, 13, "unknown kernel 'softmax.test' for device cpu");
+    const auto p = parse_with_extra(softmax);
+    CHECK(p.op == "softmax");
+    CHECK(prereg::to_json(p)["operation"] == "softmax");
+    CHECK(prereg::to_json(prereg::protocol_from_json(prereg::to_json(p), "x", lookup)) ==
+          prereg::to_json(p));
+  }
+  SUBCASE("an arm computes the protocol's operation") {
+    check_rejects_with_extra(with(softmax, "    kernel: softmax.test\n  - id: fused",
+                                  "    kernel: layernorm.unfused\n  - id: fused"),
+                             15, 13,
+                             "kernel 'layernorm.unfused' computes layernorm, but the protocol's "
+                             "operation is softmax");
+    check_rejects_with_extra(with2("    kernel: layernorm.fused", "    kernel: softmax.test"), 19,
+                             13, "unknown kernel 'softmax.test' for device cuda");
+    check_rejects_with_extra(
+        with(with2("device: cuda", "device: cpu"), "    kernel: layernorm.fused",
+             "    kernel: softmax.test"),
+        19, 13,
+        "kernel 'softmax.test' computes softmax, but the protocol's operation is layernorm");
+  }
+  SUBCASE("an arm runs every pass the protocol lists") {
+    check_rejects_with_extra(with2("    kernel: layernorm.fused", "    kernel: layernorm.fwdonly"),
+                             19, 13,
+                             "kernel 'layernorm.fwdonly' has no backward pass, but passes lists "
+                             "fwd+bwd");
+    const std::string fwd_only =
+        with(with(with2("    kernel: layernorm.fused", "    kernel: layernorm.fwdonly"),
+                  "passes: [fwd, fwd+bwd]", "passes: [fwd]"),
+             "pass: fwd+bwd}", "pass: fwd}");
+    CHECK(parse_with_extra(fwd_only).arms[1].kernel == "layernorm.fwdonly");
+  }
+}
+
+TEST_CASE("every prereg: 1 protocol under protocols/ keeps its hash") {
+  // Frozen facts: the hashes `prereg check` printed before schema 2 existed. A change here
+  // would make every frozen copy and report of these protocols unreadable as the same protocol.
+  const std::vector<std::pair<std::string, std::string>> frozen{
+      {"protocols/cpu_smoke.yaml",
+       "e6cd3057d2beab51dd9fdd41bc184060bcfea1ed579cebd12d0c41a7214bac18"},
+      {"protocols/ln_batch1.yaml",
+       "0d18189f5e8e8ec54a1516743e75446d59e6f2edf060596847795121af17f3d8"},
+      {"protocols/ln_model_step.yaml",
+       "7738f494891f325a740b42bfade713bcf13c35f3adb8561b981d66a4c1a063b0"},
+      {"protocols/rmsnorm_qwen.yaml",
+       "f86f842c1df0e22ff3b1631ed4213ce6849abff413f27db69975d7eed4ef9427"},
+      {"protocols/bench/layernorm_fp32.yaml",
+       "b3ff559eb215443e3a3c369244f013a4fee84e942eea5281e326b87f98f6e6c9"},
+      {"protocols/bench/layernorm_graph.yaml",
+       "111d6606dd9f744fd41ce914c3de47fb80b561c9a2b873ea981f3449eb10ade3"},
+      {"protocols/bench/rmsnorm_fp16.yaml",
+       "9ca8df6c0646b39f3b31bbb8843cc5790df1c15a7a654cc9f7074986fe35418b"},
+  };
+  for (const auto &[path, hash] : frozen) {
+    CAPTURE(path);
+    const auto p = prereg::parse_protocol(
+        prereg::read_file(std::string(PREREG_SOURCE_DIR) + "/" + path), path);
+    CHECK(p.schema == 1);
+    CHECK(prereg::protocol_hash(p) == hash);
+    // ... and reading the normalised JSON back gives the same hash.
+    CHECK(prereg::protocol_hash(prereg::protocol_from_json(prereg::to_json(p), path)) == hash);
   }
 }

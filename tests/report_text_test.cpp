@@ -175,6 +175,19 @@ TEST_CASE("markdown of a CPU report without operating point, defects or deviatio
   CHECK(md.find("⚠") == std::string::npos);
 }
 
+TEST_CASE("a prereg: 2 body (axes in place of shapes) renders like its prereg: 1 form") {
+  const json v1 = sample("cpu_rmsnorm.json");
+  json v2 = v1;
+  json &body = v2["protocol"]["body"];
+  body["prereg"] = 2;
+  body["axes"] = body["shapes"];
+  body.erase("shapes");
+  const std::string md = prereg::render_markdown(v2);
+  CHECK(md == prereg::render_markdown(v1));
+  CHECK(md.find("| arm | 64 | 256 | 1024 |") != std::string::npos);
+  CHECK(prereg::render_html(v2) == prereg::render_html(v1));
+}
+
 TEST_CASE("html of a CUDA report: self-contained, one series per arm per chart") {
   const json r = sample("cuda_layernorm.json");
   const std::string page = prereg::render_html(r);

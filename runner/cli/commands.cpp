@@ -227,8 +227,11 @@ int cmd_arms(args_t args) {
   for (const auto &a : all_arms()) {
     std::string dts;
     for (auto d : a.dtypes) dts += (dts.empty() ? "" : ",") + std::string(to_string(d));
+    std::string passes;
+    for (auto p : a.passes)
+      passes += (passes.empty() ? "" : ",") + std::string(p == pass_kind::fwd ? "fwd" : "bwd");
     fmt::print("{:<6} {:<20} {:<10} {:<15} {:<8} {:<16} {}\n", a.device, a.name,
-               a.op, dts, a.has_backward ? "fwd,bwd" : "fwd",
+               a.op, dts, passes,
                a.source_sha256.substr(0, 16),
                (a.device == "cpu" || cuda_built) ? "yes" : "no (built without CUDA)");
   }

@@ -225,6 +225,8 @@ const std::vector<node> &as_list(const node &n, std::string_view what, std::size
 class fields {
 public:
   fields(const node &map, std::string_view what, std::initializer_list<std::string_view> allowed)
+      : fields(map, what, std::vector<std::string_view>(allowed)) {}
+  fields(const node &map, std::string_view what, const std::vector<std::string_view> &allowed)
       : m_map(map), m_what(what) {
     if (map.k != node::kind::mapping)
       fail(map, fmt::format("{} must be a mapping, got {}", what, strict_yaml::describe(map)));
@@ -355,66 +357,170 @@ bool is_number_literal(const std::string &s) {
 std::string show_int(const std::int64_t &v) { return std::to_string(v); }
 std::string show_pass(const pass_kind &p) { return std::string(to_string(p)); }
 
-protocol validate(const node &root) {
-  const fields top(root, "the protocol",
-                   {"prereg", "id", "title", "hypothesis", "device", "operation", "dtype", "shapes",
-                    "passes", "operating_point", "arms", "measurement", "analysis", "correctness",
-                    "predictions"});
-  protocol p;
-  {
-    const node &version = top.required("prereg");
-    p.schema = as_int(version, "prereg", std::numeric_limits<std::int64_t>::min(),
-                      std::numeric_limits<std::int64_t>::max());
-    if (p.schema != 1)
-      fail(version, fmt::format("unsupported schema version prereg: {} (this tool reads "
-                                "prereg: 1)",
-                                p.schema));
+std::string joined(const std::vector<std::string> &names, std::string_view separator = ", ") {
+  std::string out;
+  for (const auto &n : names)
+    out += (out.empty() ? "" : std::string(separator)) + n;
+  return out;
+}
+
+// The key node of `key` in a mapping (for messages about the key itself), or null.
+const node *key_node(const node &map, std::string_view key) {
+  if (map.k != node::kind::mapping)
+    return nullptr;
+  for (const auto &[k, v] : map.entries)
+    if (k.value == key)
+      return &k;
+  return nullptr;
+}
+
+// The operations prereg: 1 knows (its schema is frozen: a later operation needs prereg: 2).
+const std::vector<std::string> schema1_operations{"layernorm", "rmsnorm"};
+
+std::vector<std::string_view> top_keys(std::int64_t schema) {
+  return {"prereg",     "id",
+          "title",      "hypothesis",
+          "device",     "operation",
+          "dtype",      schema == 1 ? "shapes" : "axes",
+          "passes",     "operating_point",
+          "arms",       "measurement",
+          "analysis",   "correctness",
+          "predictions"};
+}
+
+const operation_desc &as_operation(const node &n, std::int64_t schema) {
+  std::vector<std::string> known;
+  for (const auto &op : all_operations())
+    known.push_back(op.name);
+  const operation_desc *op = n.k == node::kind::scalar ? find_operation(n.value) : nullptr;
+  if (op == nullptr)
+    fail(n, fmt::format("operation must be one of {}, got {}", joined(known, " | "),
+                        strict_yaml::describe(n)));
+  if (schema == 1 && std::find(schema1_operations.begin(), schema1_operations.end(), op->name) ==
+                         schema1_operations.end())
+    fail(n, fmt::format("operation {} needs prereg: 2 (prereg: 1 knows {})", op->name,
+                        joined(schema1_operations, " | ")));
+  // The in-memory protocol holds the two axes every operation has today.
+  if (op->axes != std::vector<std::string>{"rows", "cols"})
+    fail(n, fmt::format("operation {} has axes {}; this build's protocols hold rows and cols only",
+                        op->name, joined(op->axes)));
+  return *op;
+}
+
+// prereg: 2 `arms[].options`: numbers by name, checked against what the arm declares. The
+// result lists every declared option in declaration order, with its value or its default.
+std::vector<std::pair<std::string, double>> as_options(const node *n, const arm_info &arm,
+                                                       const std::string &what) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto &decl : arm.options)
+    out.emplace_back(decl.name, decl.default_value);
+  if (n == nullptr)
+    return out;
+  if (n->k != node::kind::mapping)
+    fail(*n, fmt::format("{} must be a mapping of option names to numbers, got {}", what,
+                         strict_yaml::describe(*n)));
+  std::vector<std::string> declared;
+  for (const auto &decl : arm.options)
+    declared.push_back(decl.name);
+  for (const auto &[key, value] : n->entries) {
+    const auto it = std::find(declared.begin(), declared.end(), key.value);
+    if (it == declared.end()) {
+      if (declared.empty())
+        fail(key, fmt::format("unknown option '{}' in {}: kernel '{}' takes no options",
+                              message_excerpt(key.value), what, arm.name));
+      fail(key, fmt::format("unknown option '{}' in {}: kernel '{}' declares {}",
+                            message_excerpt(key.value), what, arm.name, joined(declared)));
+    }
+    out[static_cast<std::size_t>(it - declared.begin())].second =
+        as_float(value, fmt::format("{}.{}", what, key.value));
   }
+  return out;
+}
+
+protocol validate(const node &root, const kernel_lookup &lookup) {
+  // The version decides which keys are allowed, so it is read first.
+  std::int64_t schema = 1; // a missing prereg is reported below, as a missing required key
+  if (const node *version = root.k == node::kind::mapping ? root.find("prereg") : nullptr) {
+    schema = as_int(*version, "prereg", std::numeric_limits<std::int64_t>::min(),
+                    std::numeric_limits<std::int64_t>::max());
+    if (schema != 1 && schema != 2)
+      fail(*version, fmt::format("unsupported schema version prereg: {} (this tool reads "
+                                 "prereg: 1 and prereg: 2)",
+                                 schema));
+  }
+  if (const node *k = schema == 1 ? key_node(root, "axes") : nullptr)
+    fail(*k, "axes needs prereg: 2 (prereg: 1 names its shapes as shapes: {rows: [...], cols: "
+             "[...]})");
+  if (const node *k = schema == 2 ? key_node(root, "shapes") : nullptr)
+    fail(*k, "shapes is prereg: 1; prereg: 2 names the operation's axes: use axes: {rows: [...], "
+             "cols: [...]}");
+  const fields top(root, "the protocol", top_keys(schema));
+  protocol p;
+  p.schema = as_int(top.required("prereg"), "prereg", 1, 2);
   p.id = as_id(top.required("id"), "id");
   p.title = as_nonempty_string(top.required("title"), "title");
   p.hypothesis = as_nonempty_string(top.required("hypothesis"), "hypothesis");
   p.device =
       as_enum<std::string>(top.required("device"), "device", {{"cuda", "cuda"}, {"cpu", "cpu"}});
-  {
-    std::vector<std::pair<std::string_view, std::string>> ops;
-    for (const auto &o : all_operations())
-      ops.emplace_back(o.name, o.name);
-    p.op = as_enum_of<std::string>(top.required("operation"), "operation", ops);
-  }
+  const operation_desc &op = as_operation(top.required("operation"), p.schema);
+  p.op = op.name;
   p.type = as_enum<dtype>(top.required("dtype"), "dtype",
                           {{"fp32", dtype::fp32}, {"fp16", dtype::fp16}, {"bf16", dtype::bf16}});
 
-  const node &shapes_node = top.required("shapes");
+  // prereg: 1 `shapes: {rows, cols}`; prereg: 2 `axes:` with every axis of the operation.
+  const std::string extents = p.schema == 1 ? "shapes" : "axes";
+  std::vector<std::string_view> axis_keys(op.axes.begin(), op.axes.end());
+  const node &shapes_node = top.required(extents);
   {
-    const fields shapes(shapes_node, "shapes", {"rows", "cols"});
-    p.rows = as_extents(shapes.required("rows"), "shapes.rows");
-    p.cols = as_extents(shapes.required("cols"), "shapes.cols");
+    if (p.schema == 2 && shapes_node.k == node::kind::mapping) {
+      for (const auto &[key, value] : shapes_node.entries)
+        if (std::find(op.axes.begin(), op.axes.end(), key.value) == op.axes.end())
+          fail(key, fmt::format("unknown axis '{}' in axes: operation {} has axes {}",
+                                message_excerpt(key.value), op.name, joined(op.axes)));
+      for (const auto &axis : op.axes)
+        if (shapes_node.find(axis) == nullptr)
+          fail(shapes_node, fmt::format("missing axis '{}' in axes: operation {} has axes {}", axis,
+                                        op.name, joined(op.axes)));
+    }
+    const fields shapes(shapes_node, extents, axis_keys);
+    p.rows = as_extents(shapes.required("rows"), extents + ".rows");
+    p.cols = as_extents(shapes.required("cols"), extents + ".cols");
   }
 
   for (const node &item : as_list(top.required("passes"), "passes", 2)) {
     const auto pass = as_pass(item, "passes");
     if (std::find(p.passes.begin(), p.passes.end(), pass) != p.passes.end())
       fail(item, fmt::format("passes lists {} twice", to_string(pass)));
+    if (std::find(op.passes.begin(), op.passes.end(), pass) == op.passes.end())
+      fail(item, fmt::format("passes lists {}, which operation {} does not have", to_string(pass),
+                             op.name));
     p.passes.push_back(pass);
   }
 
-  if (const node *op = top.optional("operating_point"); op && op->k != node::kind::null) {
-    const fields point(*op, "operating_point", {"rows", "cols"});
+  if (const node *op_node = top.optional("operating_point");
+      op_node && op_node->k != node::kind::null) {
+    const fields point(*op_node, "operating_point", axis_keys);
     const node &r = point.required("rows");
     const node &c = point.required("cols");
     const auto rows = as_int(r, "operating_point.rows", 1, max_extent);
     const auto cols = as_int(c, "operating_point.cols", 1, max_extent);
     if (std::find(p.rows.begin(), p.rows.end(), rows) == p.rows.end())
-      fail(r, fmt::format("operating_point.rows {} is not in shapes.rows", rows));
+      fail(r, fmt::format("operating_point.rows {} is not in {}.rows", rows, extents));
     if (std::find(p.cols.begin(), p.cols.end(), cols) == p.cols.end())
-      fail(c, fmt::format("operating_point.cols {} is not in shapes.cols", cols));
+      fail(c, fmt::format("operating_point.cols {} is not in {}.cols", cols, extents));
     p.operating_point = std::make_pair(rows, cols);
   }
 
   const auto &arm_nodes = as_list(top.required("arms"), "arms", max_arms);
   for (std::size_t i = 0; i < arm_nodes.size(); ++i) {
     const node &item = arm_nodes[i];
-    const fields arm(item, fmt::format("arms[{}]", i), {"id", "kernel", "launch", "repeat"});
+    const std::string arm_what = fmt::format("arms[{}]", i);
+    if (const node *k = p.schema == 1 ? key_node(item, "options") : nullptr)
+      fail(*k, fmt::format("{}.options needs prereg: 2", arm_what));
+    std::vector<std::string_view> arm_keys{"id", "kernel", "launch", "repeat"};
+    if (p.schema == 2)
+      arm_keys.push_back("options");
+    const fields arm(item, arm_what, arm_keys);
     arm_spec a;
     const node &id_node = arm.required("id");
     a.id = as_id(id_node, arm.path("id"));
@@ -428,7 +534,7 @@ protocol validate(const node &root) {
         fail(id_node, fmt::format("duplicate arm id '{}'", a.id));
     const node &kernel_node = arm.required("kernel");
     a.kernel = as_string(kernel_node, arm.path("kernel"));
-    const arm_info *info = find_arm(p.device, a.kernel);
+    const arm_info *info = lookup(p.device, a.kernel);
     if (info == nullptr)
       fail(kernel_node, fmt::format("unknown kernel '{}' for device {} (see `prereg arms`)",
                                     message_excerpt(a.kernel), p.device));
@@ -439,15 +545,20 @@ protocol validate(const node &root) {
       fail(kernel_node, fmt::format("kernel '{}' ({}) does not support dtype {}", a.kernel,
                                     p.device, to_string(p.type)));
     for (const auto pass : p.passes)
-      if (pass == pass_kind::fwd_bwd && !info->has_backward)
-        fail(kernel_node,
-             fmt::format("kernel '{}' has no backward pass, but passes lists fwd+bwd", a.kernel));
+      if (std::find(info->passes.begin(), info->passes.end(), pass) == info->passes.end())
+        fail(kernel_node, pass == pass_kind::fwd_bwd
+                              ? fmt::format("kernel '{}' has no backward pass, but passes lists "
+                                            "fwd+bwd",
+                                            a.kernel)
+                              : fmt::format("kernel '{}' does not run pass {}, but passes lists it",
+                                            a.kernel, to_string(pass)));
     if (const node *launch = arm.optional("launch"))
       a.launch =
           as_enum<launch_mode>(*launch, arm.path("launch"),
                                {{"stream", launch_mode::stream}, {"graph", launch_mode::graph}});
     if (const node *repeat = arm.optional("repeat"))
       a.repeat = as_int(*repeat, arm.path("repeat"), 1, 4096);
+    a.options = as_options(arm.optional("options"), *info, arm.path("options"));
     p.arms.push_back(std::move(a));
   }
 
@@ -548,7 +659,9 @@ protocol validate(const node &root) {
     s.at.cols = p.cols;
     s.at.passes = p.passes;
     if (const node *at_node = pred.optional("at")) {
-      const fields at(*at_node, pred.path("at"), {"rows", "cols", "pass"});
+      std::vector<std::string_view> at_keys = axis_keys;
+      at_keys.push_back("pass");
+      const fields at(*at_node, pred.path("at"), at_keys);
       s.at.rows = select<std::int64_t>(
           at.optional("rows"), p.rows, at.path("rows"),
           [&](const node &n) { return as_int(n, at.path("rows"), 1, max_extent); }, show_int);
@@ -604,17 +717,26 @@ correctness_spec default_tolerance(dtype d) {
   return {};
 }
 
-protocol parse_protocol(std::string_view yaml_text, const std::string &file) {
-  return validate(strict_yaml::parse(yaml_text, file));
+protocol parse_protocol(std::string_view yaml_text, const std::string &file,
+                        const kernel_lookup &arms) {
+  return validate(strict_yaml::parse(yaml_text, file), arms);
 }
 
 json to_json(const protocol &p) {
   json arms = json::array();
-  for (const auto &a : p.arms)
-    arms.push_back({{"id", a.id},
-                    {"kernel", a.kernel},
-                    {"launch", std::string(name_of(a.launch))},
-                    {"repeat", a.repeat}});
+  for (const auto &a : p.arms) {
+    json arm = {{"id", a.id},
+                {"kernel", a.kernel},
+                {"launch", std::string(name_of(a.launch))},
+                {"repeat", a.repeat}};
+    if (p.schema >= 2) { // prereg: 1 has no options: its JSON (and hash) stays as it was
+      json options = json::object();
+      for (const auto &[name, value] : a.options)
+        options[name] = value;
+      arm["options"] = std::move(options);
+    }
+    arms.push_back(std::move(arm));
+  }
   json predictions = json::array();
   for (const auto &s : p.predictions)
     predictions.push_back(
@@ -625,7 +747,7 @@ json to_json(const protocol &p) {
   json operating_point = nullptr;
   if (p.operating_point)
     operating_point = {{"rows", p.operating_point->first}, {"cols", p.operating_point->second}};
-  return {
+  json out = {
       {"prereg", p.schema},
       {"id", p.id},
       {"title", p.title},
@@ -650,10 +772,15 @@ json to_json(const protocol &p) {
       {"correctness", {{"rtol", p.correctness.rtol}, {"atol", p.correctness.atol}}},
       {"predictions", predictions},
   };
+  if (p.schema >= 2) { // the same extents under the operation's axis names
+    out["axes"] = std::move(out["shapes"]);
+    out.erase("shapes");
+  }
+  return out;
 }
 
-protocol protocol_from_json(const json &body, const std::string &where) {
-  return validate(strict_yaml::from_json(body, where));
+protocol protocol_from_json(const json &body, const std::string &where, const kernel_lookup &arms) {
+  return validate(strict_yaml::from_json(body, where), arms);
 }
 
 } // namespace prereg

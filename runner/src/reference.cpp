@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 namespace prereg::reference {
 namespace {
@@ -144,6 +145,14 @@ outputs64 rmsnorm(const inputs64 &in, bool backward) {
 }
 
 } // namespace
+
+operation norm_operation(std::string_view name) {
+  if (name == "layernorm")
+    return operation::layernorm;
+  if (name == "rmsnorm")
+    return operation::rmsnorm;
+  throw std::logic_error("the normalisation reference has no operation " + std::string(name));
+}
 
 outputs64 compute(operation op, const inputs64 &in, bool backward) {
   check_inputs(op, in, backward);

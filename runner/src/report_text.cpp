@@ -37,6 +37,11 @@ const json &child(const json &obj, std::string_view key) {
   return it == obj.end() ? null_json() : *it;
 }
 
+// The protocol body's extents: prereg: 1 `shapes`, prereg: 2 `axes` (both {rows, cols}).
+const json &extents(const json &body) {
+  return child(body, child(body, "axes").is_object() ? "axes" : "shapes");
+}
+
 std::optional<double> number(const json &obj, std::string_view key) {
   const json &v = child(obj, key);
   if (!v.is_number())
@@ -214,10 +219,10 @@ view make_view(const report_document &report) {
   for (const json &p : child(body, "passes"))
     if (p.is_string())
       add_unique(v.passes, p.get<std::string>());
-  for (const json &r : child(child(body, "shapes"), "rows"))
+  for (const json &r : child(extents(body), "rows"))
     if (r.is_number_integer())
       add_unique(v.rows, r.get<std::int64_t>());
-  for (const json &c : child(child(body, "shapes"), "cols"))
+  for (const json &c : child(extents(body), "cols"))
     if (c.is_number_integer())
       add_unique(v.cols, c.get<std::int64_t>());
   const json &op = child(body, "operating_point");
@@ -541,9 +546,8 @@ table design_table(const view &v) {
   t.rows.push_back({plain("operation"), plain(fmt::format("{}, {}", text(b, "operation", "?"),
                                                           text(b, "dtype", "?")))});
   t.rows.push_back(
-      {plain("shapes"),
-       plain(fmt::format("rows {} × cols {}", list_text(child(child(b, "shapes"), "rows")),
-                         list_text(child(child(b, "shapes"), "cols"))))});
+      {plain("shapes"), plain(fmt::format("rows {} × cols {}", list_text(child(extents(b), "rows")),
+                                          list_text(child(extents(b), "cols"))))});
   t.rows.push_back({plain("passes"), plain(list_text(child(b, "passes")))});
   t.rows.push_back({plain("operating point"),
                     plain(v.op ? shape_text(v.op->first, v.op->second) : std::string("none"))});

@@ -1,11 +1,13 @@
-// The protocol (CONTRACT.md section 2): strict YAML validation, normalisation with every
-// default explicit, and the protocol hash.
+// The protocol (docs/protocol.md): strict YAML validation of schema 1 and 2, normalisation
+// with every default explicit, and the protocol hash.
 #pragma once
 
 #include "prereg/arm.hpp"
 #include "prereg/json.hpp"
+#include "prereg/registry.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,7 +26,9 @@ struct arm_spec {
   std::string kernel;
   launch_mode launch = launch_mode::stream;
   std::int64_t repeat = 1; ///< invocations per timed step, on distinct buffers
-  std::vector<std::pair<std::string, double>> options; ///< schema 2: per-arm option values
+  /// Every option the kernel declares, in its order, with the protocol's value (prereg: 2
+  /// `options`) or the declared default (always the default in prereg: 1).
+  std::vector<std::pair<std::string, double>> options;
 };
 
 /// The cells a prediction's `at` selects; after normalisation every list is explicit
@@ -63,11 +67,11 @@ struct correctness_spec {
 
 /// A validated protocol; every field holds its explicit or default value.
 struct protocol {
-  std::int64_t schema = 1;
+  std::int64_t schema = 1; ///< `prereg`: 1 or 2
   std::string id;
   std::string title;
   std::string hypothesis;
-  std::string device; ///< "cuda" | "cpu"
+  std::string device;           ///< "cuda" | "cpu"
   std::string op = "layernorm"; ///< the operation's name (prereg/operation.hpp)
   dtype type = dtype::fp32;
   std::vector<std::int64_t> rows;
@@ -87,17 +91,23 @@ struct protocol {
 /// The contract's default tolerances: fp32 1e-5/1e-5, fp16 1e-3/1e-3, bf16 1.6e-2/1e-2.
 [[nodiscard]] correctness_spec default_tolerance(dtype d);
 
-/// Parses and strictly validates a protocol YAML text (CONTRACT.md section 2). Every
-/// rejection throws `error` (exit 2) with `file:line:column` of the offending node.
-/// Kernels are checked against the registry for the protocol's device.
-[[nodiscard]] protocol parse_protocol(std::string_view yaml_text, const std::string &file);
+/// How the validator finds a kernel: the arm of `device` named `kernel`, or null.
+using kernel_lookup =
+    std::function<const arm_info *(std::string_view device, std::string_view kernel)>;
+
+/// Parses and strictly validates a protocol YAML text, prereg: 1 or 2 (docs/protocol.md).
+/// Every rejection throws `error` (exit 2) with `file:line:column` of the offending node.
+/// Kernels are checked against `arms` (this build's registry unless told otherwise).
+[[nodiscard]] protocol parse_protocol(std::string_view yaml_text, const std::string &file,
+                                      const kernel_lookup &arms = find_arm);
 
 /// The normalised protocol as JSON, every default explicit (the object that is hashed).
 [[nodiscard]] json to_json(const protocol &p);
 
 /// Rebuilds a protocol from its normalised JSON (a frozen copy or a report's body),
 /// validating it like a YAML file; errors name `where`.
-[[nodiscard]] protocol protocol_from_json(const json &body, const std::string &where);
+[[nodiscard]] protocol protocol_from_json(const json &body, const std::string &where,
+                                          const kernel_lookup &arms = find_arm);
 
 /// SHA-256 hex of the canonical JSON of the normalised protocol.
 [[nodiscard]] std::string protocol_hash(const protocol &p);

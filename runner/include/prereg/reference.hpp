@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace prereg::reference {
@@ -21,6 +22,11 @@ struct inputs64 {
 struct outputs64 {
   std::vector<double> y, mean, rstd, dx, dgamma, dbeta;
 };
+
+/// The normalisation named `name` ("layernorm" | "rmsnorm", a protocol's or an arm's operation);
+/// throws std::logic_error for any other operation: this reference covers the two
+/// normalisations only (an operation descriptor carries its own reference).
+[[nodiscard]] operation norm_operation(std::string_view name);
 
 /// The float64 reference of `op` (eps = norm_eps(op)); RMSNorm ignores beta and mean.
 [[nodiscard]] outputs64 compute(operation op, const inputs64 &in, bool backward);
