@@ -1,4 +1,4 @@
-// The protocol (CONTRACT.md section 2): strict YAML validation, normalisation with every
+// The protocol (docs/protocol.md): strict YAML validation, normalisation with every
 // default explicit, and the protocol hash.
 #pragma once
 
@@ -82,7 +82,7 @@ struct protocol {
 /// The contract's default tolerances: fp32 1e-5/1e-5, fp16 1e-3/1e-3, bf16 1.6e-2/1e-2.
 [[nodiscard]] correctness_spec default_tolerance(dtype d);
 
-/// Parses and strictly validates a protocol YAML text (CONTRACT.md section 2). Every
+/// Parses and strictly validates a protocol YAML text (docs/protocol.md). Every
 /// rejection throws `error` (exit 2) with `file:line:column` of the offending node.
 /// Kernels are checked against the registry for the protocol's device.
 [[nodiscard]] protocol parse_protocol(std::string_view yaml_text, const std::string &file);
@@ -94,7 +94,10 @@ struct protocol {
 /// validating it like a YAML file; errors name `where`.
 [[nodiscard]] protocol protocol_from_json(const json &body, const std::string &where);
 
-/// SHA-256 hex of the canonical JSON of the normalised protocol.
+/// The protocol hash: SHA-256 hex of the canonical JSON of the normalised protocol
+/// (protocol_hash(to_json(p))).
 [[nodiscard]] std::string protocol_hash(const protocol &p);
+/// The protocol hash of a normalised protocol's JSON: sha256_hex(canonical_json(normalised)).
+[[nodiscard]] std::string protocol_hash(const json &normalised);
 
 } // namespace prereg

@@ -1,4 +1,4 @@
-// The report (CONTRACT.md section 4): report.json assembled from a run's raw record by the
+// The report (docs/report.md): report.json assembled from a run's raw record by the
 // analysis modules, and the DSSE envelope that signs it.
 #pragma once
 
