@@ -38,7 +38,7 @@ using key_lookup = std::function<std::optional<public_key>(const std::string &fi
 /// and parsed entries, so a command reads and parses the file once. The cache is keyed by the file's identity (device,
 /// inode, size, modification time); a read or an append that finds the file changed by someone
 /// else reloads it. Callers hold the store's lock around append() and around any read whose
-/// result decides what to append.
+/// result decides what to append. Handles are for one thread at a time.
 class ledger {
 public:
   explicit ledger(std::filesystem::path file);
