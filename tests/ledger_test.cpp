@@ -10,7 +10,10 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
+
+#include <csignal>
 
 #include <cstdlib>
 #include <fstream>
@@ -166,6 +169,34 @@ TEST_CASE("a ledger whose last line lacks its newline is refused, and nothing is
   } catch (const error &e) {
     CHECK(std::string(e.what()).find("ledger line 2 has no final newline") != std::string::npos);
   }
+}
+
+TEST_CASE("a write cut short (file size limit, as on a full disk) leaves the ledger as it was") {
+  temp_dir tmp;
+  const signing_key key = signing_key::generate();
+  const fs::path file = tmp.path / "ledger.jsonl";
+  ledger l(file);
+  l.append({{"event", ledger_event::freeze}, {"protocol_hash", "h"}}, key);
+  const std::string before = read_file(file);
+  // Let the next write get 10 bytes in: a short write, then the cut back.
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = static_cast<rlim_t>(before.size() + 10);
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  const exit_code code = code_of([&] { l.append(start_of("h", "r1", 1), key); });
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  CHECK(code == exit_code::failure);
+  CHECK(read_file(file) == before);
+  CHECK(l.entries().size() == 1);
+  // The next append chains to the intact ledger.
+  const json e = l.append(start_of("h", "r1", 1), key);
+  CHECK(e.at("seq") == 2);
+  CHECK(l.verify([&](const std::string &) -> std::optional<public_key> {
+          return key.public_part();
+        }) == 2);
 }
 
 TEST_CASE("attempts_of counts the run-starts of one protocol; next_attempt is one more") {
