@@ -508,8 +508,9 @@ TEST_CASE("audit failure details name the cause") {
     const auto r = audit(lab, dir);
     CHECK(list(r.failed()) == "ledger, history");
     CHECK(detail_of(r, "ledger").find("the report says attempt 2") != std::string::npos);
-    CHECK(detail_of(r, "history").find("the report says attempt 2, but its run-start is run "
-                                       "number 1 of this protocol") != std::string::npos);
+    CHECK(detail_of(r, "history")
+              .find("the report says attempt 2, but its run-start is run "
+                    "number 1 of this protocol") != std::string::npos);
   }
   SUBCASE("a freeze after the run names both times") {
     report.at("run").at("started_at") = "2001-01-01T00:00:00Z";
@@ -645,7 +646,7 @@ TEST_CASE("the history check fails on a run sequence that is not what runs write
 
   if (!expected_detail.empty()) {
     REQUIRE(lab.st().get_ledger().verify(
-        [&](const std::string &f) { return lab.st().find_key(f); }) > 0);
+                [&](const std::string &f) { return lab.st().find_key(f); }) > 0);
     const audit_result r = audit(lab, second);
     CHECK(list(r.failed()) == expected_failed);
     CHECK_MESSAGE(detail_of(r, "history").find(expected_detail) != std::string::npos,

@@ -86,10 +86,10 @@ TEST_CASE("an append writes exactly one line at the end and leaves earlier bytes
   CHECK(first.at("seq") == 1);
   CHECK(first.at("prev") == ledger_genesis);
   CHECK(l.verify([&](const std::string &fp) -> std::optional<public_key> {
-          if (fp == key.fingerprint())
-            return key.public_part();
-          return std::nullopt;
-        }) == 4);
+    if (fp == key.fingerprint())
+      return key.public_part();
+    return std::nullopt;
+  }) == 4);
 }
 
 TEST_CASE("the line format: JCS bytes, prev hashes the previous line without its newline, the "
@@ -195,8 +195,8 @@ TEST_CASE("a write cut short (file size limit, as on a full disk) leaves the led
   const json e = l.append(start_of("h", "r1", 1), key);
   CHECK(e.at("seq") == 2);
   CHECK(l.verify([&](const std::string &) -> std::optional<public_key> {
-          return key.public_part();
-        }) == 2);
+    return key.public_part();
+  }) == 2);
 }
 
 TEST_CASE("attempts_of counts the run-starts of one protocol; next_attempt is one more") {

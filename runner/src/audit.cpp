@@ -760,9 +760,9 @@ run_history read_history(const audit_context &ctx) {
   };
 
   struct run {
-    std::size_t start;               ///< index of its run-start in `entries`
-    std::int64_t number;             ///< its attempt number: run-starts of this hash so far
-    std::vector<std::size_t> ends;   ///< indices of its run-complete / run-aborted entries
+    std::size_t start;             ///< index of its run-start in `entries`
+    std::int64_t number;           ///< its attempt number: run-starts of this hash so far
+    std::vector<std::size_t> ends; ///< indices of its run-complete / run-aborted entries
   };
   std::vector<std::pair<std::string, run>> runs; // in run-start order
   const auto find_run = [&](const std::string &id) -> run * {
@@ -784,8 +784,8 @@ run_history read_history(const audit_context &ctx) {
     const auto seq = e.find("seq");
     if (seq == e.end() || !seq->is_number_integer() ||
         (last_seq && seq->get<std::int64_t>() <= *last_seq)) {
-      h.problems.push_back(fmt::format("ledger line {} (seq {}) is out of seq order", i + 1,
-                                       seq_text(e)));
+      h.problems.push_back(
+          fmt::format("ledger line {} (seq {}) is out of seq order", i + 1, seq_text(e)));
     } else {
       last_seq = seq->get<std::int64_t>();
     }
@@ -796,9 +796,9 @@ run_history read_history(const audit_context &ctx) {
     } else if (event == ledger_event::run_start) {
       const std::int64_t number = attempts_of(std::span(entries).first(i + 1), hash);
       if (!frozen)
-        h.problems.push_back(fmt::format(
-            "the run-start at seq {} comes before any freeze of protocol {}", seq_text(e),
-            short_hash(hash)));
+        h.problems.push_back(
+            fmt::format("the run-start at seq {} comes before any freeze of protocol {}",
+                        seq_text(e), short_hash(hash)));
       const auto recorded = attempt_of(e);
       if (recorded != number)
         h.problems.push_back(fmt::format(
@@ -820,10 +820,9 @@ run_history read_history(const audit_context &ctx) {
       r->ends.push_back(i);
       const auto recorded = attempt_of(e);
       if (recorded != r->number)
-        h.problems.push_back(fmt::format("the {} at seq {} records attempt {}, not {}", event,
-                                         seq_text(e),
-                                         recorded ? std::to_string(*recorded) : "(none)",
-                                         r->number));
+        h.problems.push_back(
+            fmt::format("the {} at seq {} records attempt {}, not {}", event, seq_text(e),
+                        recorded ? std::to_string(*recorded) : "(none)", r->number));
       if (r->ends.size() == 2)
         h.problems.push_back(fmt::format("run {} ends twice (seq {} and seq {})", id,
                                          seq_text(entries[r->ends[0]]), seq_text(e)));
@@ -831,8 +830,8 @@ run_history read_history(const audit_context &ctx) {
   }
 
   std::vector<std::string> parts;
-  std::int64_t mine = 0;    // this run's attempt number
-  std::size_t mine_k = 0;   // its place in the list
+  std::int64_t mine = 0;  // this run's attempt number
+  std::size_t mine_k = 0; // its place in the list
   for (const auto &[id, r] : runs) {
     const std::size_t k = parts.size() + 1;
     const json &s = entries[r.start];
@@ -865,11 +864,11 @@ run_history read_history(const audit_context &ctx) {
   if (parts.empty())
     h.line = fmt::format("the ledger holds no run of protocol {}", short_hash(hash));
   else
-    h.line = fmt::format("{}; {}",
-                         mine > 0 ? fmt::format("run {} of {}", mine_k, parts.size())
-                                  : fmt::format("this run is not in the ledger; {} run(s)",
-                                                parts.size()),
-                         fmt::join(parts, ", "));
+    h.line = fmt::format(
+        "{}; {}",
+        mine > 0 ? fmt::format("run {} of {}", mine_k, parts.size())
+                 : fmt::format("this run is not in the ledger; {} run(s)", parts.size()),
+        fmt::join(parts, ", "));
   return h;
 }
 

@@ -48,7 +48,8 @@ file_identity identity_of(const struct stat &st) {
 file_identity identity_of(const std::filesystem::path &path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return {};
+    if (errno == ENOENT)
+      return {};
     throw io_error("cannot read file: " + errno_text(), path.string());
   }
   return identity_of(st);
@@ -62,10 +63,12 @@ std::string read_all(int fd, const std::filesystem::path &path) {
   for (;;) {
     const ssize_t n = ::pread(fd, buf, sizeof buf, at);
     if (n < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR)
+        continue;
       throw io_error("cannot read file: " + errno_text(), path.string());
     }
-    if (n == 0) break;
+    if (n == 0)
+      break;
     text.append(buf, static_cast<std::size_t>(n));
     at += n;
   }
@@ -74,11 +77,13 @@ std::string read_all(int fd, const std::filesystem::path &path) {
 
 void fsync_dir(const std::filesystem::path &dir) {
   const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw io_error("cannot open folder: " + errno_text(), dir.string());
+  if (fd < 0)
+    throw io_error("cannot open folder: " + errno_text(), dir.string());
   const int rc = ::fsync(fd);
   const auto why = errno_text();
   ::close(fd);
-  if (rc != 0) throw io_error("cannot sync folder: " + why, dir.string());
+  if (rc != 0)
+    throw io_error("cannot sync folder: " + why, dir.string());
 }
 
 /// Holds an flock on an open file (released on scope exit, the fd stays open).
@@ -86,7 +91,8 @@ class fd_flock {
 public:
   fd_flock(int fd, int how, const std::filesystem::path &path) : m_fd(fd) {
     while (::flock(m_fd, how) != 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR)
+        continue;
       throw io_error("cannot lock: " + errno_text(), path.string());
     }
   }
@@ -102,14 +108,15 @@ private:
 struct fd_closer {
   int fd;
   ~fd_closer() {
-    if (fd >= 0) ::close(fd);
+    if (fd >= 0)
+      ::close(fd);
   }
 };
 
 } // namespace
 
 struct ledger::cache {
-  file_identity id;               ///< of the file these lines were read from
+  file_identity id; ///< of the file these lines were read from
   bool loaded = false;
   std::vector<std::string> lines; ///< without their newlines
   std::vector<json> entries;      ///< the parsed lines, once entries() asked for them
@@ -126,9 +133,9 @@ struct ledger::cache {
     while (start < text.size()) {
       const auto nl = text.find('\n', start);
       if (nl == std::string::npos)
-        throw integrity_error(fmt::format("ledger line {} has no final newline (truncated write?)",
-                                          lines.size() + 1),
-                              file.string());
+        throw integrity_error(
+            fmt::format("ledger line {} has no final newline (truncated write?)", lines.size() + 1),
+            file.string());
       lines.push_back(text.substr(start, nl - start));
       start = nl + 1;
     }
@@ -139,13 +146,15 @@ struct ledger::cache {
   /// Reads the whole file through `fd` (opened on `file`); the caller holds an flock on it.
   void load(int fd, const std::filesystem::path &file) {
     struct stat st {};
-    if (::fstat(fd, &st) != 0) throw io_error("cannot read file: " + errno_text(), file.string());
+    if (::fstat(fd, &st) != 0)
+      throw io_error("cannot read file: " + errno_text(), file.string());
     load(read_all(fd, file), identity_of(st), file);
   }
 
   /// Every line parsed strictly (exit 3 naming the first line that is not JSON).
   const std::vector<json> &parse(const std::filesystem::path &file) {
-    if (parsed) return entries;
+    if (parsed)
+      return entries;
     std::vector<json> out;
     out.reserve(lines.size());
     for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -175,7 +184,8 @@ std::shared_ptr<ledger::cache> cache_for(const std::filesystem::path &file) {
   const std::string name = (ec ? file : key).lexically_normal().string();
   const std::lock_guard<std::mutex> guard(mutex);
   auto &slot = caches[name];
-  if (!slot) slot = std::make_shared<ledger::cache>();
+  if (!slot)
+    slot = std::make_shared<ledger::cache>();
   return slot;
 }
 
@@ -199,13 +209,15 @@ std::string utc_now_rfc3339() {
 ledger::cache &ledger::current() const {
   cache &c = *m_cache;
   const file_identity now = identity_of(m_file);
-  if (c.loaded && c.id == now) return c;
+  if (c.loaded && c.id == now)
+    return c;
   if (!now.exists) {
     c.load(std::string(), now, m_file);
     return c;
   }
   const fd_closer fd{::open(m_file.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (fd.fd < 0) throw io_error("cannot read file: " + errno_text(), m_file.string());
+  if (fd.fd < 0)
+    throw io_error("cannot read file: " + errno_text(), m_file.string());
   // A shared lock on the ledger itself: an append holds it exclusively while it writes, so a
   // reader never sees half a line (also without the store's lock, also in a read-only store).
   const fd_flock lock(fd.fd, LOCK_SH, m_file);
@@ -218,19 +230,24 @@ const std::vector<json> &ledger::entries() const { return current().parse(m_file
 json ledger::append(json fields, const signing_key &key) {
   const auto dir = m_file.parent_path();
   std::error_code ec;
-  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  if (ec) throw io_error("cannot create folder: " + ec.message(), dir.string());
+  if (!dir.empty())
+    std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw io_error("cannot create folder: " + ec.message(), dir.string());
   const bool existed = identity_of(m_file).exists;
   const fd_closer fd{::open(m_file.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644)};
-  if (fd.fd < 0) throw io_error("cannot open file: " + errno_text(), m_file.string());
+  if (fd.fd < 0)
+    throw io_error("cannot open file: " + errno_text(), m_file.string());
   off_t old_size = 0;
   try {
     const fd_flock lock(fd.fd, LOCK_EX, m_file);
     struct stat st {};
-    if (::fstat(fd.fd, &st) != 0) throw io_error("cannot read file: " + errno_text(), m_file.string());
+    if (::fstat(fd.fd, &st) != 0)
+      throw io_error("cannot read file: " + errno_text(), m_file.string());
     old_size = st.st_size;
     cache &c = *m_cache;
-    if (!c.loaded || c.id != identity_of(st)) c.load(fd.fd, m_file); // another process appended
+    if (!c.loaded || c.id != identity_of(st))
+      c.load(fd.fd, m_file); // another process appended
     fields["seq"] = c.lines.size() + 1;
     fields["time"] = utc_now_rfc3339();
     fields["prev"] = c.lines.empty() ? ledger_genesis : sha256_hex(c.lines.back());
@@ -248,15 +265,18 @@ json ledger::append(json fields, const signing_key &key) {
       const std::string why = n < 0 || n == static_cast<ssize_t>(bytes.size())
                                   ? errno_text()
                                   : std::string(std::strerror(ENOSPC));
-      if (::ftruncate(fd.fd, old_size) == 0) (void)::fsync(fd.fd);
+      if (::ftruncate(fd.fd, old_size) == 0)
+        (void)::fsync(fd.fd);
       throw io_error("cannot write file: " + why, m_file.string());
     }
-    if (!existed) fsync_dir(dir);
+    if (!existed)
+      fsync_dir(dir);
     struct stat after {};
     if (::fstat(fd.fd, &after) != 0)
       throw io_error("cannot read file: " + errno_text(), m_file.string());
     c.lines.push_back(std::move(line));
-    if (c.parsed) c.entries.push_back(entry);
+    if (c.parsed)
+      c.entries.push_back(entry);
     c.id = identity_of(after);
     return entry;
   } catch (...) {
@@ -309,9 +329,9 @@ std::size_t ledger::verify(const key_lookup &keys) const {
           fmt::format("ledger entry seq {} does not chain to the previous entry", expected_seq),
           where);
     if (canonical_json(e) != ls[i])
-      throw integrity_error(fmt::format("ledger entry seq {} is not in canonical form (edited)",
-                                        expected_seq),
-                            where);
+      throw integrity_error(
+          fmt::format("ledger entry seq {} is not in canonical form (edited)", expected_seq),
+          where);
     const std::string signer = record_signer(e);
     const auto key = signer.empty() ? std::nullopt : keys(signer);
     if (!key)
@@ -328,10 +348,11 @@ std::size_t ledger::verify(const key_lookup &keys) const {
 }
 
 std::int64_t attempts_of(std::span<const json> entries, std::string_view protocol_hash) {
-  return static_cast<std::int64_t>(std::count_if(entries.begin(), entries.end(), [&](const json &e) {
-    return e.is_object() && e.value("event", "") == ledger_event::run_start &&
-           e.value("protocol_hash", "") == protocol_hash;
-  }));
+  return static_cast<std::int64_t>(
+      std::count_if(entries.begin(), entries.end(), [&](const json &e) {
+        return e.is_object() && e.value("event", "") == ledger_event::run_start &&
+               e.value("protocol_hash", "") == protocol_hash;
+      }));
 }
 
 std::int64_t next_attempt(std::span<const json> entries, std::string_view protocol_hash) {

@@ -35,10 +35,10 @@ using key_lookup = std::function<std::optional<public_key>(const std::string &fi
 /// ..., signature}; `prev` is the SHA-256 hex of the previous line's bytes (without its newline).
 ///
 /// A `ledger` is a handle: all handles on the same file in a process share one cache of its lines
-/// and parsed entries, so a command reads and parses the file once. The cache is keyed by the file's identity (device,
-/// inode, size, modification time); a read or an append that finds the file changed by someone
-/// else reloads it. Callers hold the store's lock around append() and around any read whose
-/// result decides what to append. Handles are for one thread at a time.
+/// and parsed entries, so a command reads and parses the file once. The cache is keyed by the
+/// file's identity (device, inode, size, modification time); a read or an append that finds the
+/// file changed by someone else reloads it. Callers hold the store's lock around append() and
+/// around any read whose result decides what to append. Handles are for one thread at a time.
 class ledger {
 public:
   explicit ledger(std::filesystem::path file);
