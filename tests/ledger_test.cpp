@@ -199,7 +199,8 @@ TEST_CASE("a write cut short (file size limit, as on a full disk) leaves the led
   }) == 2);
 }
 
-TEST_CASE("attempts_of counts the run-starts of one protocol; next_attempt is one more") {
+TEST_CASE("attempts_of counts the run-starts of one protocol; next_attempt is one more; "
+          "attempt_numbers numbers them") {
   const std::vector<json> entries{
       {{"event", "freeze"}, {"protocol_hash", "a"}},
       start_of("a", "r1", 1),
@@ -217,4 +218,10 @@ TEST_CASE("attempts_of counts the run-starts of one protocol; next_attempt is on
   CHECK(attempts_of(std::span(entries).first(2), "a") == 1);
   CHECK(attempts_of(std::span(entries).first(5), "a") == 2);
   CHECK(attempts_of({}, "a") == 0);
+  // attempt_numbers gives the same numbers in one pass.
+  CHECK(attempt_numbers(entries, "a") == std::vector<std::int64_t>{0, 1, 0, 0, 2, 0});
+  CHECK(attempt_numbers(entries, "b") == std::vector<std::int64_t>{0, 0, 0, 1, 0, 0});
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (attempt_numbers(entries, "a")[i] != 0)
+      CHECK(attempt_numbers(entries, "a")[i] == attempts_of(std::span(entries).first(i + 1), "a"));
 }

@@ -771,6 +771,7 @@ run_history read_history(const audit_context &ctx) {
         return &r;
     return nullptr;
   };
+  const std::vector<std::int64_t> numbers = attempt_numbers(entries, hash);
   bool frozen = false;
   std::optional<std::int64_t> last_seq;
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -794,7 +795,7 @@ run_history read_history(const audit_context &ctx) {
     if (event == ledger_event::freeze) {
       frozen = true;
     } else if (event == ledger_event::run_start) {
-      const std::int64_t number = attempts_of(std::span(entries).first(i + 1), hash);
+      const std::int64_t number = numbers[i];
       if (!frozen)
         h.problems.push_back(
             fmt::format("the run-start at seq {} comes before any freeze of protocol {}",

@@ -347,16 +347,34 @@ std::size_t ledger::verify(const key_lookup &keys) const {
   return ls.size();
 }
 
+namespace {
+
+/// What counts as an attempt: a run-start entry of the protocol.
+bool is_run_start_of(const json &e, std::string_view protocol_hash) {
+  return e.is_object() && e.value("event", "") == ledger_event::run_start &&
+         e.value("protocol_hash", "") == protocol_hash;
+}
+
+} // namespace
+
 std::int64_t attempts_of(std::span<const json> entries, std::string_view protocol_hash) {
   return static_cast<std::int64_t>(
-      std::count_if(entries.begin(), entries.end(), [&](const json &e) {
-        return e.is_object() && e.value("event", "") == ledger_event::run_start &&
-               e.value("protocol_hash", "") == protocol_hash;
-      }));
+      std::count_if(entries.begin(), entries.end(),
+                    [&](const json &e) { return is_run_start_of(e, protocol_hash); }));
 }
 
 std::int64_t next_attempt(std::span<const json> entries, std::string_view protocol_hash) {
   return attempts_of(entries, protocol_hash) + 1;
+}
+
+std::vector<std::int64_t> attempt_numbers(std::span<const json> entries,
+                                          std::string_view protocol_hash) {
+  std::vector<std::int64_t> out(entries.size(), 0);
+  std::int64_t seen = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (is_run_start_of(entries[i], protocol_hash))
+      out[i] = ++seen;
+  return out;
 }
 
 } // namespace prereg

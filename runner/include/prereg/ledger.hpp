@@ -80,6 +80,11 @@ private:
 [[nodiscard]] std::int64_t next_attempt(std::span<const json> entries,
                                         std::string_view protocol_hash);
 
+/// In one pass, for each entry: attempts_of(entries.first(i + 1), protocol_hash) if entry i is a
+/// run-start of `protocol_hash` (its attempt number), else 0.
+[[nodiscard]] std::vector<std::int64_t> attempt_numbers(std::span<const json> entries,
+                                                        std::string_view protocol_hash);
+
 /// Current UTC time as RFC 3339 with microseconds, e.g. 2026-11-29T10:40:00.123456Z.
 [[nodiscard]] std::string utc_now_rfc3339();
 
