@@ -85,6 +85,30 @@ void rewrite_ledger(const temp_lab &lab, const std::function<bool(const json &)>
   }
 }
 
+/// Rewrites the store's ledger as `change` leaves its entries (stripped of seq, time, prev,
+/// signer and signature), re-chained and re-signed with the lab's key.
+void replant_ledger(const temp_lab &lab, const std::function<void(std::vector<json> &)> &change) {
+  ledger l = lab.st().get_ledger();
+  std::vector<json> entries = l.entries();
+  for (auto &e : entries)
+    for (const char *k : {"seq", "time", "prev", "signer", "signature"})
+      e.erase(k);
+  change(entries);
+  write_file_atomic(l.path(), "");
+  const signing_key key = lab.key();
+  for (const auto &e : entries)
+    l.append(e, key);
+}
+
+/// The index of the first entry of `event` for `run_id`.
+std::size_t index_of(const std::vector<json> &entries, const std::string &event,
+                     const std::string &run_id) {
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (entries[i].value("event", "") == event && entries[i].value("run_id", "") == run_id)
+      return i;
+  throw std::logic_error("no such entry");
+}
+
 std::string detail_of(const audit_result &r, const std::string &name) {
   for (const auto &c : r.checks)
     if (c.name == name)
@@ -202,7 +226,8 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     std::string bytes = read_file(dir / "report.json");
     bytes.back() = ',';
     write_file_atomic(dir / "report.json", bytes);
-    expected = {"payload", "protocol", "freeze", "statistics", "verdicts", "defects", "ledger"};
+    expected = {"payload",  "protocol", "freeze", "statistics",
+                "verdicts", "defects",  "ledger", "history"};
   }
   SUBCASE("a sample changed, re-signed with an untrusted key") {
     auto &s = cell_of(report, "fused", 64).at("samples_ms");
@@ -249,7 +274,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   SUBCASE("the attempt number changed") {
     report.at("attempt") = 2;
     resign(dir, report, key);
-    expected = {"ledger"};
+    expected = {"ledger", "history"};
   }
   SUBCASE("a derivable defect deleted") {
     auto &d = report.at("defects");
@@ -350,7 +375,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     p.at("body").at("title") = "Another title";
     p.at("hash") = sha256_hex(canonical_json(p.at("body")));
     resign(dir, report, key);
-    expected = {"protocol", "freeze", "ledger"};
+    expected = {"protocol", "freeze", "ledger", "history"};
   }
   SUBCASE("report.json no longer the envelope's payload") {
     json &c = cell_of(report, "unfused", 128);
@@ -392,14 +417,15 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   }
   SUBCASE("report.json deleted") {
     fs::remove(dir / "report.json");
-    expected = {"payload", "protocol", "freeze", "statistics", "verdicts", "defects", "ledger"};
+    expected = {"payload",  "protocol", "freeze", "statistics",
+                "verdicts", "defects",  "ledger", "history"};
   }
   SUBCASE("the run's ledger entries removed, the ledger re-chained and re-signed") {
     const std::string run_id = report.at("run").at("run_id");
     rewrite_ledger(lab, [&](const json &e) { return e.value("run_id", "") == run_id; });
     REQUIRE(lab.st().get_ledger().verify(
                 [&](const std::string &f) { return lab.st().find_key(f); }) == 1);
-    expected = {"ledger"};
+    expected = {"ledger", "history"};
   }
   SUBCASE("only the run-complete removed, the ledger re-chained and re-signed") {
     rewrite_ledger(lab, [](const json &e) { return e.value("event", "") == "run-complete"; });
@@ -411,7 +437,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     REQUIRE(at != std::string::npos);
     text[at + 10] = '2';
     write_file_atomic(lab.st().get_ledger().path(), text);
-    expected = {"ledger"};
+    expected = {"ledger", "history"};
   }
   SUBCASE("a freeze record dated after the run, in the report and the store alike") {
     json record = report.at("protocol").at("freeze");
@@ -448,7 +474,6 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   CHECK(r.exit() == exit_code::audit_failed);
   CHECK(static_cast<int>(r.exit()) == 4);
   CHECK(r.checks.back().name == "history");
-  CHECK(r.checks.back().passed);
   const std::string text = render_audit_text(r);
   for (const auto &n : expected) {
     const bool listed = text.find("\nFAIL " + n + ": ") != std::string::npos ||
@@ -557,8 +582,11 @@ TEST_CASE("audit failure details name the cause") {
       l.append(e, key);
     }
     const auto r = audit(lab, dir);
-    CHECK(list(r.failed()) == "ledger");
+    CHECK(list(r.failed()) == "ledger, history");
     CHECK(detail_of(r, "ledger").find("the report says attempt 2") != std::string::npos);
+    CHECK(detail_of(r, "history")
+              .find("the report says attempt 2, but its run-start is run "
+                    "number 1 of this protocol") != std::string::npos);
   }
   SUBCASE("a freeze after the run names both times") {
     report.at("run").at("started_at") = "2001-01-01T00:00:00Z";
@@ -591,9 +619,116 @@ TEST_CASE("the history names every run of the protocol, aborted ones included") 
     const std::string run_id = second.filename().string();
     rewrite_ledger(lab, [&](const json &e) { return e.value("run_id", "") == run_id; });
     const audit_result cut = audit(lab, second);
-    CHECK(list(cut.failed()) == "ledger");
+    CHECK(list(cut.failed()) == "ledger, history");
+    CHECK(detail_of(cut, "history").find("has no run-start of protocol") != std::string::npos);
+    // The third run, now second in the ledger, still records attempt 3.
+    CHECK(detail_of(cut, "history").find("records attempt 3, but it is run number 2") !=
+          std::string::npos);
     CHECK(cut.history.rfind("this run is not in the ledger; 2 run(s); run 1 aborted at ", 0) == 0);
     CHECK(cut.history.find("run 2 completed ") != std::string::npos); // the third run
+  }
+}
+
+TEST_CASE("the history check fails on a run sequence that is not what runs write") {
+  // Runs 1 (aborted), 2 and 3 (completed). Every plant keeps run 2's own entries intact, so
+  // the ledger check passes and only history can catch it.
+  temp_lab lab;
+  lab.freeze();
+  fake_plants failing;
+  failing.throw_in_measure = "planted crash";
+  CHECK_THROWS_AS((void)lab.run(failing), error);
+  const fs::path second = lab.run();
+  const fs::path third = lab.run();
+  const std::string first_id = [&] {
+    for (const auto &e : lab.st().get_ledger().entries())
+      if (e.value("event", "") == "run-aborted")
+        return e.value("run_id", "");
+    return std::string();
+  }();
+  const std::string second_id = second.filename().string();
+  const std::string third_id = third.filename().string();
+  REQUIRE(!first_id.empty());
+
+  SUBCASE("untouched, every run passes, and the check says what it verified") {
+    const audit_result r = audit(lab, second);
+    CHECK(list(r.failed()).empty());
+    CHECK(detail_of(r, "history").rfind("run 2 of 3; ", 0) == 0);
+    CHECK(audit(lab, third).passed());
+  }
+  SUBCASE("an earlier run that has no end recorded (still running, or vanished) is no failure") {
+    replant_ledger(lab, [&](std::vector<json> &es) {
+      es.erase(es.begin() + static_cast<std::ptrdiff_t>(index_of(es, "run-aborted", first_id)));
+    });
+    const audit_result r = audit(lab, second);
+    CHECK(list(r.failed()).empty());
+    CHECK(r.history.find("run 1 started ") != std::string::npos);
+    CHECK(r.history.find("has no end recorded") != std::string::npos);
+  }
+
+  std::string expected_failed = "history";
+  std::string expected_detail;
+  SUBCASE("a later run's run-start removed, its run-complete kept") {
+    replant_ledger(lab, [&](std::vector<json> &es) {
+      es.erase(es.begin() + static_cast<std::ptrdiff_t>(index_of(es, "run-start", third_id)));
+    });
+    expected_detail = "ends run " + third_id + ", which has no earlier run-start of this protocol";
+  }
+  SUBCASE("a later run's attempt renumbered") {
+    replant_ledger(lab, [&](std::vector<json> &es) {
+      es[index_of(es, "run-start", third_id)]["attempt"] = 5;
+    });
+    expected_detail = "records attempt 5, but it is run number 3 of this protocol";
+  }
+  SUBCASE("an end that records another attempt than its start") {
+    replant_ledger(lab, [&](std::vector<json> &es) {
+      es[index_of(es, "run-complete", third_id)]["attempt"] = 9;
+    });
+    expected_detail = "records attempt 9, not 3";
+  }
+  SUBCASE("an aborted try also recorded as complete") {
+    replant_ledger(lab, [&](std::vector<json> &es) {
+      json done = es[index_of(es, "run-aborted", first_id)];
+      done["event"] = "run-complete";
+      done.erase("reason");
+      done["report_sha256"] = std::string(64, '0');
+      es.push_back(done);
+    });
+    expected_detail = "run " + first_id + " ends twice";
+  }
+  SUBCASE("a run id that starts twice") {
+    replant_ledger(lab, [&](std::vector<json> &es) {
+      json again = es[index_of(es, "run-start", third_id)];
+      again["attempt"] = 4;
+      es.push_back(again);
+    });
+    expected_detail = "run " + third_id + " starts twice";
+  }
+  SUBCASE("runs recorded before the protocol's freeze") {
+    replant_ledger(lab, [&](std::vector<json> &es) {
+      json freeze = es.front();
+      REQUIRE(freeze.at("event") == "freeze");
+      es.erase(es.begin());
+      es.push_back(freeze);
+    });
+    expected_detail = "comes before any freeze of protocol";
+  }
+  SUBCASE("the aborted first try deleted: the later runs no longer count from 1") {
+    replant_ledger(lab, [&](std::vector<json> &es) {
+      std::erase_if(es, [&](const json &e) { return e.value("run_id", "") == first_id; });
+    });
+    expected_failed = "ledger, history"; // run 2 is now number 1 in the ledger, too
+    expected_detail = "the report says attempt 2, but its run-start is run number 1";
+  }
+
+  if (!expected_detail.empty()) {
+    REQUIRE(lab.st().get_ledger().verify(
+                [&](const std::string &f) { return lab.st().find_key(f); }) > 0);
+    const audit_result r = audit(lab, second);
+    CHECK(list(r.failed()) == expected_failed);
+    CHECK_MESSAGE(detail_of(r, "history").find(expected_detail) != std::string::npos,
+                  detail_of(r, "history"));
+    CHECK(r.exit() == exit_code::audit_failed);
+    CHECK(render_audit_text(r).find("\nFAIL history: ") != std::string::npos);
   }
 }
 

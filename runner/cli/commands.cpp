@@ -139,25 +139,18 @@ int cmd_keygen(args_t args) {
   return 0;
 }
 
-/// Number of run-start entries per protocol hash in the ledger.
-std::size_t count_runs(const std::vector<json> &entries, const std::string &hash) {
-  return static_cast<std::size_t>(std::count_if(entries.begin(), entries.end(), [&](const json &e) {
-    return e.value("event", "") == "run-start" && e.value("protocol_hash", "") == hash;
-  }));
-}
-
 int cmd_list(args_t args) {
   CLI::App app{"list frozen protocols", "list"};
   common_options o;
   o.add_store(app);
   if (!parse(app, args)) return 0;
   const store s = o.open_store();
-  const auto entries = s.get_ledger().entries();
+  const auto &entries = s.get_ledger().entries();
   fmt::print("{:<64}  {:<24}  {:<27}  {:>4}  {}\n", "hash", "id", "frozen-at", "runs", "title");
   for (const auto &h : s.hashes()) {
     const frozen_protocol fp = s.load(h);
     fmt::print("{:<64}  {:<24}  {:<27}  {:>4}  {}\n", h, fp.proto.id,
-               fp.freeze.value("frozen_at", ""), count_runs(entries, h), fp.proto.title);
+               fp.freeze.value("frozen_at", ""), attempts_of(entries, h), fp.proto.title);
   }
   return 0;
 }

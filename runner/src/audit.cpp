@@ -388,7 +388,7 @@ std::string check_protocol(const audit_context &ctx) {
   const std::string hash = ctx.hash();
   const json &body = ctx.doc(report_part::protocol).protocol.body;
   const std::string canonical = canonical_json(body);
-  if (const auto h = sha256_hex(canonical); h != hash)
+  if (const auto h = protocol_hash(body); h != hash)
     fail(fmt::format("protocol.body hashes to {}, not to protocol.hash {}", h, hash));
   if (!is_full_hash(hash))
     fail(fmt::format("protocol.hash '{}' is not a SHA-256 hex", hash));
@@ -592,22 +592,21 @@ std::string check_ledger(const audit_context &ctx) {
   } catch (const error &e) {
     fail(fmt::format("the ledger does not verify: {}", e.line()));
   }
-  const auto entries = l.entries();
+  const auto &entries = l.entries();
   std::int64_t position = 0;
-  std::int64_t runs_seen = 0;
   std::vector<const json *> starts;
   std::vector<const json *> completes;
   std::vector<const json *> aborts;
-  for (const auto &e : entries) {
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const json &e = entries[i];
     if (e.value("protocol_hash", "") != hash)
       continue;
     const std::string event = e.value("event", "");
     const bool mine = e.value("run_id", "") == run_id;
     if (event == ledger_event::run_start) {
-      ++runs_seen;
       if (mine) {
         starts.push_back(&e);
-        position = runs_seen;
+        position = attempts_of(std::span(entries).first(i + 1), hash);
       }
     } else if (mine && event == ledger_event::run_complete) {
       completes.push_back(&e);
@@ -651,44 +650,145 @@ std::string check_ledger(const audit_context &ctx) {
                      n, run_id, seq(start), seq(complete), attempt);
 }
 
-/// "run K of N; run 1 completed <time>, run 2 aborted at <time> (<reason>), ...".
-std::string history_line(const audit_context &ctx) {
+/// The history of a protocol's runs in the ledger (docs/audit.md, `history`): the line that
+/// lists every run, and what is wrong with the sequence of runs.
+struct run_history {
+  std::string line;                  ///< "run K of N; run 1 completed <time>, ..."
+  std::vector<std::string> problems; ///< empty: the check passes
+};
+
+run_history read_history(const audit_context &ctx) {
   const std::string hash = ctx.hash();
   const std::string run_id = get_string(at_path(ctx.report(), "run.run_id"), "report.run.run_id");
-  const auto entries = ctx.st().get_ledger().entries();
-  std::vector<std::string> parts;
-  std::size_t mine = 0;
+  const std::int64_t attempt = get_int(at_path(ctx.report(), "attempt"), "report.attempt");
+  const ledger l = ctx.st().get_ledger();
+  if (!fs::exists(l.path()))
+    fail(fmt::format("there is no ledger {}", l.path().string()));
+  const auto &entries = l.entries(); // exit-3 errors (a cut or unparsable line) FAIL the check
+  run_history h;
+  const auto seq_text = [](const json &e) {
+    const auto it = e.find("seq");
+    return it == e.end() ? std::string("(none)") : it->dump();
+  };
+  const auto attempt_of = [](const json &e) -> std::optional<std::int64_t> {
+    const auto it = e.find("attempt");
+    if (it == e.end() || !it->is_number_integer())
+      return std::nullopt;
+    return it->get<std::int64_t>();
+  };
+
+  struct run {
+    std::size_t start;             ///< index of its run-start in `entries`
+    std::int64_t number;           ///< its attempt number: run-starts of this hash so far
+    std::vector<std::size_t> ends; ///< indices of its run-complete / run-aborted entries
+  };
+  std::vector<std::pair<std::string, run>> runs; // in run-start order
+  const auto find_run = [&](const std::string &id) -> run * {
+    for (auto &[rid, r] : runs)
+      if (rid == id)
+        return &r;
+    return nullptr;
+  };
+  const std::vector<std::int64_t> numbers = attempt_numbers(entries, hash);
+  bool frozen = false;
+  std::optional<std::int64_t> last_seq;
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    const json &s = entries[i];
-    if (s.value("protocol_hash", "") != hash || s.value("event", "") != ledger_event::run_start)
+    const json &e = entries[i];
+    if (!e.is_object()) {
+      h.problems.push_back(fmt::format("ledger line {} is not a JSON object", i + 1));
       continue;
-    const std::string id = s.value("run_id", "");
-    const std::size_t k = parts.size() + 1;
-    if (id == run_id)
-      mine = k;
-    const json *end = nullptr;
-    for (std::size_t j = i + 1; j < entries.size() && end == nullptr; ++j) {
-      const std::string ev = entries[j].value("event", "");
-      if (entries[j].value("run_id", "") == id &&
-          (ev == ledger_event::run_complete || ev == ledger_event::run_aborted))
-        end = &entries[j];
     }
+    if (e.value("protocol_hash", "") != hash)
+      continue;
+    const auto seq = e.find("seq");
+    if (seq == e.end() || !seq->is_number_integer() ||
+        (last_seq && seq->get<std::int64_t>() <= *last_seq)) {
+      h.problems.push_back(
+          fmt::format("ledger line {} (seq {}) is out of seq order", i + 1, seq_text(e)));
+    } else {
+      last_seq = seq->get<std::int64_t>();
+    }
+    const std::string event = e.value("event", "");
+    const std::string id = e.value("run_id", "");
+    if (event == ledger_event::freeze) {
+      frozen = true;
+    } else if (event == ledger_event::run_start) {
+      const std::int64_t number = numbers[i];
+      if (!frozen)
+        h.problems.push_back(
+            fmt::format("the run-start at seq {} comes before any freeze of protocol {}",
+                        seq_text(e), short_hash(hash)));
+      const auto recorded = attempt_of(e);
+      if (recorded != number)
+        h.problems.push_back(fmt::format(
+            "the run-start at seq {} records attempt {}, but it is run number {} of this protocol",
+            seq_text(e), recorded ? std::to_string(*recorded) : std::string("(none)"), number));
+      if (const run *dup = find_run(id))
+        h.problems.push_back(fmt::format("run {} starts twice (seq {} and seq {})", id,
+                                         seq_text(entries[dup->start]), seq_text(e)));
+      else
+        runs.push_back({id, run{i, number, {}}});
+    } else if (event == ledger_event::run_complete || event == ledger_event::run_aborted) {
+      run *r = find_run(id);
+      if (r == nullptr) {
+        h.problems.push_back(fmt::format(
+            "the {} at seq {} ends run {}, which has no earlier run-start of this protocol", event,
+            seq_text(e), id.empty() ? "(no run_id)" : id));
+        continue;
+      }
+      r->ends.push_back(i);
+      const auto recorded = attempt_of(e);
+      if (recorded != r->number)
+        h.problems.push_back(
+            fmt::format("the {} at seq {} records attempt {}, not {}", event, seq_text(e),
+                        recorded ? std::to_string(*recorded) : "(none)", r->number));
+      if (r->ends.size() == 2)
+        h.problems.push_back(fmt::format("run {} ends twice (seq {} and seq {})", id,
+                                         seq_text(entries[r->ends[0]]), seq_text(e)));
+    }
+  }
+
+  std::vector<std::string> parts;
+  std::int64_t mine = 0;  // this run's attempt number
+  std::size_t mine_k = 0; // its place in the list
+  for (const auto &[id, r] : runs) {
+    const std::size_t k = parts.size() + 1;
+    const json &s = entries[r.start];
     const std::string tag = id == run_id ? " (this report)" : "";
-    if (end == nullptr)
+    if (id == run_id) {
+      mine = r.number;
+      mine_k = k;
+    }
+    if (r.ends.empty()) {
       parts.push_back(
           fmt::format("run {} started {} and has no end recorded{}", k, s.value("time", "?"), tag));
-    else if (end->value("event", "") == ledger_event::run_complete)
-      parts.push_back(fmt::format("run {} completed {}{}", k, end->value("time", "?"), tag));
+      continue;
+    }
+    const json &end = entries[r.ends.front()];
+    if (end.value("event", "") == ledger_event::run_complete)
+      parts.push_back(fmt::format("run {} completed {}{}", k, end.value("time", "?"), tag));
     else
-      parts.push_back(fmt::format("run {} aborted at {} ({}){}", k, end->value("time", "?"),
-                                  end->value("reason", "no reason"), tag));
+      parts.push_back(fmt::format("run {} aborted at {} ({}){}", k, end.value("time", "?"),
+                                  end.value("reason", "no reason"), tag));
   }
+  if (mine == 0)
+    h.problems.insert(h.problems.begin(),
+                      fmt::format("this run ({}) has no run-start of protocol {} in the ledger",
+                                  run_id, short_hash(hash)));
+  else if (attempt != mine)
+    h.problems.insert(h.problems.begin(),
+                      fmt::format("the report says attempt {}, but its run-start is run number {} "
+                                  "of this protocol",
+                                  attempt, mine));
   if (parts.empty())
-    return fmt::format("the ledger holds no run of protocol {}", short_hash(hash));
-  const std::string head =
-      mine > 0 ? fmt::format("run {} of {}", mine, parts.size())
-               : fmt::format("this run is not in the ledger; {} run(s)", parts.size());
-  return fmt::format("{}; {}", head, fmt::join(parts, ", "));
+    h.line = fmt::format("the ledger holds no run of protocol {}", short_hash(hash));
+  else
+    h.line = fmt::format(
+        "{}; {}",
+        mine > 0 ? fmt::format("run {} of {}", mine_k, parts.size())
+                 : fmt::format("this run is not in the ledger; {} run(s)", parts.size()),
+        fmt::join(parts, ", "));
+  return h;
 }
 
 /// One line: control characters (a newline in a message) become spaces.
@@ -776,13 +876,26 @@ audit_result audit_report(const fs::path &dir, const store &s,
     c.detail = one_line(std::move(c.detail));
     result.checks.push_back(std::move(c));
   }
+  audit_check history{std::string(check_names.back()), false, {}};
   try {
-    result.history = history_line(ctx);
+    const run_history h = read_history(ctx);
+    result.history = h.line;
+    history.passed = h.problems.empty();
+    history.detail =
+        history.passed ? h.line : fmt::format("{}; history: {}", join_some(h.problems), h.line);
+  } catch (const check_failed &e) {
+    result.history = fmt::format("history unavailable: {}", e.what());
+    history.detail = e.what();
+  } catch (const error &e) {
+    result.history = fmt::format("history unavailable: {}", e.line());
+    history.detail = e.line();
   } catch (const std::exception &e) {
     result.history = fmt::format("history unavailable: {}", e.what());
+    history.detail = e.what();
   }
   result.history = one_line(std::move(result.history));
-  result.checks.push_back({std::string(check_names.back()), true, result.history});
+  history.detail = one_line(std::move(history.detail));
+  result.checks.push_back(std::move(history));
   return result;
 }
 

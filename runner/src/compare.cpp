@@ -3,6 +3,7 @@
 
 #include "prereg/error.hpp"
 #include "prereg/rng.hpp"
+#include "prereg/stats.hpp"
 
 #include <fmt/format.h>
 
@@ -18,17 +19,6 @@
 namespace prereg {
 namespace {
 
-// The R-7 quantile of `x` (sorted ascending, non-empty), as prereg/stats.hpp defines it.
-double sorted_quantile(std::span<const double> x, double p) {
-  const double h = static_cast<double>(x.size() - 1) * p;
-  const double lo_d = std::floor(h);
-  const auto lo = static_cast<std::size_t>(lo_d);
-  const double frac = h - lo_d;
-  if (frac == 0.0 || lo + 1 >= x.size())
-    return x[lo];
-  return x[lo] + frac * (x[lo + 1] - x[lo]);
-}
-
 // The R-7 median of `x` (non-empty); reorders `x`. Equal to quantile(x, 0.5) of stats.hpp.
 double median_inplace(std::vector<double> &x) {
   const std::size_t lo = (x.size() - 1) / 2;
@@ -37,7 +27,10 @@ double median_inplace(std::vector<double> &x) {
   if (x.size() % 2 == 1)
     return a;
   const double b = *std::min_element(x.begin() + static_cast<std::ptrdiff_t>(lo) + 1, x.end());
-  return a + 0.5 * (b - a);
+  // For an even count h = (n-1)/2 = lo + 0.5 falls between the two middle values, which is the
+  // R-7 quantile 0.5 of just those two (sorted): a + 0.5·(b − a).
+  const std::array<double, 2> middle{a, b};
+  return quantile_sorted(middle, 0.5);
 }
 
 using cell_id = std::tuple<std::string, std::string, std::int64_t, std::int64_t>;
@@ -212,8 +205,8 @@ json compare_reports(const report_document &a, const report_document &b) {
       ratios[r] = ratio_of(median_inplace(rb), median_inplace(ra));
     }
     std::sort(ratios.begin(), ratios.end());
-    const double lo = sorted_quantile(ratios, p_lo);
-    const double hi = sorted_quantile(ratios, p_hi);
+    const double lo = quantile_sorted(ratios, p_lo);
+    const double hi = quantile_sorted(ratios, p_hi);
     const char *mark = hi < 1.0 ? "faster" : lo > 1.0 ? "slower" : "same";
     (hi < 1.0 ? faster : lo > 1.0 ? slower : same) += 1;
     if (std::isfinite(ratio) && ratio > 0.0) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -45,8 +46,8 @@ bool word_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-const std::vector<std::string_view> keywords{"and",     "abs",  "time",
-                                             "peak_mb", "gbps", "pct_ceiling"};
+constexpr std::array<std::string_view, 6> keywords{"and",     "abs",  "time",
+                                                   "peak_mb", "gbps", "pct_ceiling"};
 
 std::optional<metric> function_metric(std::string_view name) {
   if (name == "time")
@@ -436,6 +437,12 @@ private:
          fmt::format("unknown identifier '{}' (arms: {})", message_excerpt(t.text), arms));
   }
 };
+
+std::span<const std::string_view> expression_keywords() { return keywords; }
+
+bool is_expression_keyword(std::string_view word) {
+  return std::find(keywords.begin(), keywords.end(), word) != keywords.end();
+}
 
 std::string_view to_string(metric m) {
   switch (m) {

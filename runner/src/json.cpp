@@ -1,6 +1,8 @@
 // Strict I-JSON parsing and RFC 8785 (JCS) canonical serialisation.
 #include "prereg/json.hpp"
+
 #include "prereg/error.hpp"
+#include "prereg/utf8.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -17,49 +19,6 @@ namespace {
 
 /// Deepest nesting of arrays/objects the parser accepts and the canonicaliser emits.
 constexpr int max_json_depth = 256;
-
-/// The length (1..4) of the well-formed UTF-8 sequence starting at `pos` (Unicode Table 3-7:
-/// no overlongs, no surrogates, nothing above U+10FFFF), or 0 if it is ill-formed or truncated.
-/// Stores the code point in `cp`.
-[[nodiscard]] int utf8_sequence(std::string_view s, std::size_t pos, char32_t &cp) {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char b0 = byte(pos);
-  if (b0 < 0x80) {
-    cp = b0;
-    return 1;
-  }
-  int len = 0;
-  unsigned char lo = 0x80, hi = 0xBF; // allowed range of the second byte
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-    cp = b0 & 0x1F;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    cp = b0 & 0x0F;
-    if (b0 == 0xE0)
-      lo = 0xA0; // overlong
-    if (b0 == 0xED)
-      hi = 0x9F; // UTF-16 surrogates
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    cp = b0 & 0x07;
-    if (b0 == 0xF0)
-      lo = 0x90; // overlong
-    if (b0 == 0xF4)
-      hi = 0x8F; // above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (pos + len > s.size())
-    return 0;
-  for (int i = 1; i < len; ++i) {
-    const unsigned char b = byte(pos + i);
-    if (i == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF))
-      return 0;
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  return len;
-}
 
 [[nodiscard]] bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 [[nodiscard]] bool is_digit(char c) { return c >= '0' && c <= '9'; }

@@ -2,15 +2,196 @@
 #include "prereg/ledger.hpp"
 
 #include "prereg/error.hpp"
-#include "prereg/fs.hpp"
 #include "prereg/signed_json.hpp"
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ctime>
+#include <map>
+#include <mutex>
 
 namespace prereg {
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+/// What tells one state of the file from another: a file that was replaced, grew or was
+/// edited in place has another identity. A missing file is the all-zero identity.
+struct file_identity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::int64_t ctime_ns = 0;
+  bool exists = false;
+  bool operator==(const file_identity &) const = default;
+};
+
+file_identity identity_of(const struct stat &st) {
+  return {st.st_dev,
+          st.st_ino,
+          st.st_size,
+          static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+          static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec,
+          true};
+}
+
+file_identity identity_of(const std::filesystem::path &path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT)
+      return {};
+    throw io_error("cannot read file: " + errno_text(), path.string());
+  }
+  return identity_of(st);
+}
+
+/// All bytes of an open file from offset 0.
+std::string read_all(int fd, const std::filesystem::path &path) {
+  std::string text;
+  char buf[1 << 16];
+  off_t at = 0;
+  for (;;) {
+    const ssize_t n = ::pread(fd, buf, sizeof buf, at);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      throw io_error("cannot read file: " + errno_text(), path.string());
+    }
+    if (n == 0)
+      break;
+    text.append(buf, static_cast<std::size_t>(n));
+    at += n;
+  }
+  return text;
+}
+
+void fsync_dir(const std::filesystem::path &dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    throw io_error("cannot open folder: " + errno_text(), dir.string());
+  const int rc = ::fsync(fd);
+  const auto why = errno_text();
+  ::close(fd);
+  if (rc != 0)
+    throw io_error("cannot sync folder: " + why, dir.string());
+}
+
+/// Holds an flock on an open file (released on scope exit, the fd stays open).
+class fd_flock {
+public:
+  fd_flock(int fd, int how, const std::filesystem::path &path) : m_fd(fd) {
+    while (::flock(m_fd, how) != 0) {
+      if (errno == EINTR)
+        continue;
+      throw io_error("cannot lock: " + errno_text(), path.string());
+    }
+  }
+  fd_flock(const fd_flock &) = delete;
+  fd_flock &operator=(const fd_flock &) = delete;
+  ~fd_flock() { ::flock(m_fd, LOCK_UN); }
+
+private:
+  int m_fd;
+};
+
+/// Closes a file descriptor on scope exit.
+struct fd_closer {
+  int fd;
+  ~fd_closer() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+} // namespace
+
+struct ledger::cache {
+  file_identity id; ///< of the file these lines were read from
+  bool loaded = false;
+  std::vector<std::string> lines; ///< without their newlines
+  std::vector<json> entries;      ///< the parsed lines, once entries() asked for them
+  bool parsed = false;
+
+  /// Splits `text` into lines; a last line without its newline is exit 3.
+  void load(const std::string &text, const file_identity &identity,
+            const std::filesystem::path &file) {
+    lines.clear();
+    entries.clear();
+    parsed = false;
+    loaded = false;
+    std::size_t start = 0;
+    while (start < text.size()) {
+      const auto nl = text.find('\n', start);
+      if (nl == std::string::npos)
+        throw integrity_error(
+            fmt::format("ledger line {} has no final newline (truncated write?)", lines.size() + 1),
+            file.string());
+      lines.push_back(text.substr(start, nl - start));
+      start = nl + 1;
+    }
+    id = identity;
+    loaded = true;
+  }
+
+  /// Reads the whole file through `fd` (opened on `file`); the caller holds an flock on it.
+  void load(int fd, const std::filesystem::path &file) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0)
+      throw io_error("cannot read file: " + errno_text(), file.string());
+    load(read_all(fd, file), identity_of(st), file);
+  }
+
+  /// Every line parsed strictly (exit 3 naming the first line that is not JSON).
+  const std::vector<json> &parse(const std::filesystem::path &file) {
+    if (parsed)
+      return entries;
+    std::vector<json> out;
+    out.reserve(lines.size());
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      try {
+        out.push_back(parse_json_strict(lines[i], file.string()));
+      } catch (const error &e) {
+        throw integrity_error(fmt::format("ledger line {} is not valid JSON: {}", i + 1, e.what()),
+                              fmt::format("{}:{}", file.string(), i + 1));
+      }
+    }
+    entries = std::move(out);
+    parsed = true;
+    return entries;
+  }
+};
+
+namespace {
+
+/// One cache per ledger file for the life of the process, so that every handle on the same file
+/// (every store object, every copy) shares what was read, and references returned by entries()
+/// outlive the handle that returned them.
+std::shared_ptr<ledger::cache> cache_for(const std::filesystem::path &file) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<ledger::cache>> caches;
+  std::error_code ec;
+  auto key = std::filesystem::absolute(file, ec);
+  const std::string name = (ec ? file : key).lexically_normal().string();
+  const std::lock_guard<std::mutex> guard(mutex);
+  auto &slot = caches[name];
+  if (!slot)
+    slot = std::make_shared<ledger::cache>();
+  return slot;
+}
+
+} // namespace
+
+ledger::ledger(std::filesystem::path file) : m_file(std::move(file)), m_cache(cache_for(m_file)) {}
 
 std::string utc_now_rfc3339() {
   using namespace std::chrono;
@@ -25,65 +206,118 @@ std::string utc_now_rfc3339() {
   return fmt::format("{}.{:06d}Z", buf, micros);
 }
 
-std::vector<std::string> ledger::lines() const {
-  std::vector<std::string> out;
-  if (!std::filesystem::exists(m_file)) return out;
-  const std::string text = read_file(m_file);
-  std::size_t start = 0;
-  while (start < text.size()) {
-    const auto nl = text.find('\n', start);
-    if (nl == std::string::npos) {
-      throw integrity_error(fmt::format("ledger line {} has no final newline (truncated write?)",
-                                        out.size() + 1),
-                            m_file.string());
-    }
-    out.push_back(text.substr(start, nl - start));
-    start = nl + 1;
+ledger::cache &ledger::current() const {
+  cache &c = *m_cache;
+  const file_identity now = identity_of(m_file);
+  if (c.loaded && c.id == now)
+    return c;
+  if (!now.exists) {
+    c.load(std::string(), now, m_file);
+    return c;
   }
-  return out;
+  const fd_closer fd{::open(m_file.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (fd.fd < 0)
+    throw io_error("cannot read file: " + errno_text(), m_file.string());
+  // A shared lock on the ledger itself: an append holds it exclusively while it writes, so a
+  // reader never sees half a line (also without the store's lock, also in a read-only store).
+  const fd_flock lock(fd.fd, LOCK_SH, m_file);
+  c.load(fd.fd, m_file);
+  return c;
 }
 
-std::vector<json> ledger::entries() const {
-  std::vector<json> out;
-  const auto ls = lines();
-  for (std::size_t i = 0; i < ls.size(); ++i) {
-    try {
-      out.push_back(parse_json_strict(ls[i], m_file.string()));
-    } catch (const error &e) {
-      throw integrity_error(fmt::format("ledger line {} is not valid JSON: {}", i + 1, e.what()),
-                            fmt::format("{}:{}", m_file.string(), i + 1));
-    }
-  }
-  return out;
-}
+const std::vector<json> &ledger::entries() const { return current().parse(m_file); }
 
 json ledger::append(json fields, const signing_key &key) {
-  const auto ls = lines();
-  std::string text;
-  for (const auto &l : ls) text += l + "\n";
-  fields["seq"] = ls.size() + 1;
-  fields["time"] = utc_now_rfc3339();
-  fields["prev"] = ls.empty() ? ledger_genesis : sha256_hex(ls.back());
-  fields["signer"] = key.fingerprint();
-  json entry = sign_record(std::move(fields), key);
-  text += canonical_json(entry) + "\n";
-  write_file_atomic(m_file, text);
-  return entry;
+  const auto dir = m_file.parent_path();
+  std::error_code ec;
+  if (!dir.empty())
+    std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw io_error("cannot create folder: " + ec.message(), dir.string());
+  const bool existed = identity_of(m_file).exists;
+  const fd_closer fd{::open(m_file.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644)};
+  if (fd.fd < 0)
+    throw io_error("cannot open file: " + errno_text(), m_file.string());
+  off_t old_size = 0;
+  try {
+    const fd_flock lock(fd.fd, LOCK_EX, m_file);
+    struct stat st {};
+    if (::fstat(fd.fd, &st) != 0)
+      throw io_error("cannot read file: " + errno_text(), m_file.string());
+    old_size = st.st_size;
+    cache &c = *m_cache;
+    if (!c.loaded || c.id != identity_of(st))
+      c.load(fd.fd, m_file); // another process appended
+    fields["seq"] = c.lines.size() + 1;
+    fields["time"] = utc_now_rfc3339();
+    fields["prev"] = c.lines.empty() ? ledger_genesis : sha256_hex(c.lines.back());
+    fields["signer"] = key.fingerprint();
+    json entry = sign_record(std::move(fields), key);
+    std::string line = canonical_json(entry);
+    const std::string bytes = line + "\n";
+    // One write() of the whole line at the end of the file (O_APPEND). A short write (a full
+    // disk) or a failed fsync is cut back, so the ledger stays as it was.
+    ssize_t n = 0;
+    do {
+      n = ::write(fd.fd, bytes.data(), bytes.size());
+    } while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(bytes.size()) || ::fsync(fd.fd) != 0) {
+      const std::string why = n < 0 || n == static_cast<ssize_t>(bytes.size())
+                                  ? errno_text()
+                                  : std::string(std::strerror(ENOSPC));
+      if (::ftruncate(fd.fd, old_size) == 0)
+        (void)::fsync(fd.fd);
+      throw io_error("cannot write file: " + why, m_file.string());
+    }
+    if (!existed)
+      fsync_dir(dir);
+    struct stat after {};
+    if (::fstat(fd.fd, &after) != 0)
+      throw io_error("cannot read file: " + errno_text(), m_file.string());
+    c.lines.push_back(std::move(line));
+    if (c.parsed)
+      c.entries.push_back(entry);
+    c.id = identity_of(after);
+    return entry;
+  } catch (...) {
+    m_cache->loaded = false; // read afresh next time
+    if (!existed && old_size == 0) {
+      std::error_code rm;
+      std::filesystem::remove(m_file, rm); // no empty ledger left behind a failed first append
+    }
+    throw;
+  }
 }
 
 std::size_t ledger::verify(const key_lookup &keys) const {
-  const auto ls = lines();
+  // Reuse the parsed entries when every line parses; else parse line by line, so the first bad
+  // seq is named whatever is wrong with it.
+  cache &c = current();
+  const std::vector<json> *parsed = nullptr;
+  try {
+    parsed = &c.parse(m_file);
+  } catch (const error &) {
+    // reported below at its seq, in order with the other checks
+  }
+  const auto &ls = c.lines;
   std::string prev = ledger_genesis;
   for (std::size_t i = 0; i < ls.size(); ++i) {
     const std::size_t expected_seq = i + 1;
     const std::string where = fmt::format("{}:{}", m_file.string(), expected_seq);
-    json e;
-    try {
-      e = parse_json_strict(ls[i], m_file.string());
-    } catch (const error &) {
-      throw integrity_error(fmt::format("ledger entry seq {} is not valid JSON", expected_seq),
-                            where);
+    json local;
+    const json *ep = nullptr;
+    if (parsed != nullptr) {
+      ep = &(*parsed)[i];
+    } else {
+      try {
+        local = parse_json_strict(ls[i], m_file.string());
+      } catch (const error &) {
+        throw integrity_error(fmt::format("ledger entry seq {} is not valid JSON", expected_seq),
+                              where);
+      }
+      ep = &local;
     }
+    const json &e = *ep;
     if (!e.is_object() || !e.contains("seq") || !e["seq"].is_number_integer() ||
         e["seq"].get<std::int64_t>() != static_cast<std::int64_t>(expected_seq))
       throw integrity_error(
@@ -95,9 +329,9 @@ std::size_t ledger::verify(const key_lookup &keys) const {
           fmt::format("ledger entry seq {} does not chain to the previous entry", expected_seq),
           where);
     if (canonical_json(e) != ls[i])
-      throw integrity_error(fmt::format("ledger entry seq {} is not in canonical form (edited)",
-                                        expected_seq),
-                            where);
+      throw integrity_error(
+          fmt::format("ledger entry seq {} is not in canonical form (edited)", expected_seq),
+          where);
     const std::string signer = record_signer(e);
     const auto key = signer.empty() ? std::nullopt : keys(signer);
     if (!key)
@@ -111,6 +345,36 @@ std::size_t ledger::verify(const key_lookup &keys) const {
     prev = sha256_hex(ls[i]);
   }
   return ls.size();
+}
+
+namespace {
+
+/// What counts as an attempt: a run-start entry of the protocol.
+bool is_run_start_of(const json &e, std::string_view protocol_hash) {
+  return e.is_object() && e.value("event", "") == ledger_event::run_start &&
+         e.value("protocol_hash", "") == protocol_hash;
+}
+
+} // namespace
+
+std::int64_t attempts_of(std::span<const json> entries, std::string_view protocol_hash) {
+  return static_cast<std::int64_t>(
+      std::count_if(entries.begin(), entries.end(),
+                    [&](const json &e) { return is_run_start_of(e, protocol_hash); }));
+}
+
+std::int64_t next_attempt(std::span<const json> entries, std::string_view protocol_hash) {
+  return attempts_of(entries, protocol_hash) + 1;
+}
+
+std::vector<std::int64_t> attempt_numbers(std::span<const json> entries,
+                                          std::string_view protocol_hash) {
+  std::vector<std::int64_t> out(entries.size(), 0);
+  std::int64_t seen = 0;
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (is_run_start_of(entries[i], protocol_hash))
+      out[i] = ++seen;
+  return out;
 }
 
 } // namespace prereg

@@ -328,9 +328,6 @@ std::vector<T> select(const node *n, const std::vector<T> &all, std::string_view
   return ordered;
 }
 
-const std::vector<std::string> reserved_words{"and",     "abs",  "time",
-                                              "peak_mb", "gbps", "pct_ceiling"};
-
 bool is_number_literal(const std::string &s) {
   // digits ['.' digits] [e [+-] digits], as the expression tokeniser reads numbers.
   std::size_t i = 0;
@@ -524,7 +521,7 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
     arm_spec a;
     const node &id_node = arm.required("id");
     a.id = as_id(id_node, arm.path("id"));
-    if (std::find(reserved_words.begin(), reserved_words.end(), a.id) != reserved_words.end())
+    if (is_expression_keyword(a.id))
       fail(id_node,
            fmt::format("arm id '{}' is a word of the expect language; choose another", a.id));
     if (is_number_literal(a.id))

@@ -5,6 +5,8 @@
 
 namespace prereg {
 
-std::string protocol_hash(const protocol &p) { return sha256_hex(canonical_json(to_json(p))); }
+std::string protocol_hash(const json &normalised) { return sha256_hex(canonical_json(normalised)); }
+
+std::string protocol_hash(const protocol &p) { return protocol_hash(to_json(p)); }
 
 } // namespace prereg

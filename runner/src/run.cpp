@@ -203,12 +203,11 @@ fs::path run_protocol(const run_options &o) {
     file_lock lock(s.lock_path());
     ledger l = s.get_ledger();
     const auto entries = l.entries();
-    std::int64_t attempt = 1;
+    const std::int64_t attempt = next_attempt(entries, fp.hash);
     std::vector<std::string> other_devices;
     for (const auto &e : entries) {
       if (e.value("protocol_hash", "") != fp.hash) continue;
       if (e.value("event", "") == ledger_event::run_start) {
-        ++attempt;
         const auto d = e.value("device_name", "");
         if (!d.empty() && d != device_name &&
             std::find(other_devices.begin(), other_devices.end(), d) == other_devices.end())

@@ -35,6 +35,10 @@ double quantile(std::span<const double> samples, double p) {
     return nan;
   std::vector<double> x(samples.begin(), samples.end());
   std::sort(x.begin(), x.end());
+  return quantile_sorted(x, p);
+}
+
+double quantile_sorted(std::span<const double> x, double p) {
   const double h = static_cast<double>(x.size() - 1) * p;
   const double lo_d = std::floor(h);
   const auto lo = static_cast<std::size_t>(lo_d);

@@ -79,8 +79,9 @@ std::optional<public_key> store::find_key(const std::string &fingerprint) const 
 
 freeze_outcome store::freeze(std::string_view source, const protocol &p,
                              const signing_key &key) const {
-  const std::string canonical = canonical_json(to_json(p));
-  const std::string hash = sha256_hex(canonical);
+  const json body = to_json(p);
+  const std::string canonical = canonical_json(body);
+  const std::string hash = protocol_hash(body);
   file_lock lock(lock_path());
   const auto dir = protocol_dir(hash);
   if (fs::exists(dir / "freeze.json")) {
@@ -233,7 +234,7 @@ frozen_protocol resolve_for_run(const store &s, std::string_view arg) {
     } else {
       const protocol p = parse_protocol(bytes, path.string());
       const json body = to_json(p);
-      const std::string hash = sha256_hex(canonical_json(body));
+      const std::string hash = protocol_hash(body);
       const auto all = s.hashes();
       if (std::find(all.begin(), all.end(), hash) != all.end())
         throw integrity_error(

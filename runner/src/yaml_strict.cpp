@@ -2,6 +2,7 @@
 #include "prereg/yaml_strict.hpp"
 
 #include "prereg/error.hpp"
+#include "prereg/utf8.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/eventhandler.h>
@@ -516,45 +517,6 @@ std::string describe(const node &n) {
   if (n.style != scalar_style::plain)
     return fmt::format("the string \"{}\"", message_excerpt(n.value));
   return fmt::format("'{}'", message_excerpt(n.value));
-}
-
-std::size_t invalid_utf8_offset(std::string_view text) {
-  const auto *s = reinterpret_cast<const unsigned char *>(text.data());
-  const std::size_t n = text.size();
-  std::size_t i = 0;
-  while (i < n) {
-    const unsigned c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t len = 0;
-    std::uint32_t cp = 0;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return i;
-    }
-    if (i + len > n)
-      return i;
-    for (std::size_t k = 1; k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80)
-        return i;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-      return i;
-    i += len;
-  }
-  return std::string_view::npos;
 }
 
 node parse(std::string_view text, const std::string &file) {

@@ -1,5 +1,5 @@
 // `prereg audit`: re-check a signed report against the store, its frozen protocol, the ledger
-// and its own raw data (CONTRACT.md section 4, docs/audit.md).
+// and its own raw data (docs/audit.md).
 #pragma once
 
 #include "prereg/crypto.hpp"

@@ -1,4 +1,4 @@
-// Instrument defects (CONTRACT.md section 4): a pure function of a run's raw record, its
+// Instrument defects (docs/analysis.md section 6): a pure function of a run's raw record, its
 // derived cell statistics and the registry, in a documented deterministic order.
 #pragma once
 

@@ -7,7 +7,7 @@
 
 namespace prereg {
 
-/// The contract's exit codes (CONTRACT.md section 1), the same for every command.
+/// The exit codes (docs/cli.md), the same for every command.
 enum class exit_code : int {
   ok = 0,
   failure = 1,      ///< internal or I/O failure

@@ -1,8 +1,9 @@
-// The `expect` expression language of predictions (CONTRACT.md section 2): parse at freeze
+// The `expect` expression language of predictions (docs/protocol.md): parse at freeze
 // time, evaluate per cell and per bootstrap resample.
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,11 @@ namespace prereg {
 /// A per-arm quantity an expression can read. An arm id alone means `time`.
 enum class metric { time, peak_mb, gbps, pct_ceiling };
 [[nodiscard]] std::string_view to_string(metric m);
+
+/// The words of the language: `and`, `abs` and the metric functions `time`, `peak_mb`, `gbps`,
+/// `pct_ceiling`. An arm id may not be one of them.
+[[nodiscard]] std::span<const std::string_view> expression_keywords();
+[[nodiscard]] bool is_expression_keyword(std::string_view word);
 
 /// One (metric, arm) pair an expression reads.
 struct metric_ref {

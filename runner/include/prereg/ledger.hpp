@@ -1,14 +1,18 @@
-// The append-only ledger (CONTRACT.md section 3): one signed, hash-chained JSON line per event.
+// The append-only ledger (docs/ledger.md): one signed, hash-chained JSON line per event.
 #pragma once
 
 #include "prereg/crypto.hpp"
 #include "prereg/json.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace prereg {
@@ -27,19 +31,29 @@ inline const std::string ledger_genesis(64, '0');
 /// Looks up a signer's public key by fingerprint (null if unknown).
 using key_lookup = std::function<std::optional<public_key>(const std::string &fingerprint)>;
 
-/// `ledger.jsonl`: each line is the JCS bytes of {seq, time, event, protocol_hash, prev, ...,
-/// signature}; `prev` is the SHA-256 hex of the previous line's bytes (without its newline).
-/// Callers hold the store's lock around append().
+/// `ledger.jsonl`: each line is the JCS bytes of {seq, time, event, protocol_hash, prev, signer,
+/// ..., signature}; `prev` is the SHA-256 hex of the previous line's bytes (without its newline).
+///
+/// A `ledger` is a handle: all handles on the same file in a process share one cache of its lines
+/// and parsed entries, so a command reads and parses the file once. The cache is keyed by the
+/// file's identity (device, inode, size, modification time); a read or an append that finds the
+/// file changed by someone else reloads it. Callers hold the store's lock around append() and
+/// around any read whose result decides what to append. Handles are for one thread at a time.
 class ledger {
 public:
-  explicit ledger(std::filesystem::path file) : m_file(std::move(file)) {}
+  explicit ledger(std::filesystem::path file);
 
   /// Appends `fields` (event, protocol_hash, and any extra members) as the next entry, adding
-  /// seq, time, prev and the signature; rewrites the file atomically. Returns the entry.
+  /// seq, time, prev and signer and signing it. Writes exactly one line with one write() on a
+  /// file opened O_APPEND, then fsyncs it (and its folder when the file is new); earlier bytes
+  /// are never rewritten. On a failed write the file is cut back to its old length. Refuses
+  /// (exit 3) to append to a ledger whose last line has no newline. Returns the entry.
   json append(json fields, const signing_key &key);
 
-  /// Every entry, parsed strictly, in file order (no verification).
-  [[nodiscard]] std::vector<json> entries() const;
+  /// Every entry, parsed strictly, in file order (no verification). The reference stays valid
+  /// until the next append() to or reload of this file in this process: copy the vector to
+  /// keep it across an append.
+  [[nodiscard]] const std::vector<json> &entries() const;
 
   /// Checks seq order, the prev chain and every signature (keys from `keys`); throws `error`
   /// (exit 3) naming the first bad seq. Returns the number of entries.
@@ -47,10 +61,29 @@ public:
 
   [[nodiscard]] const std::filesystem::path &path() const noexcept { return m_file; }
 
+  struct cache; ///< the lines and entries read (ledger.cpp)
+
 private:
   std::filesystem::path m_file;
-  [[nodiscard]] std::vector<std::string> lines() const;
+  std::shared_ptr<cache> m_cache;
+  /// The cache, reloaded if the file is not the one it was read from.
+  cache &current() const;
 };
+
+/// The number of run-start entries of `protocol_hash` in `entries`: the attempts made so far.
+/// The attempt number of the run whose run-start is entries[i] is
+/// attempts_of(entries.first(i + 1), hash); the next run gets next_attempt().
+[[nodiscard]] std::int64_t attempts_of(std::span<const json> entries,
+                                       std::string_view protocol_hash);
+
+/// attempts_of(entries, protocol_hash) + 1.
+[[nodiscard]] std::int64_t next_attempt(std::span<const json> entries,
+                                        std::string_view protocol_hash);
+
+/// In one pass, for each entry: attempts_of(entries.first(i + 1), protocol_hash) if entry i is a
+/// run-start of `protocol_hash` (its attempt number), else 0.
+[[nodiscard]] std::vector<std::int64_t> attempt_numbers(std::span<const json> entries,
+                                                        std::string_view protocol_hash);
 
 /// Current UTC time as RFC 3339 with microseconds, e.g. 2026-11-29T10:40:00.123456Z.
 [[nodiscard]] std::string utc_now_rfc3339();

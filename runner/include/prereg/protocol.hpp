@@ -109,7 +109,10 @@ using kernel_lookup =
 [[nodiscard]] protocol protocol_from_json(const json &body, const std::string &where,
                                           const kernel_lookup &arms = find_arm);
 
-/// SHA-256 hex of the canonical JSON of the normalised protocol.
+/// The protocol hash: SHA-256 hex of the canonical JSON of the normalised protocol
+/// (protocol_hash(to_json(p))).
 [[nodiscard]] std::string protocol_hash(const protocol &p);
+/// The protocol hash of a normalised protocol's JSON: sha256_hex(canonical_json(normalised)).
+[[nodiscard]] std::string protocol_hash(const json &normalised);
 
 } // namespace prereg

@@ -13,6 +13,9 @@ namespace prereg {
 /// q = x[lo] + (h-lo)(x[lo+1]-x[lo]) (q = x[lo] when h-lo == 0). NaN for no samples.
 /// Throws `error` (exit 2) for a non-finite sample or p outside [0, 1].
 [[nodiscard]] double quantile(std::span<const double> samples, double p);
+/// The same R-7 quantile of data already sorted ascending, non-empty and finite, p in [0, 1]
+/// (no checks): the one implementation of the formula.
+[[nodiscard]] double quantile_sorted(std::span<const double> sorted, double p);
 /// quantile(samples, 0.5).
 [[nodiscard]] double median(std::span<const double> samples);
 /// quantile(samples, 0.25).

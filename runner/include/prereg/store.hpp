@@ -1,4 +1,4 @@
-// The frozen-protocol store (CONTRACT.md section 3): protocols/<hash>/, keys/, ledger.jsonl,
+// The frozen-protocol store (docs/store.md): protocols/<hash>/, keys/, ledger.jsonl,
 // and the integrity check `run` calls before touching any device.
 #pragma once
 
@@ -34,7 +34,8 @@ struct freeze_outcome {
 /// A store folder. Construction creates nothing; writes create what they need.
 class store {
 public:
-  explicit store(std::filesystem::path root) : m_root(std::move(root)) {}
+  explicit store(std::filesystem::path root)
+      : m_root(std::move(root)), m_ledger(m_root / "ledger.jsonl") {}
 
   /// --store, else $PREREG_STORE, else ./.prereg.
   [[nodiscard]] static std::filesystem::path default_root(const std::string &flag);
@@ -42,7 +43,9 @@ public:
   [[nodiscard]] const std::filesystem::path &root() const noexcept { return m_root; }
   [[nodiscard]] std::filesystem::path protocol_dir(const std::string &hash) const;
   [[nodiscard]] std::filesystem::path lock_path() const { return m_root / "lock"; }
-  [[nodiscard]] ledger get_ledger() const { return ledger(m_root / "ledger.jsonl"); }
+  /// The store's ledger. Handles share one cache per file (ledger.hpp), so a command reads and
+  /// parses ledger.jsonl once and its own appends update what it has read.
+  [[nodiscard]] ledger get_ledger() const { return m_ledger; }
 
   /// Validates nothing itself: stores `p` (already parsed from `source`), signs the freeze
   /// record, saves the public key and appends a freeze entry — all under the store lock.
@@ -68,9 +71,10 @@ public:
 
 private:
   std::filesystem::path m_root;
+  ledger m_ledger;
 };
 
-/// The integrity check `run` calls before any measurement (CONTRACT.md section 3). `arg` is a
+/// The integrity check `run` calls before any measurement (docs/store.md). `arg` is a
 /// hash, a unique prefix or a protocol file. Refusals are exit 3 and say why: unknown hash,
 /// corrupted stored copy, a file whose bytes match no freeze (cosmetic change, or which fields
 /// changed and against which frozen hash), a kernel whose source hash changed since freezing.

@@ -1,4 +1,4 @@
-// The decision rule (CONTRACT.md section 2): a seeded bootstrap per selected cell gives p, the
+// The decision rule (docs/analysis.md section 5): a seeded bootstrap per selected cell gives p, the
 // fraction of resamples in which a prediction's `expect` holds; p decides the verdict.
 #pragma once
 

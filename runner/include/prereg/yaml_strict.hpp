@@ -60,8 +60,4 @@ struct node {
 /// `where#/json/pointer`.
 [[nodiscard]] node from_json(const json &value, const std::string &where);
 
-/// Byte offset of the first invalid UTF-8 sequence in `text`, or npos if it is valid
-/// (overlong forms, surrogates and code points above U+10FFFF are invalid).
-[[nodiscard]] std::size_t invalid_utf8_offset(std::string_view text);
-
 } // namespace prereg::strict_yaml
