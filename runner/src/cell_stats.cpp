@@ -13,13 +13,10 @@
 namespace prereg {
 namespace {
 
-const arm_spec &find_arm_spec(const protocol &proto, const std::string &id) {
-  const auto it = std::find_if(proto.arms.begin(), proto.arms.end(),
-                               [&](const arm_spec &a) { return a.id == id; });
-  if (it == proto.arms.end()) {
-    throw invalid_input(fmt::format("cell names arm '{}', which the protocol lacks", id));
-  }
-  return *it;
+const arm_spec &spec_of(const protocol &proto, const std::string &id) {
+  if (const arm_spec *a = find_arm_spec(proto, id))
+    return *a;
+  throw invalid_input(fmt::format("cell names arm '{}', which the protocol lacks", id));
 }
 
 } // namespace
@@ -42,7 +39,7 @@ const correctness_record *find_correctness(std::span<const correctness_record> a
 cell_statistics compute_cell_statistics(const cell_record &cell, const protocol &proto,
                                         const instrument_record &instrument,
                                         std::span<const correctness_record> checks) {
-  const arm_spec &arm = find_arm_spec(proto, cell.key.arm);
+  const arm_spec &arm = spec_of(proto, cell.key.arm);
   const std::span<const double> s = cell.samples_ms;
   cell_statistics out;
   out.key = cell.key;

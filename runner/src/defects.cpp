@@ -36,12 +36,6 @@ bool has_flag(const cell_statistics &s, std::string_view flag) {
   return std::find(s.flags.begin(), s.flags.end(), flag) != s.flags.end();
 }
 
-const arm_spec *find_spec(const protocol &proto, const std::string &id) {
-  const auto it = std::find_if(proto.arms.begin(), proto.arms.end(),
-                               [&](const arm_spec &a) { return a.id == id; });
-  return it == proto.arms.end() ? nullptr : &*it;
-}
-
 // The defects of one code, in order.
 void detect(std::string_view code, const protocol &proto, const raw_run &run,
             std::span<const cell_statistics> stats, const arm_lookup &registry,
@@ -115,7 +109,7 @@ void detect(std::string_view code, const protocol &proto, const raw_run &run,
                                   cell.harness_bytes_in_window, where),
                       {{"harness_bytes_in_window", cell.harness_bytes_in_window}}));
     } else if (code == "zero-peak-memory" && cell.peak_bytes == 0 && s.n > 0) {
-      const arm_spec *spec = find_spec(proto, cell.key.arm);
+      const arm_spec *spec = find_arm_spec(proto, cell.key.arm);
       const arm_info *info = spec != nullptr && registry ? registry(*spec) : nullptr;
       if (info == nullptr)
         continue;

@@ -13,49 +13,6 @@
 namespace prereg {
 namespace {
 
-report_instrument report_instrument_of(const instrument_record &in) {
-  report_instrument out;
-  out.ceiling_gbps = in.ceiling_gbps;
-  out.ceiling_samples_gbps = in.ceiling_samples_gbps;
-  out.ceiling_bytes = in.ceiling_bytes;
-  out.launch_floor_ms = in.launch_floor_ms;
-  out.timer_resolution_ms = in.timer_resolution_ms;
-  out.flush_bytes = in.flush_bytes;
-  out.flush_method = in.flush_method;
-  out.llc_bytes = in.llc_bytes;
-  out.clock_start_mhz = in.clock_start_mhz;
-  return out;
-}
-
-instrument_record instrument_record_of(const report_instrument &in) {
-  instrument_record out;
-  out.ceiling_gbps = in.ceiling_gbps;
-  out.ceiling_samples_gbps = in.ceiling_samples_gbps;
-  out.ceiling_bytes = in.ceiling_bytes;
-  out.launch_floor_ms = in.launch_floor_ms;
-  out.timer_resolution_ms = in.timer_resolution_ms;
-  out.flush_bytes = in.flush_bytes;
-  out.flush_method = in.flush_method;
-  out.llc_bytes = in.llc_bytes;
-  out.clock_start_mhz = in.clock_start_mhz;
-  return out;
-}
-
-report_correctness report_correctness_of(const correctness_record &c) {
-  return {c.key, c.max_abs_error, c.max_rel_error, c.unwritten, c.passed, c.detail};
-}
-
-correctness_record correctness_record_of(const report_correctness &c) {
-  correctness_record out;
-  out.key = c.key;
-  out.max_abs_error = c.max_abs_error;
-  out.max_rel_error = c.max_rel_error;
-  out.unwritten = c.unwritten;
-  out.passed = c.passed;
-  out.detail = c.detail;
-  return out;
-}
-
 report_deviation report_deviation_of(const json &d) {
   report_deviation out;
   out.kind = d.value("kind", "");
@@ -128,8 +85,8 @@ report_cell to_report_cell(const cell_record &cell, const cell_statistics &stats
 raw_run report_to_raw(const report_document &r) {
   raw_run raw;
   raw.environment = r.environment;
-  raw.instrument = instrument_record_of(r.instrument);
-  for (const auto &c : r.correctness) raw.correctness.push_back(correctness_record_of(c));
+  raw.instrument = r.instrument;
+  raw.correctness = r.correctness;
   for (const auto &c : r.cells) {
     cell_record rec;
     rec.key = c.key;
@@ -165,10 +122,10 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   r.protocol = {fp.hash, fp.body, fp.freeze};
   r.run = {meta.run_id, meta.started_at, meta.finished_at, meta.device_ordinal};
   r.environment = raw.environment;
-  r.instrument = report_instrument_of(raw.instrument);
+  r.instrument = raw.instrument;
   for (std::size_t i = 0; i < raw.cells.size(); ++i)
     r.cells.push_back(to_report_cell(raw.cells[i], stats[i]));
-  for (const auto &c : raw.correctness) r.correctness.push_back(report_correctness_of(c));
+  r.correctness = raw.correctness;
   r.predictions = judge_predictions(proto, fp.hash, raw);
   r.defects = detect_defects(proto, raw, stats);
   for (const auto &d : raw.deviations) r.deviations.push_back(report_deviation_of(d));

@@ -102,14 +102,13 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
 
   std::vector<arm_cell> arms;
   for (const auto &id : involved_arms(check.refs)) {
-    const auto it = std::find_if(proto.arms.begin(), proto.arms.end(),
-                                 [&](const arm_spec &a) { return a.id == id; });
-    if (it == proto.arms.end()) {
+    const arm_spec *found = find_arm_spec(proto, id);
+    if (found == nullptr) {
       throw invalid_input(
           fmt::format("prediction {} reads arm '{}', which the protocol lacks", spec.id, id));
     }
     arm_cell a;
-    a.spec = &*it;
+    a.spec = found;
     arms.push_back(std::move(a));
   }
 

@@ -54,17 +54,7 @@ struct report_run {
 };
 
 /// The instrument's own measured properties. NaN stands for null (not measured).
-struct report_instrument {
-  double ceiling_gbps = std::numeric_limits<double>::quiet_NaN(); ///< [GB/s]
-  std::vector<double> ceiling_samples_gbps;                       ///< [GB/s], finite
-  std::uint64_t ceiling_bytes = 0;                                ///< [bytes]
-  double launch_floor_ms = std::numeric_limits<double>::quiet_NaN();
-  double timer_resolution_ms = std::numeric_limits<double>::quiet_NaN();
-  std::uint64_t flush_bytes = 0; ///< 0: no flush
-  std::string flush_method;
-  std::uint64_t llc_bytes = 0; ///< 0: unknown
-  double clock_start_mhz = std::numeric_limits<double>::quiet_NaN();
-};
+using report_instrument = instrument_record;
 
 /// One cells[] entry: the raw record and every statistic derived from it. NaN stands for null.
 struct report_cell {
@@ -93,14 +83,7 @@ struct report_cell {
 };
 
 /// One correctness[] entry. NaN stands for null.
-struct report_correctness {
-  cell_key key;
-  double max_abs_error = std::numeric_limits<double>::quiet_NaN();
-  double max_rel_error = std::numeric_limits<double>::quiet_NaN();
-  bool unwritten = false;
-  bool passed = false;
-  std::string detail;
-};
+using report_correctness = correctness_record;
 
 /// p of one selected cell; nullopt when an involved arm has no samples there.
 struct cell_p {
