@@ -46,7 +46,7 @@ void sweep(const std::string &op, dtype type, std::int64_t rows, std::int64_t co
     const double med = median(s);
     const double iqr = s.empty() ? 0 : s[s.size() * 3 / 4] - s[s.size() / 4];
     // The report's bytes model (docs/analysis.md): fwd ~ 2 M N s, fwd+bwd ~ 5 M N s.
-    const auto bytes = static_cast<double>(bytes_per_step(to_string(op), type, c.key.pass, rows, cols, 1));
+    const auto bytes = static_cast<double>(bytes_per_step(op, type, c.key.pass, rows, cols, 1));
     const double gbps = med > 0 ? bytes / (med * 1e6) : 0;
     std::printf(
         "%-14s %-8s %10.4f %10.4f %8.0f %7.1f%% %10.2f %-7s %.2e/%.2e%s\n", c.key.arm.c_str(),

@@ -84,7 +84,7 @@ inline protocol make_protocol(const std::string &op, dtype type, std::vector<std
   p.title = "device test";
   p.hypothesis = "-";
   p.device = "cuda";
-  p.op = std::string(to_string(op));
+  p.op = op;
   p.type = type;
   p.rows = std::move(rows);
   p.cols = std::move(cols);
