@@ -4,12 +4,14 @@
 # tests and racecheck over the softmax determinism test, the timing sweep, the main job (the
 # frozen ln_batch1, run with the new binary in a scratch store copy, audited there), and the
 # frozen softmax benchmark run against the committed store with the carried project key.
-# What must come back is tarred into $OUT/results.tgz. Never changes clocks or settings.
+# Logs go to ./device-logs; the logs, the new reports and the store are tarred into
+# $OUT/results.tgz (with summary.txt beside it). Never changes clocks or settings.
 # Usage (on the device, from the repo root): bash tools/device_engine.sh BIN_DIR
 set -uo pipefail
 bin=${1:-.devbin}
-out=${OUT:-out}
-mkdir -p "$out"
+final=${OUT:-out}
+out=$PWD/device-logs
+mkdir -p "$out" "$final"
 chmod 600 .keys/signing.key
 export PREREG_KEY=$PWD/.keys/signing.key PREREG_STORE=$PWD/.prereg
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,memory.used \
@@ -60,5 +62,6 @@ for p in protocols/bench/softmax_fp32.yaml; do
 done
 cat "$out/run.err" 2>/dev/null | tail -n 5
 nvidia-smi --query-gpu=clocks.sm,temperature.gpu,power.draw --format=csv >>"$out/nvidia-smi.txt" 2>&1
-tar czf "$out/results.tgz" reports .prereg
-ls -la "$out"
+tar czf "$final/results.tgz" reports .prereg device-logs
+cp "$out/summary.txt" "$final/"
+ls -la "$final"
