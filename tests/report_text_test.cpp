@@ -2,6 +2,8 @@
 #include "prereg/report_text.hpp"
 
 #include "prereg/error.hpp"
+#include "prereg/fs.hpp"
+#include "prereg/json.hpp"
 
 #include <doctest/doctest.h>
 
@@ -342,4 +344,20 @@ TEST_CASE("sample pages for the browser check") {
       CHECK(fs::file_size(out) == body.size());
     }
   }
+}
+
+TEST_CASE("report.md lists per-arm options when a prereg: 2 protocol sets them") {
+  const std::string dir =
+      std::string(PREREG_SOURCE_DIR) + "/reports/bench_softmax_fp32/20261201T102203Z-1618ad1c5ad2";
+  const prereg::json report = prereg::parse_json_strict(prereg::read_file(dir + "/report.json"), "report.json");
+  const std::string md = prereg::render_markdown(report);
+  CHECK(md.find("| arm | kernel | launch | repeat | options |") != std::string::npos);
+  CHECK(md.find("| `fused_rpb2` | `softmax.fused` | stream | 1 | rows_per_block 2 |") !=
+        std::string::npos);
+  CHECK(md.find("| `unfused` | `softmax.unfused` | stream | 1 | - |") != std::string::npos);
+  // A prereg: 1 report keeps its four columns (its page regenerates byte for byte).
+  const std::string v1 = std::string(PREREG_SOURCE_DIR) +
+                         "/reports/cpu_smoke/20261129T123015Z-e6cd3057d2be/report.json";
+  const std::string md1 = prereg::render_markdown(prereg::parse_json_strict(prereg::read_file(v1), "report.json"));
+  CHECK(md1.find("| arm | kernel | launch | repeat |\n") != std::string::npos);
 }
