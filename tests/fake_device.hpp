@@ -51,6 +51,8 @@ struct fake_plants {
   json other_processes = json::array(); ///< environment.other_processes
   instrument_record instrument = default_instrument();
   std::optional<std::string> throw_in_measure; ///< the run's measurement throws error(exit 1)
+  /// Harness allocations larger than this fail (std::bad_alloc), as a full device would.
+  std::optional<std::size_t> max_allocation;
 
   /// A clean instrument: 1000 GB/s ceiling, 1 ns timer, 64 MiB flush over a 16 MiB cache.
   static instrument_record default_instrument() {
@@ -141,6 +143,8 @@ public:
     return p;
   }
   [[nodiscard]] void *allocate(std::size_t bytes) override {
+    if (m_plants.max_allocation && bytes > *m_plants.max_allocation)
+      throw std::bad_alloc();
     void *p = std::calloc(std::max<std::size_t>(bytes, 1), 1);
     if (p == nullptr)
       throw std::bad_alloc();

@@ -399,6 +399,32 @@ TEST_CASE("deviations: an excluded arm, a changed device, a skipped cell") {
     CHECK(changed[0].at("device") == "Fake Device B");
     CHECK(r2.at("attempt") == 2);
   }
+  SUBCASE("buffers the device cannot allocate: the cells are skipped, the run goes on") {
+    fake_plants plants;
+    plants.max_allocation = 100 * 1024; // a 128 x 256 fp32 tensor (128 KiB) does not fit
+    const json report = read_report(lab.run(plants));
+    CHECK(report.at("cells").size() == 2); // the 64-row cells
+    for (const auto &c : report.at("cells"))
+      CHECK(c.at("rows") == 64);
+    std::vector<json> skipped, excluded, errors;
+    for (const auto &d : report.at("deviations")) {
+      if (d.at("kind") == "cell-skipped")
+        skipped.push_back(d);
+      if (d.at("kind") == "arm-excluded")
+        excluded.push_back(d);
+      if (d.at("kind") == "arm-error")
+        errors.push_back(d);
+    }
+    REQUIRE(skipped.size() == 2);
+    for (const auto &d : skipped) {
+      CHECK(d.at("cell").at("rows") == 128);
+      CHECK(d.at("message").get<std::string>().rfind(
+                "buffers for this shape could not be allocated: ", 0) == 0);
+    }
+    CHECK(excluded.size() == 2); // their correctness could not run either
+    CHECK(errors.empty());
+    CHECK(prediction(report, "P1").at("verdict") == "inconclusive");
+  }
   SUBCASE("a cell the backend cannot run is skipped and recorded") {
     fake_plants plants;
     plants.cannot_run = [](const arm_info &arm, pass_kind, std::int64_t rows,

@@ -522,11 +522,9 @@ private:
         const std::string why =
             fmt::format("buffers for this shape could not be allocated: {}", describe(e));
         survive(k0, why);
-        for (auto &c : cells) {
-          c.record.error = why;
+        for (auto &c : cells) { // skipped like a cell the plan left out: no record
           m_raw.deviations.push_back(
               {{"kind", "cell-skipped"}, {"cell", cell_json(c.record.key)}, {"message", why}});
-          done[c.index] = std::move(c.record);
           m_progress.cell_done(++finished, total);
         }
         ++group_index;
