@@ -30,11 +30,7 @@ std::uint64_t bytes_per_invocation(const std::string &op, dtype type, pass_kind 
   const operation_desc *d = find_operation(op);
   if (d == nullptr)
     throw invalid_input(fmt::format("the bytes model knows no operation '{}'", op));
-  shape s;
-  s.extents.assign(d->axes.size(), 0);
-  s.extents[static_cast<std::size_t>(d->axis_of("rows"))] = rows;
-  s.extents[static_cast<std::size_t>(d->axis_of("cols"))] = cols;
-  return d->bytes_per_invocation(type, pass, s);
+  return d->bytes_per_invocation(type, pass, d->shape_of(rows, cols));
 }
 
 std::uint64_t bytes_per_step(const std::string &op, dtype type, pass_kind pass, std::int64_t rows,

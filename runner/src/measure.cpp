@@ -31,17 +31,6 @@ const arm_spec &spec_of(const protocol &p, const std::string &id) {
   throw io_error(fmt::format("measure: the plan names arm '{}', not in the protocol", id));
 }
 
-shape shape_of(const operation_desc &op, std::int64_t rows, std::int64_t cols) {
-  shape s;
-  s.extents.assign(op.axes.size(), 0);
-  const int r = op.axis_of("rows"), c = op.axis_of("cols");
-  if (r < 0 || c < 0)
-    throw std::logic_error(fmt::format("operation {} lacks the axes rows and cols", op.name));
-  s.extents[static_cast<std::size_t>(r)] = rows;
-  s.extents[static_cast<std::size_t>(c)] = cols;
-  return s;
-}
-
 /// Bytes of one buffer set: every tensor `pass` uses, at its element size.
 std::uint64_t set_bytes(const operation_desc &op, dtype type, pass_kind pass, const shape &s) {
   std::uint64_t total = 0;
@@ -283,7 +272,7 @@ private:
         if (k.pass == pass_kind::fwd_bwd)
           widest = pass_kind::fwd_bwd;
       }
-      const shape s = shape_of(m_op, rows, cols);
+      const shape s = m_op.shape_of(rows, cols);
       host_tensors t = reference::random_tensors(
           m_op, s, m_proto.type, reference::cell_seed(m_plan.seed, widest, rows, cols));
       m_op.reference(m_op, s, widest, t); // fills the outputs; the inputs stay
@@ -487,7 +476,7 @@ private:
     for (const auto &g : gs) {
       const cell_key &k0 = m_plan.cells[g.front()];
       const pass_kind pass = k0.pass;
-      const shape s = shape_of(m_op, k0.rows, k0.cols);
+      const shape s = m_op.shape_of(k0.rows, k0.cols);
       std::vector<cell_state> cells;
       std::int64_t repeat = 1;
       for (std::size_t i : g) {
@@ -500,7 +489,6 @@ private:
       }
       // `repeat` distinct buffer sets with fresh random inputs (never zeros), shared by the arms.
       std::vector<buffer_set> sets;
-      std::vector<invocation> inv;
       try {
         for (std::int64_t k = 0; k < repeat; ++k) {
           sets.emplace_back(m_dev, m_op, s, m_proto.type, pass);
@@ -530,8 +518,14 @@ private:
         ++group_index;
         continue;
       }
-      for (const auto &set : sets)
-        inv.push_back(make_invocation(m_op, set, k0.rows, k0.cols, m_proto.type, m_arms[g[0]]));
+      // Each arm's invocation arguments: the shared buffer sets with its own options.
+      std::vector<std::vector<invocation>> arm_args;
+      for (const auto &c : cells) {
+        arm_args.emplace_back();
+        for (const auto &set : sets)
+          arm_args.back().push_back(
+              make_invocation(m_op, set, k0.rows, k0.cols, m_proto.type, m_arms[c.index]));
+      }
 
       // An arm's failure: recorded on its cell; what it held is freed (after a failed capture
       // only forgotten: a graph's allocations never existed).
@@ -543,18 +537,6 @@ private:
         c.alloc->release_all(free_memory && !m_dev.broken());
         survive(c.record.key, *c.record.error);
       };
-      // Per-arm invocation arguments (options differ per arm; buffers are shared).
-      const auto args_of = [&](const cell_state &c) {
-        std::vector<invocation> mine = inv;
-        for (auto &v : mine) {
-          v.args.options = m_arms[c.index].options.data();
-          v.args.option_count = m_arms[c.index].options.size();
-        }
-        return mine;
-      };
-      std::vector<std::vector<invocation>> arm_args;
-      for (auto &c : cells)
-        arm_args.push_back(args_of(c));
       const auto step_of = [&](std::size_t ci) {
         cell_state &c = cells[ci];
         const bound_arm &arm = m_arms[c.index];
@@ -640,7 +622,6 @@ private:
             finish(c);
       }
       arm_args.clear();
-      inv.clear();
       sets.clear();
       m_dev.trim();
       ++group_index;
@@ -672,18 +653,13 @@ std::optional<std::string> device_cannot_run(const device &dev, const operation_
   if (spec.launch == launch_mode::graph)
     if (auto why = dev.cannot_capture())
       return fmt::format("launch: graph: {}", *why);
-  const shape s = shape_of(op, rows, cols);
+  const shape s = op.shape_of(rows, cols);
   const auto sets = static_cast<double>(std::max<std::int64_t>(spec.repeat, 1) + 1);
-  long double set = 0, reference = 0;
-  for (std::size_t i = 0; i < op.tensors.size(); ++i) {
-    if (!op.used_in(i, pass))
-      continue;
-    long double n = 1;
-    for (const auto &d : op.tensors[i].dims)
-      n *= static_cast<long double>(s.extents[static_cast<std::size_t>(op.axis_of(d))]);
-    set += n * static_cast<long double>(op.element_size(i, type));
-    reference += 2 * n * 8; // inputs and reference outputs in float64, on the host
-  }
+  const auto set = static_cast<long double>(set_bytes(op, type, pass, s));
+  long double reference = 0; // inputs and reference outputs in float64, on the host
+  for (std::size_t i = 0; i < op.tensors.size(); ++i)
+    if (op.used_in(i, pass))
+      reference += 2 * 8 * static_cast<long double>(op.elements(i, s));
   const long double scratch =
       static_cast<long double>(scratch_bytes(arm, pass, rows, cols, dev.processors()));
   const long double instrument = static_cast<long double>(dev.instrument().flush_bytes);

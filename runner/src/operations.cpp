@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -49,20 +48,14 @@ void norm_reference(const operation_desc &op, const shape &s, pass_kind pass, ho
   const bool backward = pass == pass_kind::fwd_bwd;
   if (backward)
     in.dy = std::move(at("dy"));
-  struct restore {
-    reference::inputs64 &in;
-    const std::function<std::vector<double> &(std::string_view)> at;
-    ~restore() {
-      at("x") = std::move(in.x);
-      at("gamma") = std::move(in.gamma);
-      if (!in.beta.empty())
-        at("beta") = std::move(in.beta);
-      if (!in.dy.empty())
-        at("dy") = std::move(in.dy);
-    }
-  } give_back{in, at};
   reference::outputs64 out =
       reference::compute(layernorm ? operation::layernorm : operation::rmsnorm, in, backward);
+  at("x") = std::move(in.x); // the inputs back where they were
+  at("gamma") = std::move(in.gamma);
+  if (layernorm)
+    at("beta") = std::move(in.beta);
+  if (backward)
+    at("dy") = std::move(in.dy);
   at("y") = std::move(out.y);
   if (layernorm)
     at("mean") = std::move(out.mean);
@@ -245,6 +238,17 @@ int operation_desc::axis_of(std::string_view axis) const {
     if (axes[i] == axis)
       return static_cast<int>(i);
   return -1;
+}
+
+shape operation_desc::shape_of(std::int64_t rows, std::int64_t cols) const {
+  const int r = axis_of("rows"), c = axis_of("cols");
+  if (r < 0 || c < 0)
+    throw std::logic_error(fmt::format("operation {} lacks the axes rows and cols", name));
+  shape s;
+  s.extents.assign(axes.size(), 0);
+  s.extents[static_cast<std::size_t>(r)] = rows;
+  s.extents[static_cast<std::size_t>(c)] = cols;
+  return s;
 }
 
 std::uint64_t operation_desc::elements(std::size_t i, const shape &s) const {

@@ -70,6 +70,9 @@ struct operation_desc {
   [[nodiscard]] int index_of(std::string_view tensor) const;
   /// Index of the axis named `axis`, or -1.
   [[nodiscard]] int axis_of(std::string_view axis) const;
+  /// The shape with these rows and cols (every operation has both axes; throws logic_error
+  /// if this one does not).
+  [[nodiscard]] shape shape_of(std::int64_t rows, std::int64_t cols) const;
   /// Elements of tensor `i` at shape `s`.
   [[nodiscard]] std::uint64_t elements(std::size_t i, const shape &s) const;
   /// Bytes of one element of tensor `i` for protocol dtype `type`.
