@@ -171,6 +171,7 @@ int select_device(int ordinal) {
 
 class cuda_device final : public device {
 public:
+  [[nodiscard]] int ordinal() const override { return m_ordinal; }
   explicit cuda_device(int ordinal) : m_ordinal(ordinal) {
     m_count = select_device(ordinal);
     try {

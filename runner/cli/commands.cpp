@@ -7,6 +7,7 @@
 #include "prereg/fs.hpp"
 #include "prereg/json.hpp"
 #include "prereg/keyring.hpp"
+#include "prereg/outside_arm.hpp"
 #include "prereg/protocol.hpp"
 #include "prereg/registry.hpp"
 #include "prereg/run.hpp"
@@ -82,7 +83,8 @@ int cmd_freeze(args_t args) {
   const protocol p = parse_protocol_file(file, &bytes);
   const signing_key key = load_or_create_key(default_key_path(o.key_file));
   const store s = o.open_store();
-  const freeze_outcome r = s.freeze(bytes, p, key);
+  const freeze_outcome r =
+      s.freeze(bytes, p, key, std::filesystem::absolute(file).parent_path());
   if (r.already_frozen)
     fmt::print("{} is already frozen (idempotent: nothing written)\n", p.id);
   else
@@ -98,6 +100,16 @@ int cmd_check(args_t args) {
   app.add_option("FILE", file, "protocol YAML")->required();
   if (!parse(app, args)) return 0;
   const protocol p = parse_protocol_file(file);
+  // Outside arms: their files must exist; a plugin's table must name the arm as the protocol
+  // uses it (loading it runs its code: check holds no key).
+  const auto dir = std::filesystem::absolute(file).parent_path();
+  for (const auto &a : p.arms) {
+    if (!a.outside()) continue;
+    const auto path = outside_file(dir, a.file);
+    const std::string digest = outside_file_sha256(path, a.id);
+    if (a.source == arm_source::plugin) (void)load_plugin_arm(path, a.entry, p, a.id);
+    fmt::print("  arm {}: {} sha256 {}\n", a.id, a.label(), digest.substr(0, 16));
+  }
   fmt::print("{}: valid protocol {} ({} arms, {} predictions)\n", file, p.id, p.arms.size(),
              p.predictions.size());
   fmt::print("{}\n", protocol_hash(p));
@@ -209,7 +221,20 @@ int cmd_ledger(args_t args) {
 
 int cmd_arms(args_t args) {
   CLI::App app{"the kernels this build knows, with device and source hash", "arms"};
+  std::string plugin;
+  app.add_option("--plugin", plugin, "list the arms of a plugin library instead (docs/plugins.md)");
   if (!parse(app, args)) return 0;
+  if (!plugin.empty()) {
+    const auto arms = list_plugin(plugin);
+    fmt::print("{}: {} arm(s), ABI {}, sha256 {}\n", plugin, arms.size(), 1,
+               outside_file_sha256(plugin, "--plugin").substr(0, 16));
+    fmt::print("{:<24} {:<10} {:<6} {:<15} {:<12} {}\n", "name", "operation", "device", "dtypes",
+               "passes", "summary");
+    for (const auto &a : arms)
+      fmt::print("{:<24} {:<10} {:<6} {:<15} {:<12} {}\n", a.name, a.operation, a.device,
+                 a.dtypes, a.passes, a.summary);
+    return 0;
+  }
 #ifdef PREREG_HAVE_CUDA
   const bool cuda_built = true;
 #else

@@ -3,6 +3,7 @@
 #include "prereg/measure.hpp"
 
 #include "prereg/error.hpp"
+#include "prereg/outside_arm.hpp"
 #include "prereg/reference.hpp"
 #include "prereg/rng.hpp"
 #include "prereg/stats.hpp"
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <utility>
 
@@ -84,10 +86,12 @@ private:
   std::vector<void *> m_ptrs;
 };
 
-/// The arguments an arm gets for one buffer set, on either seam.
+/// The arguments an arm gets for one buffer set, on either seam; an outside arm is bound to
+/// the set instead (its setup).
 struct invocation {
   tensor_args args;
   norm_tensors norm;
+  std::shared_ptr<bound_arm_instance> bound;
 };
 
 /// How the engine calls one arm.
@@ -95,12 +99,33 @@ struct bound_arm {
   const arm_spec *spec = nullptr;
   const arm_info *info = nullptr;
   arm_code code;
+  std::shared_ptr<outside_arm> outside; ///< a plugin or Python arm (code is then empty)
   std::vector<arm_option> options; ///< every declared option with the protocol's value
 };
 
+/// Binds `arm` to buffer set `b`: the pointers for a built-in arm; the setup of an outside arm
+/// (throws what the arm's setup threw).
 invocation make_invocation(const operation_desc &op, const buffer_set &b, std::int64_t rows,
-                           std::int64_t cols, dtype type, const bound_arm &arm) {
+                           std::int64_t cols, dtype type, pass_kind pass, const bound_arm &arm,
+                           device &dev, step_allocator &alloc) {
   invocation v;
+  if (arm.outside) {
+    outside_call call;
+    call.op = &op;
+    call.device = std::string(dev.kind());
+    call.device_ordinal = dev.ordinal();
+    call.data = b.data();
+    call.rows = rows;
+    call.cols = cols;
+    call.type = type;
+    call.pass = pass;
+    call.eps = op.eps;
+    call.options = arm.spec->options;
+    call.stream = dev.stream();
+    call.alloc = &alloc;
+    v.bound = arm.outside->bind(call);
+    return v;
+  }
   v.args.data = b.data();
   v.args.count = b.size();
   v.args.rows = rows;
@@ -134,7 +159,9 @@ void run_step(const bound_arm &arm, pass_kind pass, const std::vector<invocation
               std::int64_t repeat, step_allocator &alloc, void *stream) {
   for (std::int64_t k = 0; k < repeat; ++k) {
     const invocation &v = sets[static_cast<std::size_t>(k)];
-    if (arm.code.norm != nullptr) {
+    if (v.bound) {
+      v.bound->step(stream); // the whole pass
+    } else if (arm.code.norm != nullptr) {
       arm.code.norm->forward(v.norm, alloc, stream);
       if (pass == pass_kind::fwd_bwd)
         arm.code.norm->backward(v.norm, alloc, stream);
@@ -175,6 +202,10 @@ public:
     for (std::size_t i = 0; i < plan.cells.size(); ++i) {
       bound_arm &a = m_arms[i];
       a.spec = &spec_of(m_proto, plan.cells[i].arm);
+      if (a.spec->outside()) {
+        bind_outside(i);
+        continue;
+      }
       a.info = find_arm(m_proto.device, a.spec->kernel);
       if (a.info != nullptr)
         a.code = resolve(*a.spec, *a.info);
@@ -198,6 +229,12 @@ public:
 
   raw_run run(json environment) {
     m_raw.environment = std::move(environment);
+    if (!m_loaded.empty()) {
+      json arms = json::object();
+      for (const auto &[id, arm] : m_loaded)
+        arms[id] = arm->environment();
+      m_raw.environment["outside_arms"] = std::move(arms);
+    }
     for (std::size_t i = 0; i < m_plan.cells.size(); ++i)
       if (m_skip[i])
         m_raw.deviations.push_back({{"kind", "cell-skipped"},
@@ -207,7 +244,32 @@ public:
     calibrate();
     time_cells();
     m_dev.finish_environment(m_raw.environment);
+    if (json py = python_environment(); !py.is_null())
+      m_raw.environment["python"] = std::move(py);
     return std::move(m_raw);
+  }
+
+  /// An outside arm's cell: loaded once per arm (in this, the measuring process; a library or
+  /// file that cannot be loaded ends the run before anything is measured), then checked
+  /// against the cell like a built-in arm.
+  void bind_outside(std::size_t i) {
+    bound_arm &a = m_arms[i];
+    const cell_key &k = m_plan.cells[i];
+    if (!m_plan.load_outside) {
+      m_skip[i] = fmt::format("arm {} ({}) needs a loader for outside arms", a.spec->id,
+                              a.spec->label());
+      return;
+    }
+    auto it = m_loaded.find(a.spec->id);
+    if (it == m_loaded.end())
+      it = m_loaded.emplace(a.spec->id, m_plan.load_outside(*a.spec)).first;
+    a.outside = it->second;
+    a.info = &a.outside->info();
+    if (auto why = cannot_run(*a.info, k.pass, k.rows, k.cols, m_proto.type))
+      m_skip[i] = *why;
+    else if (auto why2 = device_cannot_run(m_dev, m_op, *a.info, *a.spec, k.pass, k.rows, k.cols,
+                                           m_proto.type))
+      m_skip[i] = *why2;
   }
 
 private:
@@ -301,6 +363,10 @@ private:
         }
         for (std::size_t i : *g) {
           records[i] = check_one(i, s, *set, t);
+          if (!records[i]) // an outside arm that cannot be captured: skipped, with the reason
+            m_raw.deviations.push_back({{"kind", "cell-skipped"},
+                                        {"cell", cell_json(m_plan.cells[i])},
+                                        {"message", *m_skip[i]}});
           m_progress.cell_done(++done, total);
         }
       }
@@ -310,8 +376,8 @@ private:
         m_raw.correctness.push_back(std::move(*r));
   }
 
-  correctness_record check_one(std::size_t i, const shape &s, const buffer_set &set,
-                               const host_tensors &ref) {
+  std::optional<correctness_record> check_one(std::size_t i, const shape &s,
+                                              const buffer_set &set, const host_tensors &ref) {
     const cell_key &key = m_plan.cells[i];
     const bound_arm &arm = m_arms[i];
     correctness_record rec;
@@ -325,15 +391,28 @@ private:
                                          element_type(m_op, t, m_proto.type));
         m_dev.upload(set.at(t), p.data(), p.size());
       }
-    const std::vector<invocation> inv{
-        make_invocation(m_op, set, key.rows, key.cols, m_proto.type, arm)};
     auto alloc = m_dev.make_arm_allocator();
+    std::vector<invocation> inv;
     bool capturing = false;
     try {
+      inv.push_back(make_invocation(m_op, set, key.rows, key.cols, m_proto.type, key.pass, arm,
+                                    m_dev, *alloc));
       const auto step = [&] { run_step(arm, key.pass, inv, 1, *alloc, m_dev.stream()); };
       if (arm.spec->launch == launch_mode::graph) {
         capturing = true;
-        auto captured = m_dev.capture(step);
+        std::unique_ptr<captured_step> captured;
+        try {
+          captured = m_dev.capture(step);
+        } catch (const std::exception &e) {
+          if (!arm.outside)
+            throw;
+          // An outside arm whose library cannot be captured: skipped, not failed.
+          alloc->release_all(false);
+          survive(key, e.what());
+          m_skip[i] = fmt::format("launch: graph: arm {} cannot be captured into a CUDA graph: {}",
+                                  arm.spec->id, describe(e));
+          return std::nullopt;
+        }
         capturing = false;
         check_released(*alloc);
         m_dev.replay(*captured);
@@ -342,6 +421,10 @@ private:
         step();
         m_dev.synchronize();
         check_released(*alloc);
+      }
+      if (inv.front().bound) { // outputs an outside arm returned rather than wrote
+        inv.front().bound->collect();
+        m_dev.synchronize();
       }
     } catch (const std::exception &e) {
       rec.detail = fmt::format("the arm failed in its correctness run: {}", describe(e));
@@ -360,6 +443,10 @@ private:
                                       element_bytes(et));
       m_dev.download(bytes.data(), set.at(t), bytes.size());
       const std::vector<double> got = reference::unpack(bytes, et);
+      // Saved statistics are optional for an outside arm: left unwritten, they are not checked.
+      if (d.role == tensor_role::saved && arm.outside && arm.outside->stats_optional() &&
+          std::all_of(got.begin(), got.end(), [](double v) { return reference::is_poison(v); }))
+        continue;
       const auto c = reference::compare(got, ref[t], m_proto.correctness.rtol,
                                         m_proto.correctness.atol);
       rec.max_abs_error = std::max(rec.max_abs_error, c.max_abs_error);
@@ -518,13 +605,21 @@ private:
         ++group_index;
         continue;
       }
-      // Each arm's invocation arguments: the shared buffer sets with its own options.
+      // Each arm's invocation arguments: the shared buffer sets with its own options (an
+      // outside arm's setup, once per set: a failing setup fails its cell).
       std::vector<std::vector<invocation>> arm_args;
-      for (const auto &c : cells) {
+      std::vector<std::string> setup_errors(cells.size());
+      for (std::size_t ci = 0; ci < cells.size(); ++ci) {
+        auto &c = cells[ci];
         arm_args.emplace_back();
-        for (const auto &set : sets)
-          arm_args.back().push_back(
-              make_invocation(m_op, set, k0.rows, k0.cols, m_proto.type, m_arms[c.index]));
+        try {
+          for (const auto &set : sets)
+            arm_args.back().push_back(make_invocation(m_op, set, k0.rows, k0.cols, m_proto.type,
+                                                      pass, m_arms[c.index], m_dev, *c.alloc));
+        } catch (const std::exception &e) {
+          arm_args.back().clear();
+          setup_errors[ci] = describe(e);
+        }
       }
 
       // An arm's failure: recorded on its cell; what it held is freed (after a failed capture
@@ -544,9 +639,18 @@ private:
           run_step(arm, pass, arm_args[ci], repeat_k, *cells[ci].alloc, m_dev.stream());
         });
       };
+      for (std::size_t ci = 0; ci < cells.size(); ++ci)
+        if (!setup_errors[ci].empty()) {
+          cells[ci].failed = true;
+          cells[ci].record.error = fmt::format("setup: {}", setup_errors[ci]);
+          cells[ci].alloc->release_all(!m_dev.broken());
+          survive(cells[ci].record.key, *cells[ci].record.error);
+        }
       // Graph arms: capture once, outside every window.
       for (std::size_t ci = 0; ci < cells.size(); ++ci) {
         cell_state &c = cells[ci];
+        if (c.failed)
+          continue;
         if (m_arms[c.index].spec->launch != launch_mode::graph)
           continue;
         try {
@@ -567,7 +671,13 @@ private:
             m_dev.flush();
           const std::function<void()> step =
               c.graph ? std::function<void()>([&] { m_dev.replay(*c.graph); }) : step_of(ci);
+          for (const auto &v : arm_args[ci])
+            if (v.bound)
+              v.bound->before_window();
           const window_result w = m_dev.timed(step);
+          for (const auto &v : arm_args[ci])
+            if (v.bound)
+              v.bound->after_window();
           if (!c.graph)
             check_released(*c.alloc);
           if (!keep)
@@ -588,6 +698,10 @@ private:
           }
         }
         c.record.peak_bytes = c.alloc->peak();
+        for (const auto &v : arm_args[&c - cells.data()]) // an outside arm's own allocator
+          if (v.bound)
+            if (auto own = v.bound->own_peak_bytes())
+              c.record.peak_bytes = std::max(c.record.peak_bytes, *own);
         c.graph.reset();
         done[c.index] = std::move(c.record);
         m_progress.cell_done(++finished, total);
@@ -639,6 +753,7 @@ private:
   const engine_hooks &m_hooks;
   std::vector<bound_arm> m_arms;
   std::vector<std::optional<std::string>> m_skip;
+  std::map<std::string, std::shared_ptr<outside_arm>> m_loaded; ///< outside arms by arm id
   raw_run m_raw;
 };
 

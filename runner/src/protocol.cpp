@@ -434,6 +434,26 @@ std::vector<std::pair<std::string, double>> as_options(const node *n, const arm_
   return out;
 }
 
+// An outside arm declares no options to prereg: any numbers by name, in name order, passed on.
+std::vector<std::pair<std::string, double>> as_free_options(const node *n,
+                                                            const std::string &what) {
+  std::vector<std::pair<std::string, double>> out;
+  if (n == nullptr)
+    return out;
+  if (n->k != node::kind::mapping)
+    fail(*n, fmt::format("{} must be a mapping of option names to numbers, got {}", what,
+                         strict_yaml::describe(*n)));
+  if (n->entries.size() > 64)
+    fail(*n, fmt::format("{} has {} options, more than 64", what, n->entries.size()));
+  for (const auto &[key, value] : n->entries) {
+    if (key.value.empty() || key.value.size() > 64)
+      fail(key, fmt::format("option names in {} must be 1 to 64 characters", what));
+    out.emplace_back(key.value, as_float(value, fmt::format("{}.{}", what, key.value)));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 protocol validate(const node &root, const kernel_lookup &lookup) {
   // The version decides which keys are allowed, so it is read first.
   std::int64_t schema = 1; // a missing prereg is reported below, as a missing required key
@@ -516,7 +536,8 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
       fail(*k, fmt::format("{}.options needs prereg: 2", arm_what));
     std::vector<std::string_view> arm_keys{"id", "kernel", "launch", "repeat"};
     if (p.schema == 2)
-      arm_keys.push_back("options");
+      for (const std::string_view k : {"options", "plugin", "name", "python", "function"})
+        arm_keys.push_back(k);
     const fields arm(item, arm_what, arm_keys);
     arm_spec a;
     const node &id_node = arm.required("id");
@@ -529,33 +550,79 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
     for (const auto &other : p.arms)
       if (other.id == a.id)
         fail(id_node, fmt::format("duplicate arm id '{}'", a.id));
-    const node &kernel_node = arm.required("kernel");
-    a.kernel = as_string(kernel_node, arm.path("kernel"));
-    const arm_info *info = lookup(p.device, a.kernel);
-    if (info == nullptr)
-      fail(kernel_node, fmt::format("unknown kernel '{}' for device {} (see `prereg arms`)",
-                                    message_excerpt(a.kernel), p.device));
-    if (info->op != p.op)
-      fail(kernel_node, fmt::format("kernel '{}' computes {}, but the protocol's operation is {}",
-                                    a.kernel, info->op, p.op));
-    if (std::find(info->dtypes.begin(), info->dtypes.end(), p.type) == info->dtypes.end())
-      fail(kernel_node, fmt::format("kernel '{}' ({}) does not support dtype {}", a.kernel,
-                                    p.device, to_string(p.type)));
-    for (const auto pass : p.passes)
-      if (std::find(info->passes.begin(), info->passes.end(), pass) == info->passes.end())
-        fail(kernel_node, pass == pass_kind::fwd_bwd
-                              ? fmt::format("kernel '{}' has no backward pass, but passes lists "
-                                            "fwd+bwd",
-                                            a.kernel)
-                              : fmt::format("kernel '{}' does not run pass {}, but passes lists it",
-                                            a.kernel, to_string(pass)));
+    const node *kernel_node = arm.optional("kernel");
+    const node *plugin_node = arm.optional("plugin");
+    const node *python_node = arm.optional("python");
+    const int sources = (kernel_node != nullptr) + (plugin_node != nullptr) + (python_node != nullptr);
+    if (sources == 0)
+      fail(item, p.schema == 1 ? fmt::format("missing required key 'kernel' in {}", arm_what)
+                               : fmt::format("{} needs one of 'kernel', 'plugin' or 'python'",
+                                             arm_what));
+    if (sources > 1)
+      fail(item, fmt::format("{} names more than one of 'kernel', 'plugin' and 'python'",
+                             arm_what));
+    // The key an outside arm's second field must have, and the one it must not.
+    const auto outside_entry = [&](std::string_view needed, std::string_view other) {
+      if (const node *wrong = arm.optional(other))
+        fail(*wrong, fmt::format("{}.{} belongs to a{} arm", arm_what, other,
+                                 other == "name" ? " plugin" : " python"));
+      const node &n = arm.required(needed);
+      std::string v = as_string(n, arm.path(needed));
+      if (v.empty() || v.size() > 256)
+        fail(n, fmt::format("{} must be 1 to 256 characters", arm.path(needed)));
+      return v;
+    };
+    const auto outside_file = [&](const node &n, std::string_view key) {
+      std::string v = as_string(n, arm.path(key));
+      if (v.empty() || v.size() > 1024 || v.find('\0') != std::string::npos)
+        fail(n, fmt::format("{} must be a file path of 1 to 1024 characters", arm.path(key)));
+      return v;
+    };
+    const arm_info *info = nullptr;
+    if (kernel_node != nullptr) {
+      for (const std::string_view k : {"name", "function"})
+        if (const node *wrong = arm.optional(k))
+          fail(*wrong, fmt::format("{}.{} belongs to a{} arm, not a kernel arm", arm_what, k,
+                                   k == "name" ? " plugin" : " python"));
+      a.kernel = as_string(*kernel_node, arm.path("kernel"));
+      info = lookup(p.device, a.kernel);
+      if (info == nullptr)
+        fail(*kernel_node, fmt::format("unknown kernel '{}' for device {} (see `prereg arms`)",
+                                       message_excerpt(a.kernel), p.device));
+      if (info->op != p.op)
+        fail(*kernel_node,
+             fmt::format("kernel '{}' computes {}, but the protocol's operation is {}", a.kernel,
+                         info->op, p.op));
+      if (std::find(info->dtypes.begin(), info->dtypes.end(), p.type) == info->dtypes.end())
+        fail(*kernel_node, fmt::format("kernel '{}' ({}) does not support dtype {}", a.kernel,
+                                       p.device, to_string(p.type)));
+      for (const auto pass : p.passes)
+        if (std::find(info->passes.begin(), info->passes.end(), pass) == info->passes.end())
+          fail(*kernel_node,
+               pass == pass_kind::fwd_bwd
+                   ? fmt::format("kernel '{}' has no backward pass, but passes lists fwd+bwd",
+                                 a.kernel)
+                   : fmt::format("kernel '{}' does not run pass {}, but passes lists it",
+                                 a.kernel, to_string(pass)));
+    } else if (plugin_node != nullptr) {
+      a.source = arm_source::plugin;
+      a.file = outside_file(*plugin_node, "plugin");
+      a.entry = outside_entry("name", "function");
+    } else {
+      a.source = arm_source::python;
+      a.file = outside_file(*python_node, "python");
+      a.entry = outside_entry("function", "name");
+    }
     if (const node *launch = arm.optional("launch"))
       a.launch =
           as_enum<launch_mode>(*launch, arm.path("launch"),
                                {{"stream", launch_mode::stream}, {"graph", launch_mode::graph}});
     if (const node *repeat = arm.optional("repeat"))
       a.repeat = as_int(*repeat, arm.path("repeat"), 1, 4096);
-    a.options = as_options(arm.optional("options"), *info, arm.path("options"));
+    if (info != nullptr)
+      a.options = as_options(arm.optional("options"), *info, arm.path("options"));
+    else
+      a.options = as_free_options(arm.optional("options"), arm.path("options"));
     p.arms.push_back(std::move(a));
   }
 
@@ -695,6 +762,18 @@ json passes_json(const std::vector<pass_kind> &passes) {
 
 } // namespace
 
+std::string arm_spec::label() const {
+  switch (source) {
+  case arm_source::plugin:
+    return fmt::format("plugin {}:{}", file, entry);
+  case arm_source::python:
+    return fmt::format("python {}:{}", file, entry);
+  case arm_source::kernel:
+    break;
+  }
+  return fmt::format("kernel {}", kernel);
+}
+
 const arm_spec *find_arm_spec(const protocol &p, std::string_view id) {
   for (const auto &a : p.arms)
     if (a.id == id)
@@ -723,9 +802,21 @@ json to_json(const protocol &p) {
   json arms = json::array();
   for (const auto &a : p.arms) {
     json arm = {{"id", a.id},
-                {"kernel", a.kernel},
                 {"launch", std::string(name_of(a.launch))},
                 {"repeat", a.repeat}};
+    switch (a.source) {
+    case arm_source::kernel:
+      arm["kernel"] = a.kernel;
+      break;
+    case arm_source::plugin:
+      arm["plugin"] = a.file;
+      arm["name"] = a.entry;
+      break;
+    case arm_source::python:
+      arm["python"] = a.file;
+      arm["function"] = a.entry;
+      break;
+    }
     if (p.schema >= 2) { // prereg: 1 has no options: its JSON (and hash) stays as it was
       json options = json::object();
       for (const auto &[name, value] : a.options)

@@ -1,5 +1,6 @@
 // The run engine: the only place that ties store, backend, analysis, report and ledger.
 #include "prereg/run.hpp"
+#include "prereg/outside_arm.hpp"
 
 #include "prereg/error.hpp"
 #include "prereg/fs.hpp"
@@ -187,6 +188,10 @@ fs::path run_protocol(const run_options &o) {
   plan.seed = seed_from_hash(fp.hash);
   for (const auto &c : all_cells(proto)) {
     const arm_spec &spec = *find_arm_spec(proto, c.arm);
+    if (spec.outside()) { // known once loaded, in the measuring process: the engine checks it
+      plan.cells.push_back(c);
+      continue;
+    }
     const arm_info *info = find_arm(proto.device, spec.kernel);
     auto why = cannot_run(*info, c.pass, c.rows, c.cols, proto.type);
     if (!why) why = device_cannot_run(*dev, op, *info, spec, c.pass, c.rows, c.cols, proto.type);
@@ -195,6 +200,12 @@ fs::path run_protocol(const run_options &o) {
     else
       plan.cells.push_back(c);
   }
+  plan.load_outside = [project = s.project_root(), &fp](const arm_spec &spec) {
+    const fs::path file = frozen_outside_file(project, fp, spec);
+    return spec.source == arm_source::plugin
+               ? load_plugin_arm(file, spec.entry, fp.proto, spec.id)
+               : load_python_arm(file, spec.entry, fp.proto, spec.id);
+  };
   const std::string device_name = environment.value("device_name", "unknown");
 
   // 4. Run start: attempt number and a unique run id, under the store lock.

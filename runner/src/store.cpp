@@ -1,5 +1,6 @@
 // The frozen-protocol store and the integrity check run performs before measuring.
 #include "prereg/store.hpp"
+#include "prereg/outside_arm.hpp"
 
 #include "prereg/build_info.hpp"
 #include "prereg/error.hpp"
@@ -77,8 +78,20 @@ std::optional<public_key> store::find_key(const std::string &fingerprint) const 
   return key;
 }
 
-freeze_outcome store::freeze(std::string_view source, const protocol &p,
-                             const signing_key &key) const {
+namespace {
+// A path as the freeze record keeps it: relative to `project` when inside it, else absolute.
+std::string project_relative(const fs::path &project, const fs::path &file) {
+  const fs::path rel = file.lexically_relative(project);
+  if (!rel.empty() && *rel.begin() != "..")
+    return rel.generic_string();
+  return file.generic_string();
+}
+} // namespace
+
+fs::path store::project_root() const { return fs::absolute(m_root).lexically_normal().parent_path(); }
+
+freeze_outcome store::freeze(std::string_view source, const protocol &p, const signing_key &key,
+                             const fs::path &source_dir) const {
   const json body = to_json(p);
   const std::string canonical = canonical_json(body);
   const std::string hash = protocol_hash(body);
@@ -90,6 +103,17 @@ freeze_outcome store::freeze(std::string_view source, const protocol &p,
   }
   json kernels = json::object();
   for (const auto &arm : p.arms) {
+    if (arm.outside()) {
+      const fs::path file = outside_file(source_dir.empty() ? fs::current_path() : source_dir,
+                                         arm.file);
+      const std::string digest = outside_file_sha256(file, arm.id);
+      // Hashed, never loaded: no outside code runs in a process that holds the signing key.
+      kernels[arm.id] = {{arm.source == arm_source::plugin ? "plugin" : "python", arm.file},
+                         {"entry", arm.entry},
+                         {"file", project_relative(project_root(), file)},
+                         {"sha256", digest}};
+      continue;
+    }
     const arm_info *info = find_arm(p.device, arm.kernel);
     if (info == nullptr)
       throw invalid_input(fmt::format("unknown kernel {} for device {}", arm.kernel, p.device));
@@ -189,9 +213,37 @@ frozen_protocol store::load(const std::string &hash) const {
   return fp;
 }
 
-void check_kernel_sources(const frozen_protocol &fp) {
+fs::path frozen_outside_file(const fs::path &project, const frozen_protocol &fp,
+                             const arm_spec &arm) {
+  const auto &kernels = fp.freeze.at("kernels");
+  const auto it = kernels.find(arm.id);
+  if (it == kernels.end() || !it->is_object() || !it->contains("file"))
+    throw integrity_error(fmt::format("freeze record has no file for arm {}", arm.id));
+  const fs::path kept(it->value("file", ""));
+  return kept.is_absolute() ? kept : (project / kept).lexically_normal();
+}
+
+void check_kernel_sources(const frozen_protocol &fp, const fs::path &project) {
   const auto &kernels = fp.freeze.at("kernels");
   for (const auto &arm : fp.proto.arms) {
+    if (arm.outside()) {
+      const fs::path file = frozen_outside_file(project, fp, arm);
+      const std::string frozen = kernels.at(arm.id).value("sha256", "");
+      std::error_code ec;
+      if (!fs::is_regular_file(file, ec))
+        throw integrity_error(fmt::format("{} file of arm {} is missing since freezing: {}",
+                                          arm.source == arm_source::plugin ? "plugin" : "python",
+                                          arm.id, file.string()),
+                              file.string());
+      const std::string now = outside_file_sha256(file, arm.id);
+      if (now != frozen)
+        throw integrity_error(
+            fmt::format("{} file of arm {} changed since freezing (frozen {}, now {}): {}",
+                        arm.source == arm_source::plugin ? "plugin" : "python", arm.id,
+                        frozen.substr(0, 12), now.substr(0, 12), file.string()),
+            file.string());
+      continue;
+    }
     const arm_info *info = find_arm(fp.proto.device, arm.kernel);
     if (info == nullptr)
       throw integrity_error(fmt::format("kernel {} ({}) is not in this build", arm.kernel,
@@ -267,7 +319,7 @@ frozen_protocol resolve_for_run(const store &s, std::string_view arg) {
                             path.string());
     }
   }
-  check_kernel_sources(fp);
+  check_kernel_sources(fp, s.project_root());
   return fp;
 }
 

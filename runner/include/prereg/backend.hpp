@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -28,10 +30,15 @@ struct cell_key {
 
 /// What the engine asks a backend to do: the protocol, the cells that can run (in protocol
 /// order: arms x passes x rows x cols), and the seed for arm order and random inputs.
+class outside_arm;
+
 struct run_plan {
   const protocol *proto = nullptr;
   std::vector<cell_key> cells;
   std::uint64_t seed = 0;
+  /// Loads a protocol's outside arm (plugin, python) where the engine runs: in the measuring
+  /// process, never in one that holds the signing key. Unset: outside arms are cell-skipped.
+  std::function<std::shared_ptr<outside_arm>(const arm_spec &)> load_outside;
 };
 
 /// Raw facts about one cell.

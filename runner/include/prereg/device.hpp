@@ -65,6 +65,8 @@ public:
   // --- what it is -------------------------------------------------------------------------
   /// "cpu" | "cuda" (an arm's `device`).
   [[nodiscard]] virtual std::string_view kind() const = 0;
+  /// The device's ordinal among its kind (the CUDA ordinal; 0 for the CPU).
+  [[nodiscard]] virtual int ordinal() const { return 0; }
   /// Checks the device is usable and describes it (device_name, ...); throws
   /// environment_error (exit 5) if not. Called once before anything else.
   [[nodiscard]] virtual json probe() = 0;

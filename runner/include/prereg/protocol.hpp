@@ -20,10 +20,21 @@ enum class launch_mode { stream, graph };
 enum class order_mode { interleaved, sequential };
 enum class statistic_kind { median, mean, min };
 
-/// One arm of the experiment: a registered kernel under a local id.
+/// Where an arm's code comes from: a built-in kernel, a shared-library plugin (prereg: 2
+/// `plugin:` + `name:`, docs/plugins.md) or a Python function (`python:` + `function:`,
+/// docs/python-arms.md).
+enum class arm_source { kernel, plugin, python };
+
+/// One arm of the experiment: a registered kernel (or an outside arm) under a local id.
 struct arm_spec {
   std::string id;
-  std::string kernel;
+  std::string kernel; ///< the built-in kernel (empty for an outside arm)
+  arm_source source = arm_source::kernel;
+  std::string file;  ///< plugin / python: the file as written, relative to the protocol's folder
+  std::string entry; ///< plugin: the arm's name in the library; python: the function
+  [[nodiscard]] bool outside() const { return source != arm_source::kernel; }
+  /// "kernel layernorm.fused" | "plugin libx.so:name" | "python arms.py:function"
+  [[nodiscard]] std::string label() const;
   launch_mode launch = launch_mode::stream;
   std::int64_t repeat = 1; ///< invocations per timed step, on distinct buffers
   /// Every option the kernel declares, in its order, with the protocol's value (prereg: 2

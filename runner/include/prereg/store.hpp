@@ -50,7 +50,12 @@ public:
   /// Validates nothing itself: stores `p` (already parsed from `source`), signs the freeze
   /// record, saves the public key and appends a freeze entry — all under the store lock.
   /// Idempotent: a protocol already stored is reported as such and nothing is written.
-  freeze_outcome freeze(std::string_view source, const protocol &p, const signing_key &key) const;
+  /// Outside arms' files (plugin, python) are resolved against `source_dir` (the protocol
+  /// file's folder; empty: the current folder), hashed, and kept relative to project_root().
+  freeze_outcome freeze(std::string_view source, const protocol &p, const signing_key &key,
+                        const std::filesystem::path &source_dir = {}) const;
+  /// The folder outside arms' files are kept relative to: the store's parent (docs/store.md).
+  [[nodiscard]] std::filesystem::path project_root() const;
 
   /// Every stored hash, sorted.
   [[nodiscard]] std::vector<std::string> hashes() const;
@@ -81,7 +86,12 @@ private:
 [[nodiscard]] frozen_protocol resolve_for_run(const store &s, std::string_view arg);
 
 /// Throws exit 3 if a kernel named by the freeze record has another source hash in this build.
-void check_kernel_sources(const frozen_protocol &fp);
+void check_kernel_sources(const frozen_protocol &fp, const std::filesystem::path &project);
+
+/// The file an outside arm of `fp` runs, from its freeze record (relative to `project`).
+[[nodiscard]] std::filesystem::path frozen_outside_file(const std::filesystem::path &project,
+                                                        const frozen_protocol &fp,
+                                                        const arm_spec &arm);
 
 /// The dotted paths of the JSON members that differ between `a` and `b` (sorted).
 [[nodiscard]] std::vector<std::string> changed_fields(const json &a, const json &b);
