@@ -922,7 +922,8 @@ TEST_CASE("schema 2: axes and shapes belong to their own version") {
                 "prereg, id, title, hypothesis, device, "
                 "operation, dtype, axes, passes,");
   check_rejects(with2("    repeat: 1", "    repeats: 1"), 17, 5,
-                "unknown key 'repeats' in arms[0] (allowed: id, kernel, launch, repeat, options)");
+                "unknown key 'repeats' in arms[0] (allowed: id, kernel, launch, repeat, options, "
+                "plugin, name, python, function)");
 }
 
 TEST_CASE("schema 2: arm options are checked against what the kernel declares") {
@@ -1034,6 +1035,51 @@ TEST_CASE("schema 2: operations and the arms that compute them") {
                   "passes: [fwd, fwd+bwd]", "passes: [fwd]"),
              "pass: fwd+bwd}", "pass: fwd}");
     CHECK(parse_with_extra(fwd_only).arms[1].kernel == "layernorm.fwdonly");
+  }
+}
+
+TEST_CASE("schema 2: arms from outside (plugin, python)") {
+  const std::string plugin = with2("    kernel: layernorm.fused",
+                                   "    plugin: build/libmine.so\n    name: my_ln\n    options: {b: 2, a: 1}");
+  const auto p = prereg::parse_protocol(plugin, file);
+  REQUIRE(p.arms.size() == 2);
+  CHECK(p.arms[1].source == prereg::arm_source::plugin);
+  CHECK(p.arms[1].file == "build/libmine.so");
+  CHECK(p.arms[1].entry == "my_ln");
+  CHECK(p.arms[1].kernel.empty());
+  CHECK(p.arms[1].label() == "plugin build/libmine.so:my_ln");
+  const json j = prereg::to_json(p);
+  CHECK(j["arms"][1]["plugin"] == "build/libmine.so");
+  CHECK(j["arms"][1]["name"] == "my_ln");
+  CHECK_FALSE(j["arms"][1].contains("kernel"));
+  CHECK(j["arms"][1]["options"] == json::parse(R"({"a": 1, "b": 2})"));
+  CHECK(prereg::to_json(prereg::protocol_from_json(j, "protocol.json")) == j);
+
+  const std::string python = with2("    kernel: layernorm.fused",
+                                   "    python: ../arms/torch_norms.py\n    function: layernorm_eager");
+  const auto q = prereg::parse_protocol(python, file);
+  CHECK(q.arms[1].source == prereg::arm_source::python);
+  CHECK(q.arms[1].entry == "layernorm_eager");
+  CHECK(prereg::to_json(q)["arms"][1]["python"] == "../arms/torch_norms.py");
+  CHECK(prereg::protocol_hash(p) != prereg::protocol_hash(q));
+
+  SUBCASE("exactly one source, each with its own second key") {
+    check_rejects(with2("    kernel: layernorm.fused", "    name: x"), 18, 5,
+                  "arms[1] needs one of 'kernel', 'plugin' or 'python'");
+    check_rejects(with2("    kernel: layernorm.fused", "    kernel: layernorm.fused\n    python: a.py\n    function: f"),
+                  18, 5, "arms[1] names more than one of 'kernel', 'plugin' and 'python'");
+    check_rejects(with2("    kernel: layernorm.fused", "    plugin: a.so\n    function: f"), 20, 15,
+                  "arms[1].function belongs to a python arm");
+    check_rejects(with2("    kernel: layernorm.fused", "    plugin: a.so"), 18, 5,
+                  "missing required key 'name' in arms[1]");
+    check_rejects(with2("    kernel: layernorm.fused", "    python: ''\n    function: f"), 19, 13,
+                  "arms[1].python must be a file path of 1 to 1024 characters");
+    check_rejects(with2("    kernel: layernorm.fused", "    kernel: layernorm.fused\n    name: x"), 20, 11,
+                  "arms[1].name belongs to a plugin arm, not a kernel arm");
+  }
+  SUBCASE("prereg: 1 has no outside arms") {
+    check_rejects(with("    kernel: layernorm.fused", "    plugin: a.so\n    name: x"), 19, 5,
+                  "unknown key 'plugin' in arms[1]");
   }
 }
 

@@ -29,17 +29,17 @@ enum class arm_source { kernel, plugin, python };
 struct arm_spec {
   std::string id;
   std::string kernel; ///< the built-in kernel (empty for an outside arm)
+  launch_mode launch = launch_mode::stream;
+  std::int64_t repeat = 1; ///< invocations per timed step, on distinct buffers
+  /// Every option the kernel declares, in its order, with the protocol's value (prereg: 2
+  /// `options`) or the declared default (always the default in prereg: 1).
+  std::vector<std::pair<std::string, double>> options;
   arm_source source = arm_source::kernel;
   std::string file;  ///< plugin / python: the file as written, relative to the protocol's folder
   std::string entry; ///< plugin: the arm's name in the library; python: the function
   [[nodiscard]] bool outside() const { return source != arm_source::kernel; }
   /// "kernel layernorm.fused" | "plugin libx.so:name" | "python arms.py:function"
   [[nodiscard]] std::string label() const;
-  launch_mode launch = launch_mode::stream;
-  std::int64_t repeat = 1; ///< invocations per timed step, on distinct buffers
-  /// Every option the kernel declares, in its order, with the protocol's value (prereg: 2
-  /// `options`) or the declared default (always the default in prereg: 1).
-  std::vector<std::pair<std::string, double>> options;
 };
 
 /// The cells a prediction's `at` selects; after normalisation every list is explicit
