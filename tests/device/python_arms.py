@@ -5,7 +5,7 @@
 # the first call (JIT/compile) apart, and tries to capture one step into a CUDA graph both
 # with torch.cuda.graph and with a raw cudaStreamBeginCapture on the stream (what a host that
 # does not go through torch does). Run on a GPU machine: python3 tests/device/python_arms.py
-# [--quick] [--out FILE.jsonl]. Prints one line per case and a closing "N passed, N failed".
+# [--quick] [--window flush|idle] [--out FILE.jsonl]. Prints one line per case and a closing "N passed, N failed".
 import argparse
 import ctypes
 import importlib.util
@@ -152,11 +152,21 @@ class RawCapture:
         self.call("cudaGraphLaunch", exe, ctypes.c_void_p(stream.cuda_stream))
 
 
+IDLE_WINDOW = False  # --window idle: open each window on an idle GPU
+
+
 def time_calls(stream, call, flush, samples):
+    """Median of `samples` event-timed calls, each after an L2 flush on the stream [us].
+
+    --window flush (the default) times as prereg's CUDA device does: the start event is
+    recorded right behind the flush, so host work shorter than the flush is hidden. --window
+    idle waits for the flush first, so the whole host call path lands in the window.
+    """
     times = []
     for _ in range(samples):
         flush.zero_()
-        stream.synchronize()  # the window opens on an idle GPU: the host's call path counts
+        if IDLE_WINDOW:
+            stream.synchronize()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record(stream)
         call()
@@ -231,8 +241,11 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--samples", type=int, default=30)
     ap.add_argument("--only", default="")
+    ap.add_argument("--window", choices=("flush", "idle"), default="flush")
     args = ap.parse_args()
-    env = {"python": sys.version.split()[0], "torch": torch.__version__,
+    global IDLE_WINDOW
+    IDLE_WINDOW = args.window == "idle"
+    env = {"window": args.window, "python": sys.version.split()[0], "torch": torch.__version__,
            "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name()}
     try:
         import triton
