@@ -25,8 +25,8 @@
 #
 # Where this departs from the tutorial, and why:
 # - the partial rows are fp32 whatever the dtype (the tutorial keeps them in x's dtype, which
-#   rounds every group sum to fp16 and can miss prereg's fp16 tolerance on dgamma; prereg's
-#   CUDA layernorm.lockgroup arm also keeps fp32 partials);
+#   rounds every partial sum to fp16 or bf16; prereg's CUDA layernorm.lockgroup arm also keeps
+#   fp32 partials);
 # - the partial rows and the count are read with cache_modifier=".cg" (L2, not the SM's L1):
 #   another program on another SM wrote them under the lock, and L1 is not coherent;
 # - row offsets are 64-bit (row * stride overflows int32 past 2^31 elements).
