@@ -275,6 +275,17 @@ def cheating_lazy_leaves_the_poison():
 
 
 @test
+def cheating_thread_writes_after_the_step_returns():
+    arms = load(CHEAT)
+    t = make_t("layernorm", "fwd+bwd", 64, 1024)
+    assert arms.layernorm_thread(t)() is None
+    assert np.isnan(t.y).all(), "the outputs were written before the step returned"
+    for worker in arms._threads:
+        worker.join()
+    assert not check_outputs("layernorm", t, outputs_of(t, None, "layernorm"))
+
+
+@test
 def examples_numpy_arm_matches_the_reference():
     arm = load("examples/python/numpy/layernorm_numpy.py")
     for pass_ in ("fwd", "fwd+bwd"):

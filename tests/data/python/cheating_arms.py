@@ -1,9 +1,13 @@
 # Planted numpy LayerNorm arms for the guard tests: one correct arm and one arm per way of
 # fooling a harness that prereg guards against (issue 12, item 7). Each takes prereg's `t`
 # (numpy arrays on the cpu device) and returns its step, as kernels/python/numpy_norms.py does.
+import threading
+import time
+
 import numpy as np
 
 _cache = {}  # layernorm_cached: outputs keyed by the input buffer's address and the pass
+_threads = []  # layernorm_thread: the threads it started (the tests join them)
 
 
 def _honest(t):
@@ -81,3 +85,19 @@ def layernorm_no_beta(t):
 def layernorm_lazy(t):
     """Lazy: writes nothing and returns None, so the outputs keep whatever was in the buffers."""
     return lambda: None
+
+
+def layernorm_thread(t):
+    """Off-window work: returns at once; a thread waits 50 ms, then writes the outputs into t."""
+
+    def late():
+        time.sleep(0.05)
+        for name, value in _honest(t).items():
+            getattr(t, name)[...] = value
+
+    def step():
+        worker = threading.Thread(target=late)
+        worker.start()
+        _threads.append(worker)
+
+    return step
