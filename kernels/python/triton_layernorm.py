@@ -149,7 +149,7 @@ def group_size_m(cols):
 
 
 def layernorm(t):
-    """prereg entry: the Triton LayerNorm; fwd writes y, mean, rstd; fwd+bwd also dx, dgamma, dbeta."""
+    """prereg entry: Triton LayerNorm; fwd writes y, mean, rstd; fwd+bwd also dx, dgamma, dbeta."""
     if triton is None:
         raise RuntimeError(f"triton is not importable here ({_import_error})")
     if t.device != "cuda":

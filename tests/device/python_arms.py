@@ -5,7 +5,8 @@
 # the first call (JIT/compile) apart, and tries to capture one step into a CUDA graph both
 # with torch.cuda.graph and with a raw cudaStreamBeginCapture on the stream (what a host that
 # does not go through torch does). Run on a GPU machine: python3 tests/device/python_arms.py
-# [--quick] [--window flush|idle] [--out FILE.jsonl]. Prints one line per case and a closing "N passed, N failed".
+# [--quick] [--window flush|idle] [--out FILE.jsonl]. Prints one line per case and a closing
+# "N passed, N failed".
 import argparse
 import ctypes
 import importlib.util
@@ -106,7 +107,8 @@ def check(op, t, result):
         err = (v - ref).abs()
         bad = ~(err <= tol)
         if bad.any():
-            problems.append(f"{name}: {int(bad.sum())} bad, max err {err.nan_to_num(1e30).max().item():.3g} tol {tol:.3g}")
+            worst = err.nan_to_num(1e30).max().item()
+            problems.append(f"{name}: {int(bad.sum())} bad, max err {worst:.3g} tol {tol:.3g}")
     return problems
 
 

@@ -30,7 +30,8 @@ def make_t(pass_, rows, cols):
     t.dy = r(rows, cols) * 2 - 1 if pass_ == "fwd+bwd" else None
     nan = lambda *s: torch.full(s, float("nan"), device="cuda")
     t.y, t.mean, t.rstd = nan(rows, cols), nan(rows), nan(rows)
-    t.dx, t.dgamma, t.dbeta = (nan(rows, cols), nan(cols), nan(cols)) if t.dy is not None else (None,) * 3
+    bwd = t.dy is not None
+    t.dx, t.dgamma, t.dbeta = (nan(rows, cols), nan(cols), nan(cols)) if bwd else (None,) * 3
     return t
 
 
