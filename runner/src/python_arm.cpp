@@ -296,9 +296,12 @@ private:
                                                            : std::string();
     };
     std::vector<fs::path> candidates;
-    for (const std::string dir : {str("libdir"), str("libpl")})
-      for (const std::string name : {str("instsoname"), str("ldlibrary")}) {
-        if (dir.empty() || name.empty() || !name.ends_with(".so") && name.find(".so.") == std::string::npos)
+    const std::vector<std::string> dirs{str("libdir"), str("libpl")};
+    const std::vector<std::string> names{str("instsoname"), str("ldlibrary")};
+    for (const std::string &dir : dirs)
+      for (const std::string &name : names) {
+        if (dir.empty() || name.empty() ||
+            (!name.ends_with(".so") && name.find(".so.") == std::string::npos))
           continue;
         candidates.push_back(fs::path(dir) / name);
         if (!str("multiarch").empty())
