@@ -8,6 +8,7 @@
 #include "prereg/fs.hpp"
 #include "prereg/ledger.hpp"
 #include "prereg/report.hpp"
+#include "prereg/report_text.hpp"
 #include "prereg/signed_json.hpp"
 
 #include <doctest/doctest.h>
@@ -40,6 +41,13 @@ void resign(const fs::path &dir, const json &report, const signing_key &key) {
   const std::string bytes = canonical_json(report);
   write_file_atomic(dir / "report.json", bytes);
   write_file_atomic(dir / "report.dsse.json", make_envelope(bytes, key));
+  // Whoever re-signs can re-render too; a report.json that no longer parses keeps its pages.
+  try {
+    const report_document doc = report_from_json(report, "report.json");
+    write_file_atomic(dir / "report.md", render_markdown(doc));
+    write_file_atomic(dir / "report.html", render_html(doc));
+  } catch (const error &) {
+  }
 }
 
 /// The cells[] entry of `arm` at `rows`.
@@ -128,7 +136,7 @@ TEST_CASE("a fresh report passes every check, in the fixed order") {
   for (const auto &c : r.checks)
     order.push_back(c.name);
   CHECK(order == names{"envelope", "payload", "protocol", "freeze", "statistics", "verdicts",
-                       "defects", "ledger", "history"});
+                       "defects", "pages", "ledger", "history"});
   for (const auto &c : r.checks)
     CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
   CHECK(r.passed());
@@ -142,16 +150,16 @@ TEST_CASE("a fresh report passes every check, in the fixed order") {
     std::vector<std::string> lines;
     for (std::string line; std::getline(text, line);)
       lines.push_back(line);
-    REQUIRE(lines.size() == 10);
-    for (std::size_t i = 0; i < 9; ++i)
+    REQUIRE(lines.size() == 11);
+    for (std::size_t i = 0; i < 10; ++i)
       CHECK(lines[i].rfind("PASS " + order[i] + ": ", 0) == 0);
-    CHECK(lines[9].rfind("audit PASSED: all 9 checks pass", 0) == 0);
+    CHECK(lines[10].rfind("audit PASSED: all 10 checks pass", 0) == 0);
   }
   SUBCASE("json: the checks for CI") {
     const json j = parse_json_strict(render_audit_json(r), "audit.json");
     CHECK(j.at("passed") == true);
     CHECK(j.at("exit_code") == 0);
-    REQUIRE(j.at("checks").size() == 9);
+    REQUIRE(j.at("checks").size() == 10);
     CHECK(j.at("checks")[4].at("name") == "statistics");
     CHECK(j.at("checks")[4].at("passed") == true);
     CHECK(j.at("history") == r.history);
@@ -228,6 +236,25 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     write_file_atomic(dir / "report.json", bytes);
     expected = {"payload",  "protocol", "freeze", "statistics",
                 "verdicts", "defects",  "ledger", "history"};
+  }
+  SUBCASE("report.md edited to say confirmed (issue 16 item 8)") {
+    std::string md = read_file(dir / "report.md");
+    const auto at = md.find("refuted");
+    if (at != std::string::npos)
+      md.replace(at, 7, "confirmed");
+    else
+      md += "P9 confirmed\n";
+    write_file_atomic(dir / "report.md", md);
+    expected = {"pages"};
+  }
+  SUBCASE("report.html deleted") {
+    fs::remove(dir / "report.html");
+    expected = {"pages"};
+  }
+  SUBCASE("a renderer this build does not have") {
+    report["tool"]["renderer"] = report_renderer_version + 1;
+    resign(dir, report, key);
+    expected = {"pages", "ledger"};
   }
   SUBCASE("a sample changed, re-signed with an untrusted key") {
     auto &s = cell_of(report, "fused", 64).at("samples_ms");
