@@ -95,7 +95,8 @@ if git -C "$PREREG_SOURCE_DIR" rev-parse --git-dir >/dev/null 2>&1; then
   [ "$(git -C "$PREREG_SOURCE_DIR" status --porcelain)" = "$status_before" ] \
     && pass "main job changed no tracked or untracked file of the tree" || fail "main job changed the tree"
   grep -q '"attempt":1' "$mdir/report.json" && pass "attempt 1 of its own store" || fail "attempt"
-  git -C "$PREREG_SOURCE_DIR" check-ignore -q out/main-job/store/ledger.jsonl out/main-job/reports/x \
+  git -C "$PREREG_SOURCE_DIR" check-ignore -q out/main-job/store/ledger.jsonl &&
+    git -C "$PREREG_SOURCE_DIR" check-ignore -q out/main-job/reports/x/report.json \
     && pass "the main job's default folders are ignored by git" || fail "default folders not ignored"
 else
   echo "skip - main job: the source is not a git checkout"

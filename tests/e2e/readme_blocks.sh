@@ -1,5 +1,5 @@
 # The README's shell blocks, run as printed from a fresh clone with a fresh HOME (issue 17).
-# Every ```sh block runs in one bash session in the clone, line by line, with the built binary
+# The ```sh blocks run in one bash session in the clone, line by line, with the built binary
 # as the clone's build/prereg (tools/setup.sh itself is .ci/run's first command). A block after
 # a `<!-- readme-test: gpu -->` line needs a usable CUDA device: without one, its lines run until
 # the first one commented "on the GPU", which must exit 5 (the environment cannot serve).
@@ -38,29 +38,32 @@ while i < len(lines):
 assert n >= 2, "fewer than two sh blocks in the README"
 PY
 cd "$clone" || exit 1
+# One session for all blocks, in README order (a reader's shell keeps what an earlier block
+# exported), one command per line, stopping at the first failure.
+script=$work/readme.run
+{
+  echo 'set -o pipefail'
+  for block in "$work"/blocks/*.sh; do
+    name=$(basename "$block" .sh)
+    skip=0
+    while IFS= read -r line; do
+      [[ -z ${line// } || $skip -eq 1 ]] && continue
+      cmd=${line%% #*}
+      if [[ $name == *-gpu && $gpu -eq 0 && $line == *"on the GPU"* ]]; then
+        printf '%s\nrc=$?; [ $rc -eq 5 ] || { echo "FAILED %s: exit $rc without a GPU, wanted 5"; exit 1; }\n' "$cmd" "$name"
+        skip=1
+        continue
+      fi
+      printf '%s || { echo "FAILED %s: %q"; exit 1; }\n' "$cmd" "$name" "$cmd"
+    done <"$block"
+    echo "echo PASSED $name"
+  done
+} >"$script"
+bash "$script" >"$work/readme.out" 2>"$work/readme.err" </dev/null
 for block in "$work"/blocks/*.sh; do
   name=$(basename "$block" .sh)
-  needs_gpu=0
-  [[ $name == *-gpu ]] && needs_gpu=1
-  # One session per block, one command per line, stopping at the first failure.
-  script=$work/$name.run
-  {
-    echo 'set -o pipefail'
-    while IFS= read -r line; do
-      [[ -z ${line// } ]] && continue
-      if [[ $needs_gpu -eq 1 && $gpu -eq 0 && $line == *"on the GPU"* ]]; then
-        printf '%s\nrc=$?; [ $rc -eq 5 ] && { echo "ok: exit 5 without a GPU"; exit 0; }; echo "exit $rc, wanted 5"; exit 1\n' "${line%% #*}"
-        break
-      fi
-      cmd=${line%% #*}
-      printf '%s || { echo "FAILED: %q"; exit 1; }\n' "$cmd" "$cmd"
-    done <"$block"
-  } >"$script"
-  if bash "$script" >"$work/$name.out" 2>"$work/$name.err" </dev/null; then
-    pass "README block $name runs as printed"
-  else
-    fail "README block $name: $(grep FAILED "$work/$name.out" | head -1) $(tail -2 "$work/$name.err")"
-  fi
+  grep -qx "PASSED $name" "$work/readme.out" && pass "README block $name runs as printed" \
+    || fail "README block $name: $(grep FAILED "$work/readme.out" | head -1) $(tail -2 "$work/readme.err")"
 done
 [ -z "$(git -C "$clone" status --porcelain)" ] && pass "the blocks left the clone's tree clean" \
   || fail "the blocks changed the clone: $(git -C "$clone" status --porcelain | head -3)"
