@@ -228,14 +228,14 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     REQUIRE(at != std::string::npos);
     bytes[at + 13] = 'G'; // prereg -> prereG
     write_file_atomic(dir / "report.json", bytes);
-    expected = {"payload", "ledger"};
+    expected = {"payload", "pages", "ledger"};
   }
   SUBCASE("report.json made invalid") {
     std::string bytes = read_file(dir / "report.json");
     bytes.back() = ',';
     write_file_atomic(dir / "report.json", bytes);
     expected = {"payload",  "protocol", "freeze", "statistics",
-                "verdicts", "defects",  "ledger", "history"};
+                "verdicts", "defects",  "pages", "ledger", "history"};
   }
   SUBCASE("report.md edited to say confirmed (issue 16 item 8)") {
     std::string md = read_file(dir / "report.md");
@@ -337,12 +337,12 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   SUBCASE("a cell's clock_mhz removed: the cell does not parse") {
     cell_of(report, "fused", 64).erase("clock_mhz");
     resign(dir, report, key);
-    expected = {"statistics", "verdicts", "defects", "ledger"};
+    expected = {"statistics", "verdicts", "defects", "pages", "ledger"};
   }
   SUBCASE("an unknown member added to a cell: the cell does not parse") {
     cell_of(report, "fused", 64)["note"] = "hand-edited";
     resign(dir, report, key);
-    expected = {"statistics", "verdicts", "defects", "ledger"};
+    expected = {"statistics", "verdicts", "defects", "pages", "ledger"};
   }
   SUBCASE("an unknown top-level member added") {
     report["note"] = "hand-edited";
@@ -352,12 +352,12 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   SUBCASE("schema_version 3") {
     report.at("schema_version") = 3;
     resign(dir, report, key);
-    expected = {"payload", "statistics", "verdicts", "defects", "ledger"};
+    expected = {"payload", "statistics", "verdicts", "defects", "pages", "ledger"};
   }
   SUBCASE("the defects array deleted") {
     report.erase("defects");
     resign(dir, report, key);
-    expected = {"defects", "ledger"};
+    expected = {"defects", "pages", "ledger"};
   }
   SUBCASE("a derivable defect invented") {
     json fake;
@@ -373,7 +373,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   SUBCASE("a cell's samples_ms deleted") {
     cell_of(report, "fused", 128).erase("samples_ms");
     resign(dir, report, key);
-    expected = {"statistics", "verdicts", "defects", "ledger"};
+    expected = {"statistics", "verdicts", "defects", "pages", "ledger"};
   }
   SUBCASE("a whole cell deleted (with its drift defect still in the report)") {
     auto &cells = report.at("cells");
@@ -408,7 +408,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     json &c = cell_of(report, "unfused", 128);
     c.at("median_ms") = c.at("median_ms").get<double>() * 0.5;
     write_file_atomic(dir / "report.json", canonical_json(report));
-    expected = {"payload", "statistics", "ledger"};
+    expected = {"payload", "statistics", "pages", "ledger"};
   }
   SUBCASE("report.json not canonical but equal to the payload") {
     const std::string bytes = report.dump(1);
@@ -445,7 +445,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   SUBCASE("report.json deleted") {
     fs::remove(dir / "report.json");
     expected = {"payload",  "protocol", "freeze", "statistics",
-                "verdicts", "defects",  "ledger", "history"};
+                "verdicts", "defects",  "pages", "ledger", "history"};
   }
   SUBCASE("the run's ledger entries removed, the ledger re-chained and re-signed") {
     const std::string run_id = report.at("run").at("run_id");
@@ -507,7 +507,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
                         text.rfind("FAIL " + n + ": ", 0) == 0;
     CHECK_MESSAGE(listed, n);
   }
-  CHECK(text.find("audit FAILED: " + std::to_string(expected.size()) + " of 9 checks failed") !=
+  CHECK(text.find("audit FAILED: " + std::to_string(expected.size()) + " of 10 checks failed") !=
         std::string::npos);
 }
 
@@ -550,7 +550,7 @@ TEST_CASE("a version-1 report: the cells' clock and harness bytes come from defe
     report.at("cells")[0]["clock_mhz"] = 3000.0;
     resign(dir, report, key);
     const audit_result r = audit(lab, dir);
-    CHECK(list(r.failed()) == "statistics, verdicts, defects, ledger");
+    CHECK(list(r.failed()) == "statistics, verdicts, defects, pages, ledger");
     CHECK(detail_of(r, "statistics") == "cells[0].clock_mhz is not a member of the report format");
   }
 }

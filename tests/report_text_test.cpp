@@ -371,7 +371,8 @@ TEST_CASE("report.md lists per-arm options when a prereg: 2 protocol sets them")
 TEST_CASE("every committed report's pages are what its renderer makes (renderer 1 kept)") {
   std::size_t n = 0;
   for (const auto &protocol : fs::directory_iterator(fs::path(PREREG_SOURCE_DIR) / "reports"))
-    for (const auto &run : fs::directory_iterator(protocol.path())) {
+    for (const auto &run : protocol.is_directory() ? fs::directory_iterator(protocol.path())
+                                                   : fs::directory_iterator()) {
       if (!fs::exists(run.path() / "report.json"))
         continue;
       CAPTURE(run.path().string());

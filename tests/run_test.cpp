@@ -495,8 +495,9 @@ TEST_CASE("run targets: a hash, a prefix of at least 8 hex digits, or the protoc
     std::string v2 = test_protocol_yaml;
     v2.replace(v2.find("prereg: 1"), 9, "prereg: 2\nrevision: 2");
     v2.replace(v2.find("shapes:"), 7, "axes:");
+    const std::string first = lab.hash;
     const std::string second = lab.freeze(v2);
-    CHECK(second != lab.hash);
+    CHECK(second != first);
     refused("fake_ln", exit_code::invalid, "2 versions of protocol fake_ln are frozen");
     CHECK(s.resolve(second.substr(0, 10)) == second);
   }

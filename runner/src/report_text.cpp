@@ -1390,7 +1390,7 @@ chart make_chart(const view &v, const std::string &pass, std::int64_t cols,
   }
   bool any_positive = false;
   for (const auto &arm : v.arms) {
-    series s{arm, {}};
+    series s{arm, {}, {}};
     for (const auto r : v.rows) {
       const report_cell *cell = find_cell(v, arm, pass, r, cols);
       std::optional<point> p;
