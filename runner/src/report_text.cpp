@@ -1542,7 +1542,7 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 // Renderer 2's additions, after the renderer 1 sheet (which stays byte for byte).
 const char *html_css_r2 = R"(
 p.exploratory { padding: 10px 14px; border: 2px solid #953800; background: #fff1e5; color: #953800; font-weight: 700; }
-#summary .charts { margin-top: 8px; }
+#summary .charts { margin-top: 8px; grid-template-columns: 1fr 1fr; max-width: 1000px; }
 svg.chart circle.winner { fill: none; }
 td.winner strong { color: #116329; }
 table.predictions td code { white-space: normal; overflow-wrap: anywhere; }

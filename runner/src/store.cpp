@@ -94,7 +94,9 @@ freeze_outcome store::freeze(std::string_view source, const protocol &p,
   const auto dir = protocol_dir(hash);
   if (fs::exists(dir / "freeze.json")) {
     const frozen_protocol fp = load(hash); // an existing copy must still be intact
-    freeze_outcome out{hash, true};
+    freeze_outcome out;
+    out.hash = hash;
+    out.already_frozen = true;
     out.cosmetic_only = fp.freeze.value("source_sha256", "") != sha256_hex(source);
     out.kernel_problem = kernel_source_problem(fp);
     return out;
@@ -129,7 +131,9 @@ freeze_outcome store::freeze(std::string_view source, const protocol &p,
     fs::remove_all(dir, ec);
     throw;
   }
-  return {hash, false};
+  freeze_outcome written;
+  written.hash = hash;
+  return written;
 }
 
 std::vector<std::string> store::hashes() const {
