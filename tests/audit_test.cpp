@@ -8,6 +8,7 @@
 #include "prereg/fs.hpp"
 #include "prereg/ledger.hpp"
 #include "prereg/report.hpp"
+#include "prereg/report_text.hpp"
 #include "prereg/signed_json.hpp"
 
 #include <doctest/doctest.h>
@@ -40,6 +41,13 @@ void resign(const fs::path &dir, const json &report, const signing_key &key) {
   const std::string bytes = canonical_json(report);
   write_file_atomic(dir / "report.json", bytes);
   write_file_atomic(dir / "report.dsse.json", make_envelope(bytes, key));
+  // Whoever re-signs can re-render too; a report.json that no longer parses keeps its pages.
+  try {
+    const report_document doc = report_from_json(report, "report.json");
+    write_file_atomic(dir / "report.md", render_markdown(doc));
+    write_file_atomic(dir / "report.html", render_html(doc));
+  } catch (const error &) {
+  }
 }
 
 /// The cells[] entry of `arm` at `rows`.
@@ -128,7 +136,7 @@ TEST_CASE("a fresh report passes every check, in the fixed order") {
   for (const auto &c : r.checks)
     order.push_back(c.name);
   CHECK(order == names{"envelope", "payload", "protocol", "freeze", "statistics", "verdicts",
-                       "defects", "ledger", "history"});
+                       "defects", "pages", "ledger", "history"});
   for (const auto &c : r.checks)
     CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
   CHECK(r.passed());
@@ -142,16 +150,16 @@ TEST_CASE("a fresh report passes every check, in the fixed order") {
     std::vector<std::string> lines;
     for (std::string line; std::getline(text, line);)
       lines.push_back(line);
-    REQUIRE(lines.size() == 10);
-    for (std::size_t i = 0; i < 9; ++i)
+    REQUIRE(lines.size() == 11);
+    for (std::size_t i = 0; i < 10; ++i)
       CHECK(lines[i].rfind("PASS " + order[i] + ": ", 0) == 0);
-    CHECK(lines[9].rfind("audit PASSED: all 9 checks pass", 0) == 0);
+    CHECK(lines[10].rfind("audit PASSED: all 10 checks pass", 0) == 0);
   }
   SUBCASE("json: the checks for CI") {
     const json j = parse_json_strict(render_audit_json(r), "audit.json");
     CHECK(j.at("passed") == true);
     CHECK(j.at("exit_code") == 0);
-    REQUIRE(j.at("checks").size() == 9);
+    REQUIRE(j.at("checks").size() == 10);
     CHECK(j.at("checks")[4].at("name") == "statistics");
     CHECK(j.at("checks")[4].at("passed") == true);
     CHECK(j.at("history") == r.history);
@@ -220,14 +228,33 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     REQUIRE(at != std::string::npos);
     bytes[at + 13] = 'G'; // prereg -> prereG
     write_file_atomic(dir / "report.json", bytes);
-    expected = {"payload", "ledger"};
+    expected = {"payload", "pages", "ledger"};
   }
   SUBCASE("report.json made invalid") {
     std::string bytes = read_file(dir / "report.json");
     bytes.back() = ',';
     write_file_atomic(dir / "report.json", bytes);
     expected = {"payload",  "protocol", "freeze", "statistics",
-                "verdicts", "defects",  "ledger", "history"};
+                "verdicts", "defects",  "pages", "ledger", "history"};
+  }
+  SUBCASE("report.md edited to say confirmed (issue 16 item 8)") {
+    std::string md = read_file(dir / "report.md");
+    const auto at = md.find("refuted");
+    if (at != std::string::npos)
+      md.replace(at, 7, "confirmed");
+    else
+      md += "P9 confirmed\n";
+    write_file_atomic(dir / "report.md", md);
+    expected = {"pages"};
+  }
+  SUBCASE("report.html deleted") {
+    fs::remove(dir / "report.html");
+    expected = {"pages"};
+  }
+  SUBCASE("a renderer this build does not have") {
+    report["tool"]["renderer"] = report_renderer_version + 1;
+    resign(dir, report, key);
+    expected = {"pages", "ledger"};
   }
   SUBCASE("a sample changed, re-signed with an untrusted key") {
     auto &s = cell_of(report, "fused", 64).at("samples_ms");
@@ -310,12 +337,12 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   SUBCASE("a cell's clock_mhz removed: the cell does not parse") {
     cell_of(report, "fused", 64).erase("clock_mhz");
     resign(dir, report, key);
-    expected = {"statistics", "verdicts", "defects", "ledger"};
+    expected = {"statistics", "verdicts", "defects", "pages", "ledger"};
   }
   SUBCASE("an unknown member added to a cell: the cell does not parse") {
     cell_of(report, "fused", 64)["note"] = "hand-edited";
     resign(dir, report, key);
-    expected = {"statistics", "verdicts", "defects", "ledger"};
+    expected = {"statistics", "verdicts", "defects", "pages", "ledger"};
   }
   SUBCASE("an unknown top-level member added") {
     report["note"] = "hand-edited";
@@ -325,12 +352,12 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   SUBCASE("schema_version 3") {
     report.at("schema_version") = 3;
     resign(dir, report, key);
-    expected = {"payload", "statistics", "verdicts", "defects", "ledger"};
+    expected = {"payload", "statistics", "verdicts", "defects", "pages", "ledger"};
   }
   SUBCASE("the defects array deleted") {
     report.erase("defects");
     resign(dir, report, key);
-    expected = {"defects", "ledger"};
+    expected = {"defects", "pages", "ledger"};
   }
   SUBCASE("a derivable defect invented") {
     json fake;
@@ -346,7 +373,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   SUBCASE("a cell's samples_ms deleted") {
     cell_of(report, "fused", 128).erase("samples_ms");
     resign(dir, report, key);
-    expected = {"statistics", "verdicts", "defects", "ledger"};
+    expected = {"statistics", "verdicts", "defects", "pages", "ledger"};
   }
   SUBCASE("a whole cell deleted (with its drift defect still in the report)") {
     auto &cells = report.at("cells");
@@ -381,7 +408,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     json &c = cell_of(report, "unfused", 128);
     c.at("median_ms") = c.at("median_ms").get<double>() * 0.5;
     write_file_atomic(dir / "report.json", canonical_json(report));
-    expected = {"payload", "statistics", "ledger"};
+    expected = {"payload", "statistics", "pages", "ledger"};
   }
   SUBCASE("report.json not canonical but equal to the payload") {
     const std::string bytes = report.dump(1);
@@ -418,7 +445,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   SUBCASE("report.json deleted") {
     fs::remove(dir / "report.json");
     expected = {"payload",  "protocol", "freeze", "statistics",
-                "verdicts", "defects",  "ledger", "history"};
+                "verdicts", "defects",  "pages", "ledger", "history"};
   }
   SUBCASE("the run's ledger entries removed, the ledger re-chained and re-signed") {
     const std::string run_id = report.at("run").at("run_id");
@@ -480,7 +507,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
                         text.rfind("FAIL " + n + ": ", 0) == 0;
     CHECK_MESSAGE(listed, n);
   }
-  CHECK(text.find("audit FAILED: " + std::to_string(expected.size()) + " of 9 checks failed") !=
+  CHECK(text.find("audit FAILED: " + std::to_string(expected.size()) + " of 10 checks failed") !=
         std::string::npos);
 }
 
@@ -523,7 +550,7 @@ TEST_CASE("a version-1 report: the cells' clock and harness bytes come from defe
     report.at("cells")[0]["clock_mhz"] = 3000.0;
     resign(dir, report, key);
     const audit_result r = audit(lab, dir);
-    CHECK(list(r.failed()) == "statistics, verdicts, defects, ledger");
+    CHECK(list(r.failed()) == "statistics, verdicts, defects, pages, ledger");
     CHECK(detail_of(r, "statistics") == "cells[0].clock_mhz is not a member of the report format");
   }
 }

@@ -217,3 +217,53 @@ TEST_CASE("malformed reports are invalid input naming the report") {
   fails_with(dup, a, "report A: cells[4] repeats cell unfused|fwd|128x1024");
   fails_with(json::array(), a, "report A: report is not an object");
 }
+
+TEST_CASE("--min-effect: a difference below it is 'same' even when its interval excludes 1") {
+  const json a = report(hash_a, "run-a", 1.0);
+  const json b = report(hash_a, "run-b", 1.03); // 3% slower, with tight within-run noise
+  const json by_default = prereg::compare_reports(a, b);
+  CHECK(by_default["min_effect"] == doctest::Approx(0.05));
+  for (const json &c : by_default["cells"]) {
+    CHECK(c["ci_lo"].get<double>() > 1.0); // the interval alone would say slower
+    CHECK(c["mark"] == "same");
+  }
+  CHECK(by_default["summary"]["same"] == 4);
+  const json strict = prereg::compare_reports(a, b, 0.0);
+  for (const json &c : strict["cells"])
+    CHECK(c["mark"] == "slower");
+  CHECK(prereg::compare_reports(a, report(hash_a, "run-c", 1.08))["summary"]["slower"] == 4);
+  const std::string text = prereg::render_comparison(by_default);
+  CHECK(text.find("within 5% of 1 (--min-effect)") != std::string::npos);
+  CHECK(text.find("one run a side: the interval covers the noise within each run, not the "
+                  "variation from run to run") != std::string::npos);
+  CHECK_THROWS_AS(prereg::compare_reports(a, b, 1.5), prereg::error);
+}
+
+TEST_CASE("several runs a side: the bootstrap resamples runs, so run-to-run variation counts") {
+  using prereg::report_document;
+  const auto doc = [](const std::string &run, double scale) {
+    return prereg::report_from_json(report(hash_a, run, scale), "report.json");
+  };
+  // Runs of identical code whose level moves 12% from run to run.
+  const std::vector<report_document> as{doc("a1", 1.0), doc("a2", 1.12)};
+  const std::vector<report_document> bs{doc("b1", 1.12), doc("b2", 1.0)};
+  // One run a side picks out two levels 12% apart and calls it slower.
+  const json one = prereg::compare_reports(as[0], bs[0]);
+  CHECK(one["summary"]["slower"] == 4);
+  const json many = prereg::compare_reports(as, bs);
+  CHECK(many["runs_a"] == 2);
+  CHECK(many["runs_b"] == 2);
+  CHECK(many["a"]["run_ids"] == json::array({"a1", "a2"}));
+  CHECK(std::string(many["method"]).find("resampling runs, then samples") != std::string::npos);
+  for (const json &c : many["cells"]) {
+    CAPTURE(c.dump());
+    CHECK(c["n_a"] == 60);
+    CHECK(c["ci_lo"].get<double>() < 1.0);
+    CHECK(c["ci_hi"].get<double>() > 1.0);
+    CHECK(c["mark"] == "same");
+  }
+  CHECK(prereg::compare_reports(as, bs) == many); // deterministic
+  // A real 2x slowdown still shows through run-level resampling.
+  const std::vector<report_document> slow{doc("s1", 2.0), doc("s2", 2.2)};
+  CHECK(prereg::compare_reports(as, slow)["summary"]["slower"] == 4);
+}

@@ -372,3 +372,31 @@ TEST_CASE("engine: a wrong arm on the generic seam fails the gate by tensor name
   CHECK_FALSE(raw.correctness[0].passed);
   CHECK(raw.correctness[0].detail.rfind("y: element 0 (row 0, col 0) is ", 0) == 0);
 }
+
+TEST_CASE("the instrument's set-up ticks, so progress stays alive and an interrupt acts in it") {
+  class ticking final : public progress_sink {
+  public:
+    void phase(std::string_view name) override { current = name; }
+    void cell_done(std::size_t, std::size_t) override {}
+    void tick() override {
+      ++ticks[current];
+      if (stop_in == current)
+        throw std::runtime_error("interrupted in " + current);
+    }
+    std::string current;
+    std::string stop_in;
+    std::map<std::string, int> ticks;
+  };
+  const protocol p = small_protocol(order_mode::interleaved, true);
+  auto dev = make_cpu_device();
+  ticking progress;
+  (void)measure(*dev, dev->probe(), plan_of(p, 9), builtin_resolver(), progress);
+  CHECK(progress.ticks["instrument"] >= 2);
+  CHECK(progress.ticks["launch floor"] >= 2);
+  CHECK(progress.ticks["ceiling"] >= 2);
+  ticking stopping;
+  stopping.stop_in = "ceiling";
+  CHECK_THROWS_WITH(measure(*dev, dev->probe(), plan_of(p, 9), builtin_resolver(), stopping),
+                    "interrupted in ceiling");
+  CHECK(stopping.ticks["ceiling"] == 1); // the first step after the interrupt stops it
+}

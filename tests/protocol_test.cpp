@@ -1112,3 +1112,35 @@ TEST_CASE("every prereg: 1 protocol under protocols/ keeps its hash") {
     CHECK(prereg::protocol_hash(prereg::protocol_from_json(prereg::to_json(p), path)) == hash);
   }
 }
+
+TEST_CASE("schema 2: revision makes a new frozen version of the same experiment") {
+  const json first = normalised(base2);
+  // revision 1 is the first version: written or not, the same protocol (and hash).
+  CHECK(normalised(with2("id: ln_batch1\n", "id: ln_batch1\nrevision: 1\n")) == first);
+  CHECK_FALSE(first.contains("revision"));
+  const json second = normalised(with2("id: ln_batch1\n", "id: ln_batch1\nrevision: 2\n"));
+  CHECK(second.at("revision") == 2);
+  CHECK(prereg::protocol_hash(second) != prereg::protocol_hash(first));
+  const prereg::protocol back = prereg::protocol_from_json(second, "protocol.json");
+  CHECK(back.revision == 2);
+  CHECK(prereg::to_json(back) == second);
+  check_rejects(with2("id: ln_batch1\n", "id: ln_batch1\nrevision: 0\n"), 3, 11,
+                "revision must be an integer from 1 to 1000000, got 0");
+  // prereg: 1 is frozen as a schema: revision is a prereg: 2 field.
+  check_rejects(with("id: ln_batch1\n", "id: ln_batch1\nrevision: 2\n"), 3, 1,
+                "revision needs prereg: 2");
+}
+
+TEST_CASE("free-text fields have length limits") {
+  const std::string long_title(257, 'x');
+  check_rejects(with("\"LayerNorm at batch 1\"", "\"" + long_title + "\""), 3, 8,
+                "title is 257 bytes long; the limit is 256 bytes");
+  CHECK_NOTHROW(normalised(with("\"LayerNorm at batch 1\"", "\"" + std::string(256, 'x') + "\"")));
+  check_rejects(with(hypothesis, "\"" + std::string(4097, 'h') + "\""), 4, 13,
+                "hypothesis is 4097 bytes long; the limit is 4096 bytes");
+  check_rejects(with(claim, "\"" + std::string(1025, 'c') + "\""), 35, 12,
+                "predictions[0].claim is 1025 bytes long; the limit is 1024 bytes");
+  const std::string long_expect = "\"fused > unfused" + std::string(1010, ' ') + "\"";
+  check_rejects(with("\"fused > unfused\"", long_expect), 37, 13,
+                "predictions[0].expect is 1025 bytes long; the limit is 1024 bytes");
+}

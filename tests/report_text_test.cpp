@@ -330,8 +330,14 @@ TEST_CASE("hostile or sparse report.json renders safely") {
 // tests/browser/check_report.sh (run by .ci/run) and for looking at them by eye.
 TEST_CASE("sample pages for the browser check") {
   const char *dir = std::getenv("PREREG_REPORT_SAMPLES");
-  for (const char *name : {"cuda_layernorm", "cpu_rmsnorm"}) {
-    const json r = sample(std::string(name) + ".json");
+  // Each sample as renderer 1 drew it, as renderer 2 draws it, and (CPU) as a prereg try.
+  for (const std::string name : {"cuda_layernorm", "cpu_rmsnorm", "cuda_layernorm_r2",
+                                 "cpu_rmsnorm_r2", "cpu_rmsnorm_exploratory"}) {
+    json r = sample(name.substr(0, name.find('_', 5)) + ".json");
+    if (name.ends_with("_r2") || name.ends_with("_exploratory"))
+      r["tool"]["renderer"] = 2;
+    if (name.ends_with("_exploratory"))
+      r["exploratory"] = true;
     const std::string page = prereg::render_html(r);
     CHECK(page.size() > 10000);
     if (dir == nullptr)
@@ -360,4 +366,105 @@ TEST_CASE("report.md lists per-arm options when a prereg: 2 protocol sets them")
                          "/reports/cpu_smoke/20261129T123015Z-e6cd3057d2be/report.json";
   const std::string md1 = prereg::render_markdown(prereg::parse_json_strict(prereg::read_file(v1), "report.json"));
   CHECK(md1.find("| arm | kernel | launch | repeat |\n") != std::string::npos);
+}
+
+TEST_CASE("every committed report's pages are what its renderer makes (renderer 1 kept)") {
+  std::size_t n = 0;
+  for (const auto &protocol : fs::directory_iterator(fs::path(PREREG_SOURCE_DIR) / "reports"))
+    for (const auto &run : protocol.is_directory() ? fs::directory_iterator(protocol.path())
+                                                   : fs::directory_iterator()) {
+      if (!fs::exists(run.path() / "report.json"))
+        continue;
+      CAPTURE(run.path().string());
+      const json r = prereg::parse_json_strict(prereg::read_file(run.path() / "report.json"),
+                                               "report.json");
+      CHECK(prereg::render_markdown(r) == prereg::read_file(run.path() / "report.md"));
+      CHECK(prereg::render_html(r) == prereg::read_file(run.path() / "report.html"));
+      ++n;
+    }
+  CHECK(n >= 9);
+}
+
+namespace {
+
+/// The CUDA sample as renderer `renderer` draws it, with a sub-unit IQR at a 216 µs median and
+/// one zero peak among positive ones.
+json sample_with_details(int renderer) {
+  json r = sample("cuda_layernorm.json");
+  if (renderer > 1)
+    r["tool"]["renderer"] = renderer;
+  for (auto &c : r["cells"]) {
+    if (c["arm"] == "unfused" && c["pass"] == "fwd" && c["rows"] == 65536 && c["cols"] == 1024)
+      c["iqr_ms"] = 0.0004;
+    if (c["arm"] == "unfused" && c["pass"] == "fwd" && c["rows"] == 128 && c["cols"] == 1024)
+      c["peak_bytes"] = 0;
+  }
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("renderer 2: summary first, environment last, and the details readers tripped on") {
+  const json r1 = sample_with_details(1);
+  const json r2 = sample_with_details(2);
+  const std::string md1 = prereg::render_markdown(r1);
+  const std::string md2 = prereg::render_markdown(r2);
+  const std::string html1 = prereg::render_html(r1);
+  const std::string html2 = prereg::render_html(r2);
+
+  SUBCASE("an IQR keeps a significant digit") {
+    CHECK(table_row(md1, "## Results: fwd", "unfused").find("216 (0) µs") != std::string::npos);
+    CHECK(table_row(md2, "## Results: fwd", "unfused").find("216 (0.4) µs") != std::string::npos);
+  }
+  SUBCASE("one time unit per row") {
+    const std::string heading = "### fwd+bwd, cols = 4096";
+    const std::string row1 = table_row(md1, heading, "fused");
+    const std::string row2 = table_row(md2, heading, "fused");
+    CHECK(row1.find("µs") != std::string::npos);
+    CHECK(row1.find("1.77 (0.03) ms") != std::string::npos);
+    CHECK(row2.find("1770 (28) µs") != std::string::npos);
+    CHECK(row2.find(" ms") == std::string::npos);
+  }
+  SUBCASE("the correctness tolerance says what it is relative to") {
+    CHECK(md1.find("max|ref|") == std::string::npos);
+    CHECK(md2.find("atol + rtol · max\\|ref\\|") != std::string::npos);
+    CHECK(html2.find("relative to that output&#39;s largest reference magnitude") !=
+          std::string::npos);
+  }
+  SUBCASE("a zero peak is not drawn at the floor of a log axis") {
+    const auto peak_chart = [](const std::string &page) {
+      for (const auto &c : charts(page))
+        if (attribute(c, "id") == "chart-peak-fwd-1024")
+          return c;
+      FAIL("no peak chart");
+      return std::string();
+    };
+    CHECK(peak_chart(html1).find("0 MB at") == std::string::npos);
+    CHECK(peak_chart(html2).find("unfused (0 MB at 1 shape, not on the log axis)") !=
+          std::string::npos);
+  }
+  SUBCASE("summary above the fold, environment below") {
+    CHECK(md1.find("## Summary") == std::string::npos);
+    const auto summary = md2.find("## Summary");
+    REQUIRE(summary != std::string::npos);
+    CHECK(summary < md2.find("## Results: fwd"));
+    CHECK(md2.find("## Environment and instrument") > md2.find("## Correctness"));
+    CHECK(md2.find("Speedup over `unfused`") != std::string::npos);
+    CHECK(table_row(md2, "## Summary", "fused_graph").find("fastest") != std::string::npos);
+    CHECK(html2.find("<main data-renderer=\"2\">") != std::string::npos);
+    const auto s = html2.find("<section id=\"summary\">");
+    REQUIRE(s != std::string::npos);
+    CHECK(s < html2.find("<section id=\"environment\">"));
+    CHECK(html2.find("<section id=\"correctness\">") < html2.find("<section id=\"environment\">"));
+    std::size_t speedups = 0;
+    for (const auto &c : charts(html2))
+      if (attribute(c, "data-kind") == "speedup") {
+        ++speedups;
+        CHECK(attribute(c, "id").rfind("summary-speedup-", 0) == 0);
+        CHECK(count(c, "class=\"winner\"") == 4); // one fastest arm per rows
+        CHECK(count(c, "class=\"series\"") == 3);
+      }
+    CHECK(speedups == 2); // fwd and fwd+bwd at the operating point's cols
+    CHECK(html1.find("id=\"summary") == std::string::npos);
+  }
 }

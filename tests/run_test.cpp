@@ -2,11 +2,13 @@
 // defects with their exact codes, and deviations.
 #include "fake_device.hpp"
 
+#include "prereg/audit.hpp"
 #include "prereg/crypto.hpp"
 #include "prereg/fs.hpp"
 #include "prereg/ledger.hpp"
 #include "prereg/report.hpp"
 #include "prereg/run.hpp"
+#include "prereg/store.hpp"
 
 #include <doctest/doctest.h>
 
@@ -218,11 +220,6 @@ TEST_CASE("run refuses on integrity before starting, and writes no report") {
     write_file_atomic(lab.root / "other.yaml", other);
     target = (lab.root / "other.yaml").string();
     expected = "is not frozen";
-  }
-  SUBCASE("a cosmetically changed file") {
-    write_file_atomic(lab.root / "cosmetic.yaml", "# a comment added after freezing\n" + yaml);
-    target = (lab.root / "cosmetic.yaml").string();
-    expected = "changed cosmetically";
   }
   SUBCASE("a file changed in substance") {
     std::string changed = yaml;
@@ -444,4 +441,120 @@ TEST_CASE("deviations: an excluded arm, a changed device, a skipped cell") {
     CHECK(skipped[0].at("message") == "would not fit (planted)");
     CHECK(prediction(report, "P1").at("verdict") == "inconclusive");
   }
+}
+
+TEST_CASE("a file that differs from the frozen source only in comments or formatting is that "
+          "protocol") {
+  temp_lab lab;
+  lab.freeze();
+  const std::string cosmetic = std::string("# a comment added after freezing\n") +
+                               test_protocol_yaml + "# and one at the end\n";
+  write_file_atomic(lab.root / "cosmetic.yaml", cosmetic);
+  const std::string target = (lab.root / "cosmetic.yaml").string();
+
+  const frozen_protocol fp = resolve_for_run(lab.st(), target);
+  CHECK(fp.hash == lab.hash);
+  CHECK(fp.note.find("only in comments or formatting") != std::string::npos);
+  // Freezing it writes nothing and says why.
+  const freeze_outcome again =
+      lab.st().freeze(cosmetic, parse_protocol(cosmetic, "cosmetic.yaml"), lab.key());
+  CHECK(again.already_frozen);
+  CHECK(again.cosmetic_only);
+  CHECK(again.hash == lab.hash);
+  // And it runs, as the frozen protocol.
+  const fs::path dir = run_protocol(lab.options({}, target));
+  CHECK(read_report(dir).at("protocol").at("hash") == lab.hash);
+  CHECK(events(lab, ledger_event::run_complete).size() == 1);
+}
+
+TEST_CASE("run targets: a hash, a prefix of at least 8 hex digits, or the protocol id") {
+  temp_lab lab;
+  lab.freeze();
+  const store s = lab.st();
+  CHECK(s.resolve(lab.hash) == lab.hash);
+  CHECK(s.resolve(lab.hash.substr(0, 8)) == lab.hash);
+  CHECK(s.resolve("fake_ln") == lab.hash);
+  const auto refused = [&](const std::string &arg, exit_code code, const std::string &part) {
+    CAPTURE(arg);
+    try {
+      (void)s.resolve(arg);
+      FAIL("resolve accepted " << arg);
+    } catch (const error &e) {
+      CHECK(e.code() == code);
+      CHECK_MESSAGE(std::string(e.what()).find(part) != std::string::npos, e.what());
+    }
+  };
+  // A short prefix could silently start a permanently recorded run of the wrong protocol.
+  refused(lab.hash.substr(0, 1), exit_code::invalid, "at least 8 hex digits");
+  refused(lab.hash.substr(0, 7), exit_code::invalid, "at least 8 hex digits");
+  refused("Fake_LN", exit_code::invalid, "not a protocol hash");
+  refused("other_id", exit_code::integrity, "no frozen protocol other_id");
+  refused(std::string(64, 'a'), exit_code::integrity, "no frozen protocol");
+
+  SUBCASE("two frozen versions of one id: the id alone is ambiguous") {
+    std::string v2 = test_protocol_yaml;
+    v2.replace(v2.find("prereg: 1"), 9, "prereg: 2\nrevision: 2");
+    v2.replace(v2.find("shapes:"), 7, "axes:");
+    const std::string first = lab.hash;
+    const std::string second = lab.freeze(v2);
+    CHECK(second != first);
+    refused("fake_ln", exit_code::invalid, "2 versions of protocol fake_ln are frozen");
+    CHECK(s.resolve(second.substr(0, 10)) == second);
+  }
+}
+
+TEST_CASE("a kernel changed since freezing: refused, with the way to a new version") {
+  temp_lab lab;
+  lab.freeze();
+  frozen_protocol fp = lab.st().load(lab.hash);
+  CHECK_FALSE(kernel_source_problem(fp));
+  fp.freeze["kernels"]["fused"]["source_sha256"] = std::string(64, '0');
+  const auto problem = kernel_source_problem(fp);
+  REQUIRE(problem);
+  CHECK(problem->find("kernel layernorm.fused source changed since freezing") != std::string::npos);
+  CHECK(problem->find("this version stays refused") != std::string::npos);
+  CHECK(problem->find("set `revision: 2`") != std::string::npos);
+  CHECK(problem->find("write `prereg: 2` and rename `shapes:` to `axes:`") != std::string::npos);
+  try {
+    check_kernel_sources(fp);
+    FAIL("a changed kernel was accepted");
+  } catch (const error &e) {
+    CHECK(e.code() == exit_code::integrity);
+  }
+  fp.proto.schema = 2;
+  fp.proto.revision = 4;
+  const auto v2 = kernel_source_problem(fp);
+  REQUIRE(v2);
+  CHECK(v2->find("set `revision: 5`") != std::string::npos);
+  CHECK(v2->find("rename") == std::string::npos);
+}
+
+TEST_CASE("prereg try: an EXPLORATORY report, unsigned and outside the ledger; audit refuses it") {
+  temp_lab lab;
+  write_file_atomic(lab.root / "draft.yaml", test_protocol_yaml);
+  run_options o = lab.options({}, (lab.root / "draft.yaml").string());
+  o.out_dir = lab.root / "exploratory";
+  const fs::path dir = try_protocol(o);
+  CHECK(dir.parent_path() == lab.root / "exploratory" / "fake_ln");
+  CHECK(dir.filename().string().rfind("EXPLORATORY-", 0) == 0);
+  const json report = read_report(dir);
+  CHECK(report.at("exploratory") == true);
+  CHECK(report.at("attempt") == 0);
+  CHECK(report.at("protocol").at("freeze").contains("exploratory"));
+  CHECK_FALSE(report.at("protocol").at("freeze").contains("signature"));
+  CHECK(report.at("cells").size() == 4);
+  CHECK_FALSE(fs::exists(dir / "report.dsse.json"));
+  CHECK(read_file(dir / "report.md").rfind("# EXPLORATORY: ", 0) == 0);
+  CHECK(read_file(dir / "report.html").find("<p class=\"exploratory\">EXPLORATORY:") !=
+        std::string::npos);
+  // Nothing in any store: no ledger, no key, no frozen protocol.
+  CHECK_FALSE(fs::exists(lab.store_root));
+  // The report model reads it back, and the audit refuses it as confirmatory.
+  CHECK(report_from_json(report, "report.json").exploratory);
+  const audit_result r = audit_report(dir, lab.st(), {});
+  CHECK_FALSE(r.passed());
+  CHECK(r.exit() == exit_code::audit_failed);
+  REQUIRE(r.checks.size() == 1);
+  CHECK(r.checks[0].name == "exploratory");
+  CHECK(r.checks[0].detail.find("not audited as a confirmatory report") != std::string::npos);
 }

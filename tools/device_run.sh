@@ -18,7 +18,7 @@ echo "device_tests rc=$?"; tail -n 4 "$out/device_tests.log"
 
 echo "== main job (README): freeze + run the default CUDA protocol"
 start=$(date +%s.%N)
-PREREG=$bin/prereg bash tools/main-job.sh --quiet >"$out/main-job.out" 2>"$out/main-job.err"
+MAIN_JOB_STORE=$PREREG_STORE MAIN_JOB_OUT=reports PREREG=$bin/prereg bash tools/main-job.sh --quiet >"$out/main-job.out" 2>"$out/main-job.err"
 rc=$?
 end=$(date +%s.%N)
 echo "main-job rc=$rc wall=$(awk "BEGIN{printf \"%.1f\", $end - $start}")s -> $(tail -n 1 "$out/main-job.out")" | tee -a "$out/runs.txt"

@@ -70,6 +70,12 @@ void launch_read_sweep(const void *buffer, std::size_t bytes, unsigned long long
 
 void launch_empty(cudaStream_t stream) { PREREG_CUDA_LAUNCH(empty_kernel<<<1, 1, 0, stream>>>()); }
 
+loaded_code loaded_code_of_kernels() {
+  cudaFuncAttributes a{};
+  PREREG_CUDA_CALL(cudaFuncGetAttributes(&a, empty_kernel));
+  return {a.binaryVersion, a.ptxVersion};
+}
+
 void launch_clock_probe(unsigned long long *out, std::uint64_t interval_ns, cudaStream_t stream) {
   PREREG_CUDA_LAUNCH(clock_probe_kernel<<<1, 1, 0, stream>>>(interval_ns, out));
 }

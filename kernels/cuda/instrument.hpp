@@ -22,6 +22,15 @@ void launch_read_sweep(const void *buffer, std::size_t bytes, unsigned long long
 /// An empty kernel (<<<1, 1>>>): the launch floor's step.
 void launch_empty(cudaStream_t stream);
 
+/// What the driver loaded for this build's kernels on the current device (all .cu files share
+/// one set of targets): the binary's SASS architecture and the PTX it came from, as 10*major +
+/// minor (cudaFuncGetAttributes of the empty kernel).
+struct loaded_code {
+  int binary_version = 0;
+  int ptx_version = 0;
+};
+[[nodiscard]] loaded_code loaded_code_of_kernels();
+
 /// One thread spins for `interval_ns` of %globaltimer and writes {clock64 cycles, ns} to out.
 void launch_clock_probe(unsigned long long *out, std::uint64_t interval_ns, cudaStream_t stream);
 

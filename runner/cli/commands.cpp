@@ -85,11 +85,16 @@ int cmd_freeze(args_t args) {
   const store s = o.open_store();
   const freeze_outcome r =
       s.freeze(bytes, p, key, std::filesystem::absolute(file).parent_path());
-  if (r.already_frozen)
+  if (r.already_frozen && r.cosmetic_only)
+    fmt::print("{} is already frozen (nothing written): this file differs from the frozen source "
+               "only in comments or formatting, and `prereg run {}` runs the frozen protocol\n",
+               p.id, file);
+  else if (r.already_frozen)
     fmt::print("{} is already frozen (idempotent: nothing written)\n", p.id);
   else
     fmt::print("frozen {} in {} (signer {})\n", p.id, s.root().string(),
                key.fingerprint().substr(0, 16));
+  if (r.kernel_problem) fmt::print(stderr, "prereg: warning: {}\n", *r.kernel_problem);
   fmt::print("{}\n", r.hash);
   return 0;
 }
@@ -219,8 +224,26 @@ int cmd_ledger(args_t args) {
   return 0;
 }
 
+/// Whether this machine can serve protocols of device `kind`: "usable: NAME", or why not.
+struct device_probe {
+  bool usable = false;
+  std::string detail;
+};
+
+device_probe probe_device(const std::string &kind, int ordinal) {
+  try {
+    const auto dev = make_default_device(kind, ordinal);
+    return {true, dev->probe().value("device_name", "unknown")};
+  } catch (const error &e) {
+    if (e.code() != exit_code::environment) throw;
+    return {false, e.what()};
+  }
+}
+
 int cmd_arms(args_t args) {
-  CLI::App app{"the kernels this build knows, with device and source hash", "arms"};
+  CLI::App app{"the kernels this build knows, with device, source hash and whether this machine "
+               "can run them (probed)",
+               "arms"};
   std::string plugin;
   app.add_option("--plugin", plugin, "list the arms of a plugin library instead (docs/plugins.md)");
   if (!parse(app, args)) return 0;
@@ -235,25 +258,47 @@ int cmd_arms(args_t args) {
                  a.dtypes, a.passes, a.summary);
     return 0;
   }
-#ifdef PREREG_HAVE_CUDA
-  const bool cuda_built = true;
-#else
-  const bool cuda_built = false;
-#endif
+  std::vector<std::pair<std::string, device_probe>> probed;
+  const auto runnable = [&](const std::string &kind) -> const device_probe & {
+    for (const auto &[k, p] : probed)
+      if (k == kind) return p;
+    return probed.emplace_back(kind, probe_device(kind, 0)).second;
+  };
   fmt::print("{:<6} {:<20} {:<10} {:<15} {:<8} {:<16} {}\n", "device", "kernel", "operation",
-             "dtypes", "passes", "source", "runnable here");
+             "dtypes", "passes", "source", "runnable here (probed)");
   for (const auto &a : all_arms()) {
+    // Joined piece by piece: "," + string trips GCC 12's -Wrestrict (a false positive).
     std::string dts;
-    for (auto d : a.dtypes) dts += (dts.empty() ? "" : ",") + std::string(to_string(d));
+    for (auto d : a.dtypes) (dts.empty() ? dts : dts += ',') += to_string(d);
     std::string passes;
-    for (auto p : a.passes)
-      passes += (passes.empty() ? "" : ",") + std::string(p == pass_kind::fwd ? "fwd" : "bwd");
-    fmt::print("{:<6} {:<20} {:<10} {:<15} {:<8} {:<16} {}\n", a.device, a.name,
-               a.op, dts, passes,
-               a.source_sha256.substr(0, 16),
-               (a.device == "cpu" || cuda_built) ? "yes" : "no (built without CUDA)");
+    for (auto p : a.passes) (passes.empty() ? passes : passes += ',') += p == pass_kind::fwd ? "fwd" : "bwd";
+    const device_probe &here = runnable(a.device);
+    fmt::print("{:<6} {:<20} {:<10} {:<15} {:<8} {:<16} {}\n", a.device, a.name, a.op, dts,
+               passes, a.source_sha256.substr(0, 16),
+               here.usable ? "yes" : fmt::format("no ({})", here.detail));
   }
   return 0;
+}
+
+int cmd_devices(args_t args) {
+  CLI::App app{"probe the devices a protocol can name: usable here, or why not; exit 0 if every "
+               "probed device is usable, else 5",
+               "devices"};
+  std::vector<std::string> kinds;
+  int ordinal = 0;
+  app.add_option("KIND", kinds, "cpu | cuda (default: both)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--device", ordinal, "CUDA device ordinal (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  if (!parse(app, args)) return 0;
+  if (kinds.empty()) kinds = {"cpu", "cuda"};
+  bool all_usable = true;
+  for (const auto &kind : kinds) {
+    const device_probe p = probe_device(kind, ordinal);
+    all_usable = all_usable && p.usable;
+    fmt::print("{}: {}{}\n", kind, p.usable ? "usable: " : "not usable: ", p.detail);
+  }
+  return all_usable ? 0 : static_cast<int>(exit_code::environment);
 }
 
 int cmd_run(args_t args) {
@@ -277,6 +322,28 @@ int cmd_run(args_t args) {
   r.resolve_arm = builtin_resolver();
   const auto dir = run_protocol(r);
   fmt::print("{}\n", dir.string());
+  return 0;
+}
+
+int cmd_try(args_t args) {
+  CLI::App app{"run an unfrozen protocol as an EXPLORATORY try: same engine, unsigned, outside "
+               "the ledger, never confirmatory",
+               "try"};
+  std::string out_dir = "exploratory";
+  run_options r;
+  app.add_option("FILE", r.target, "protocol YAML (need not be frozen)")->required();
+  app.add_option("--out", out_dir, "exploratory reports folder (default ./exploratory)");
+  app.add_option("--device", r.device_ordinal, "CUDA device ordinal (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--quiet,-q", r.quiet, "no progress on stderr");
+  if (!parse(app, args)) return 0;
+  r.out_dir = out_dir;
+  r.make_device = make_default_device;
+  r.resolve_arm = builtin_resolver();
+  fmt::print(stderr, "prereg: EXPLORATORY try of {}: not frozen, not signed, not in the ledger; "
+                     "for a confirmatory run, `prereg freeze {}` then `prereg run`\n",
+             r.target, r.target);
+  fmt::print("{}\n", try_protocol(r).string());
   return 0;
 }
 
@@ -325,17 +392,55 @@ int cmd_report(args_t args) {
   return 0;
 }
 
+/// --min-effect: a fraction (0.05) or a percentage (5%).
+double parse_min_effect(const std::string &text) {
+  const bool pct = text.ends_with('%');
+  const std::string number = pct ? text.substr(0, text.size() - 1) : text;
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(number, &used);
+  } catch (const std::exception &) {
+    used = 0;
+  }
+  if (used == 0 || used != number.size())
+    throw invalid_input(fmt::format("compare: --min-effect must be a fraction (0.05) or a "
+                                    "percentage (5%), got '{}'",
+                                    text));
+  return pct ? v / 100.0 : v;
+}
+
 int cmd_compare(args_t args) {
-  CLI::App app{"ratio of medians per common cell of two reports, with a bootstrap interval",
+  CLI::App app{"ratio of medians per common cell of two sides of reports, with a bootstrap "
+               "interval (`compare A B`, or `compare A1 A2 ... --vs B1 B2 ...`)",
                "compare"};
-  std::string a_dir;
-  std::string b_dir;
+  std::vector<std::string> a_dirs;
+  std::vector<std::string> b_dirs;
+  std::string min_effect = "5%";
   bool as_json = false;
-  app.add_option("A_DIR", a_dir, "the baseline report folder")->required();
-  app.add_option("B_DIR", b_dir, "the report folder compared with it")->required();
+  app.add_option("DIRS", a_dirs,
+                 "A_DIR B_DIR; with --vs, the baseline side's report folders (one run or more)")
+      ->required();
+  app.add_option("--vs", b_dirs, "the report folders compared with them (one run or more)");
+  app.add_option("--min-effect", min_effect,
+                 "ratios within this of 1 are 'same' (fraction or percentage; default 5%)");
   app.add_flag("--json", as_json, "print the comparison as canonical JSON");
   if (!parse(app, args)) return 0;
-  const json cmp = compare_reports(read_report_json(a_dir), read_report_json(b_dir));
+  if (b_dirs.empty()) {
+    if (a_dirs.size() != 2)
+      throw invalid_input(fmt::format("compare: give A_DIR B_DIR, or A_DIR... --vs B_DIR... "
+                                      "(got {} folder(s) and no --vs)",
+                                      a_dirs.size()));
+    b_dirs = {a_dirs[1]};
+    a_dirs.resize(1);
+  }
+  const auto load = [](const std::vector<std::string> &dirs) {
+    std::vector<report_document> out;
+    for (const auto &d : dirs)
+      out.push_back(report_from_json(read_report_json(d), d + "/report.json"));
+    return out;
+  };
+  const json cmp = compare_reports(load(a_dirs), load(b_dirs), parse_min_effect(min_effect));
   if (as_json)
     fmt::print("{}\n", canonical_json(cmp));
   else
@@ -356,6 +461,7 @@ constexpr command commands[] = {
     {"check", "validate a protocol and print the hash it would get", cmd_check},
     {"canon", "print RFC 8785 canonical bytes of a JSON file or a protocol", cmd_canon},
     {"run", "verify, measure, judge, write and sign a report", cmd_run},
+    {"try", "run an unfrozen protocol: an EXPLORATORY report, unsigned, no ledger", cmd_try},
     {"audit", "re-check a report from its raw data", cmd_audit},
     {"report", "regenerate report.md / report.html from report.json", cmd_report},
     {"compare", "compare two reports cell by cell", cmd_compare},
@@ -363,7 +469,8 @@ constexpr command commands[] = {
     {"list", "list frozen protocols", cmd_list},
     {"show", "show a frozen protocol, its freeze record and its runs", cmd_show},
     {"ledger", "`ledger verify`: check the ledger chain and signatures", cmd_ledger},
-    {"arms", "the kernels this build can run", cmd_arms},
+    {"arms", "the kernels this build knows; runnable here after probing", cmd_arms},
+    {"devices", "probe the cpu and cuda devices: usable here, or why not", cmd_devices},
     {"help", "help on a command", cmd_help},
 };
 

@@ -8,6 +8,7 @@
 #include "prereg/ledger.hpp"
 #include "prereg/report.hpp"
 #include "prereg/report_model.hpp"
+#include "prereg/report_text.hpp"
 #include "prereg/run.hpp"
 #include "prereg/signed_json.hpp"
 
@@ -26,9 +27,9 @@ namespace prereg {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr std::array<std::string_view, 9> check_names{"envelope", "payload",    "protocol",
-                                                      "freeze",   "statistics", "verdicts",
-                                                      "defects",  "ledger",     "history"};
+constexpr std::array<std::string_view, 10> check_names{
+    "envelope", "payload", "protocol", "freeze", "statistics",
+    "verdicts", "defects", "pages",    "ledger", "history"};
 
 /// A check failed; the message is printed after `FAIL name:`.
 struct check_failed : std::runtime_error {
@@ -66,7 +67,8 @@ const json &at_path(const json &root, std::string_view dotted) {
     const auto key =
         dotted.substr(start, dot == std::string_view::npos ? dotted.npos : dot - start);
     cur = &member(*cur, key, where);
-    where += "." + std::string(key);
+    where += '.'; // appended in two steps: "." + string trips GCC 12's -Wrestrict
+    where += key;
     if (dot == std::string_view::npos)
       break;
     start = dot + 1;
@@ -847,6 +849,49 @@ std::vector<public_key> load_trusted_keys(const std::vector<fs::path> &paths) {
   return keys;
 }
 
+namespace {
+
+/// The pages are a pure function of report.json: regenerated with the renderer the report
+/// names (tool.renderer; absent is renderer 1), they must equal report.md and report.html
+/// byte for byte.
+std::string check_pages(const audit_context &ctx) {
+  const report_document &doc = ctx.doc(report_part::all);
+  const std::pair<const char *, std::string> pages[] = {{"report.md", render_markdown(doc)},
+                                                        {"report.html", render_html(doc)}};
+  for (const auto &[name, expected] : pages) {
+    const fs::path path = ctx.dir() / name;
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) fail(fmt::format("{} is missing", name));
+    const std::string actual = read_file(path);
+    if (actual == expected) continue;
+    std::size_t i = 0;
+    while (i < actual.size() && i < expected.size() && actual[i] == expected[i]) ++i;
+    const auto line = 1 + std::count(expected.begin(), expected.begin() + static_cast<long>(i), '\n');
+    fail(fmt::format("{} is not the page renderer {} makes from report.json: first difference at "
+                     "byte {} (line {}); `prereg report DIR` regenerates it",
+                     name, doc.tool.renderer, i, line));
+  }
+  return fmt::format("report.md and report.html are exactly what renderer {} makes from "
+                     "report.json",
+                     doc.tool.renderer);
+}
+
+/// The refusal, if `dir` holds an exploratory report (`prereg try`), else nothing.
+std::optional<std::string> exploratory_marker(const fs::path &dir) {
+  try {
+    const json j = parse_json_strict(read_file(dir / "report.json"), "report.json");
+    if (j.is_object() && j.contains("exploratory"))
+      return std::string("report.json is an EXPLORATORY report (prereg try): not pre-registered, "
+                         "not signed and not in the ledger, so it is not audited as a "
+                         "confirmatory report; freeze the protocol and `prereg run` it for one");
+  } catch (const std::exception &) {
+    // unreadable: the checks below say why
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
 audit_result audit_report(const fs::path &dir, const store &s,
                           const std::vector<public_key> &trusted) {
   std::error_code ec;
@@ -858,9 +903,14 @@ audit_result audit_report(const fs::path &dir, const store &s,
   const audit_context ctx(dir, s, trusted);
   audit_result result;
   result.report_dir = dir;
-  const std::array<std::function<std::string(const audit_context &)>, 8> checks{
-      check_envelope,   check_payload,  check_protocol, check_freeze,
-      check_statistics, check_verdicts, check_defects,  check_ledger};
+  if (const auto j = exploratory_marker(dir)) {
+    // `prereg try` made it: nothing was pre-registered, so there is nothing to confirm.
+    result.checks.push_back({"exploratory", false, *j});
+    return result;
+  }
+  const std::array<std::function<std::string(const audit_context &)>, 9> checks{
+      check_envelope, check_payload, check_protocol, check_freeze, check_statistics,
+      check_verdicts, check_defects, check_pages,    check_ledger};
   for (std::size_t i = 0; i < checks.size(); ++i) {
     audit_check c{std::string(check_names[i]), false, {}};
     try {

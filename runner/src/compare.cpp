@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <span>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -133,18 +134,33 @@ std::uint64_t compare_cell_seed(const std::string &hash_a, const std::string &ha
   return base ^ fnv1a64(cell_label);
 }
 
-json compare_reports(const json &a, const json &b) {
+json compare_reports(const json &a, const json &b, double min_effect) {
   const report_document da = parse_side(a, "report A");
   const report_document db = parse_side(b, "report B");
-  return compare_reports(da, db);
+  return compare_reports(da, db, min_effect);
 }
 
-json compare_reports(const report_document &a, const report_document &b) {
-  const side sa = read_side(a, "report A");
-  const side sb = read_side(b, "report B");
+json compare_reports(const report_document &a, const report_document &b, double min_effect) {
+  return compare_reports(std::vector<report_document>{a}, std::vector<report_document>{b},
+                         min_effect);
+}
+
+json compare_reports(const std::vector<report_document> &runs_a,
+                     const std::vector<report_document> &runs_b, double min_effect) {
+  if (runs_a.empty() || runs_b.empty())
+    throw invalid_input("compare needs at least one report on each side");
+  if (!(min_effect >= 0.0 && min_effect < 1.0))
+    throw invalid_input(fmt::format("--min-effect must be from 0 to 1 (a fraction), got {}",
+                                    min_effect));
+  std::vector<side> sa, sb;
+  for (std::size_t i = 0; i < runs_a.size(); ++i)
+    sa.push_back(read_side(runs_a[i], runs_a.size() == 1 ? "report A" : fmt::format("report A{}", i + 1)));
+  for (std::size_t i = 0; i < runs_b.size(); ++i)
+    sb.push_back(read_side(runs_b[i], runs_b.size() == 1 ? "report B" : fmt::format("report B{}", i + 1)));
+  const bool by_runs = sa.size() > 1 || sb.size() > 1;
   // The protocol body is the protocol's format, not the report's: only the two members the
   // comparison reads are checked here, so that reports of retired kernels still compare.
-  const json &body = a.protocol.body;
+  const json &body = runs_a.front().protocol.body;
   const json *analysis = body.contains("analysis") ? &body.at("analysis") : nullptr;
   const auto analysis_member = [&](const char *key) -> const json & {
     if (analysis == nullptr || !analysis->is_object() || !analysis->contains(key))
@@ -161,6 +177,26 @@ json compare_reports(const report_document &a, const report_document &b) {
   const auto resamples = static_cast<std::size_t>(res_j.get<std::int64_t>());
   const double p_lo = (1.0 - confidence) / 2.0;
   const double p_hi = (1.0 + confidence) / 2.0;
+  // A ratio within [1/(1 + e), 1 + e] is "same" whatever its interval: a smaller difference is
+  // not one the comparison claims.
+  const double same_hi = 1.0 + min_effect;
+  const double same_lo = 1.0 / same_hi;
+
+  // A cell is compared when every run of both sides has it; its samples, one list per run.
+  const auto runs_of = [](const std::vector<side> &sides, const cell_id &k) {
+    std::vector<const std::vector<double> *> out;
+    for (const side &s : sides) {
+      const auto it = s.cells.find(k);
+      if (it == s.cells.end()) return std::vector<const std::vector<double> *>{};
+      out.push_back(it->second);
+    }
+    return out;
+  };
+  const auto pooled = [](const std::vector<const std::vector<double> *> &runs) {
+    std::vector<double> all;
+    for (const auto *r : runs) all.insert(all.end(), r->begin(), r->end());
+    return all;
+  };
 
   json cells = json::array();
   json only_a = json::array();
@@ -168,18 +204,20 @@ json compare_reports(const report_document &a, const report_document &b) {
   double log_sum = 0.0;
   std::size_t log_n = 0;
   std::vector<double> ra, rb, ratios(resamples);
-  for (const cell_id &k : sa.order) {
-    const auto it = sb.cells.find(k);
-    if (it == sb.cells.end()) {
+  for (const cell_id &k : sa.front().order) {
+    const auto xa_runs = runs_of(sa, k);
+    const auto xb_runs = runs_of(sb, k);
+    if (xa_runs.empty() || xb_runs.empty()) {
       only_a.push_back(key_json(k));
       continue;
     }
-    const std::vector<double> &xa = *sa.cells.at(k);
-    const std::vector<double> &xb = *it->second;
+    const std::vector<double> xa = pooled(xa_runs);
+    const std::vector<double> xb = pooled(xb_runs);
     json row = key_json(k);
     row["n_a"] = xa.size();
     row["n_b"] = xb.size();
-    if (xa.empty() || xb.empty()) {
+    if (std::any_of(xa_runs.begin(), xa_runs.end(), [](auto *r) { return r->empty(); }) ||
+        std::any_of(xb_runs.begin(), xb_runs.end(), [](auto *r) { return r->empty(); })) {
       ra = xa;
       rb = xb;
       row["median_a_ms"] = ra.empty() ? json(nullptr) : json(median_inplace(ra));
@@ -196,19 +234,33 @@ json compare_reports(const report_document &a, const report_document &b) {
     const double ma = median_inplace(ra);
     const double mb = median_inplace(rb);
     const double ratio = ratio_of(mb, ma);
-    rng gen(compare_cell_seed(sa.hash, sb.hash, label(k)));
+    rng gen(compare_cell_seed(sa.front().hash, sb.front().hash, label(k)));
+    // One side of one resample: with one run, its samples redrawn; with several, runs redrawn
+    // first (as many as there are), then each drawn run's samples.
+    const auto redraw = [&gen](const std::vector<const std::vector<double> *> &runs,
+                               const std::vector<double> &all, std::vector<double> &out) {
+      if (runs.size() == 1) {
+        for (auto &v : out) v = all[gen.below(all.size())];
+        return;
+      }
+      out.clear();
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        const std::vector<double> &run = *runs[gen.below(runs.size())];
+        for (std::size_t j = 0; j < run.size(); ++j) out.push_back(run[gen.below(run.size())]);
+      }
+    };
     for (std::size_t r = 0; r < resamples; ++r) {
-      for (auto &v : ra)
-        v = xa[gen.below(xa.size())];
-      for (auto &v : rb)
-        v = xb[gen.below(xb.size())];
+      redraw(xa_runs, xa, ra);
+      redraw(xb_runs, xb, rb);
       ratios[r] = ratio_of(median_inplace(rb), median_inplace(ra));
     }
     std::sort(ratios.begin(), ratios.end());
     const double lo = quantile_sorted(ratios, p_lo);
     const double hi = quantile_sorted(ratios, p_hi);
-    const char *mark = hi < 1.0 ? "faster" : lo > 1.0 ? "slower" : "same";
-    (hi < 1.0 ? faster : lo > 1.0 ? slower : same) += 1;
+    const bool small = ratio > same_lo && ratio < same_hi;
+    const char *mark = small ? "same" : hi < 1.0 ? "faster" : lo > 1.0 ? "slower" : "same";
+    (std::string_view(mark) == "faster" ? faster : std::string_view(mark) == "slower" ? slower
+                                                                                        : same) += 1;
     if (std::isfinite(ratio) && ratio > 0.0) {
       log_sum += std::log(ratio);
       ++log_n;
@@ -222,28 +274,40 @@ json compare_reports(const report_document &a, const report_document &b) {
     cells.push_back(std::move(row));
   }
   json only_b = json::array();
-  for (const cell_id &k : sb.order)
-    if (!sa.cells.contains(k))
-      only_b.push_back(key_json(k));
+  for (const cell_id &k : sb.front().order)
+    if (runs_of(sa, k).empty() || runs_of(sb, k).empty()) only_b.push_back(key_json(k));
 
-  const auto side_json = [](const side &s) {
-    return json{{"protocol_hash", s.hash}, {"protocol_id", s.protocol_id}, {"run_id", s.run_id}};
+  const auto side_json = [](const std::vector<side> &runs) {
+    const side &s = runs.front();
+    json out{{"protocol_hash", s.hash}, {"protocol_id", s.protocol_id}, {"run_id", s.run_id}};
+    if (runs.size() > 1) {
+      json ids = json::array();
+      for (const side &r : runs) ids.push_back(r.run_id);
+      out["run_ids"] = ids;
+    }
+    return out;
   };
-  return {{"a", side_json(sa)},
-          {"b", side_json(sb)},
-          {"method", "percentile bootstrap of median(B*)/median(A*)"},
-          {"confidence", confidence},
-          {"bootstrap_resamples", resamples},
-          {"cells", cells},
-          {"only_in_a", only_a},
-          {"only_in_b", only_b},
-          {"summary",
-           {{"faster", faster},
-            {"slower", slower},
-            {"same", same},
-            {"geomean_ratio",
-             log_n == 0 ? json(nullptr)
-                        : finite_or_null(std::exp(log_sum / static_cast<double>(log_n)))}}}};
+  json out = {{"a", side_json(sa)},
+              {"b", side_json(sb)},
+              {"method", by_runs ? "percentile bootstrap of median(B*)/median(A*), resampling "
+                                   "runs, then samples within each drawn run"
+                                 : "percentile bootstrap of median(B*)/median(A*)"},
+              {"confidence", confidence},
+              {"bootstrap_resamples", resamples},
+              {"min_effect", min_effect},
+              {"runs_a", sa.size()},
+              {"runs_b", sb.size()},
+              {"cells", cells},
+              {"only_in_a", only_a},
+              {"only_in_b", only_b},
+              {"summary",
+               {{"faster", faster},
+                {"slower", slower},
+                {"same", same},
+                {"geomean_ratio",
+                 log_n == 0 ? json(nullptr)
+                            : finite_or_null(std::exp(log_sum / static_cast<double>(log_n)))}}}};
+  return out;
 }
 
 std::string render_comparison(const json &cmp) {
@@ -252,10 +316,22 @@ std::string render_comparison(const json &cmp) {
                        s.value("protocol_id", "?"), s.value("protocol_hash", "?").substr(0, 12));
   };
   std::string out = side_line("A", cmp.at("a")) + side_line("B", cmp.at("b"));
+  const double min_effect = cmp.value("min_effect", 0.0);
+  const std::size_t runs_a = cmp.value("runs_a", std::size_t{1});
+  const std::size_t runs_b = cmp.value("runs_b", std::size_t{1});
+  if (runs_a > 1 || runs_b > 1)
+    out += fmt::format("{} run(s) on side A, {} on side B: the bootstrap resamples runs, then "
+                       "samples within each drawn run\n",
+                       runs_a, runs_b);
   out += fmt::format("ratio = median B / median A; {:g}% percentile-bootstrap interval from {} "
-                     "resamples; same = the interval contains 1\n\n",
+                     "resamples; same = the interval contains 1 or the ratio is within {:g}% of "
+                     "1 (--min-effect)\n",
                      100.0 * cmp.at("confidence").get<double>(),
-                     cmp.at("bootstrap_resamples").get<std::size_t>());
+                     cmp.at("bootstrap_resamples").get<std::size_t>(), 100.0 * min_effect);
+  if (runs_a == 1 && runs_b == 1)
+    out += "one run a side: the interval covers the noise within each run, not the variation "
+           "from run to run (compare several runs a side for that)\n";
+  out += "\n";
   std::vector<std::array<std::string, 6>> rows;
   rows.push_back({"cell", "median A", "median B", "ratio", "[lo, hi]", "mark"});
   for (const json &c : cmp.at("cells")) {

@@ -486,7 +486,9 @@ private:
     if (!res.source.empty())
       m_raw.environment["timer_resolution_source"] = res.source;
     in.llc_bytes = ip.llc_bytes;
+    m_progress.tick();
     m_dev.prepare_flush();
+    m_progress.tick();
     in.flush_bytes = m_proto.measurement.l2_flush ? ip.flush_bytes : 0;
     in.flush_method = m_proto.measurement.l2_flush ? ip.flush_method : "none";
 
@@ -498,12 +500,14 @@ private:
       if (flush)
         m_dev.flush();
       (void)m_dev.timed(empty);
+      m_progress.tick();
     }
     std::vector<double> floor;
     for (int i = 0; i < ip.floor_steps; ++i) {
       if (flush)
         m_dev.flush();
       floor.push_back(m_dev.timed(empty).ms);
+      m_progress.tick();
     }
     in.launch_floor_ms = floor.empty() ? 0.0 : median(floor);
 
@@ -517,12 +521,16 @@ private:
       const std::function<void()> copy = [&] { m_dev.copy(dst, src, bytes); };
       for (int i = 0; i < ip.ceiling_warmup; ++i) {
         m_dev.flush();
+        m_progress.tick();
         (void)m_dev.timed(copy);
+        m_progress.tick();
       }
       in.ceiling_samples_gbps.clear();
       for (int i = 0; i < ip.ceiling_copies; ++i) {
         m_dev.flush();
+        m_progress.tick();
         const double ms = m_dev.timed(copy).ms;
+        m_progress.tick();
         in.ceiling_samples_gbps.push_back(2.0 * static_cast<double>(bytes) / (ms * 1e-3) / 1e9);
       }
     } catch (...) {

@@ -29,6 +29,11 @@ using strict_yaml::scalar_style;
 
 constexpr std::size_t max_arms = 64;
 constexpr std::size_t max_predictions = 256;
+constexpr std::int64_t max_revision = 1000000;
+constexpr std::size_t max_title_bytes = 256;       // free-text fields, in UTF-8 bytes
+constexpr std::size_t max_hypothesis_bytes = 4096;
+constexpr std::size_t max_claim_bytes = 1024;
+constexpr std::size_t max_expect_bytes = 1024;
 constexpr std::int64_t max_cells = 20000;           // arms x passes x rows x cols
 constexpr std::int64_t max_invocations = 100000000; // cells x (repetitions + warmup) x repeat
 constexpr std::int64_t max_extent = std::int64_t{1} << 31; // rows and cols
@@ -114,6 +119,14 @@ std::string as_nonempty_string(const node &n, std::string_view what) {
   auto s = as_string(n, what);
   if (s.find_first_not_of(" \t\n") == std::string::npos)
     fail(n, fmt::format("{} must not be empty", what));
+  return s;
+}
+
+// A non-empty free-text field of at most `max_bytes` UTF-8 bytes (docs/protocol.md, limits).
+std::string as_text(const node &n, std::string_view what, std::size_t max_bytes) {
+  auto s = as_nonempty_string(n, what);
+  if (s.size() > max_bytes)
+    fail(n, fmt::format("{} is {} bytes long; the limit is {} bytes", what, s.size(), max_bytes));
   return s;
 }
 
@@ -375,7 +388,7 @@ const node *key_node(const node &map, std::string_view key) {
 const std::vector<std::string> schema1_operations{"layernorm", "rmsnorm"};
 
 std::vector<std::string_view> top_keys(std::int64_t schema) {
-  return {"prereg",     "id",
+  std::vector<std::string_view> keys{"prereg",     "id",
           "title",      "hypothesis",
           "device",     "operation",
           "dtype",      schema == 1 ? "shapes" : "axes",
@@ -383,6 +396,9 @@ std::vector<std::string_view> top_keys(std::int64_t schema) {
           "arms",       "measurement",
           "analysis",   "correctness",
           "predictions"};
+  if (schema >= 2)
+    keys.push_back("revision");
+  return keys;
 }
 
 const operation_desc &as_operation(const node &n, std::int64_t schema) {
@@ -468,6 +484,9 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
   if (const node *k = schema == 1 ? key_node(root, "axes") : nullptr)
     fail(*k, "axes needs prereg: 2 (prereg: 1 names its shapes as shapes: {rows: [...], cols: "
              "[...]})");
+  if (const node *k = schema == 1 ? key_node(root, "revision") : nullptr)
+    fail(*k, "revision needs prereg: 2 (a prereg: 1 file becomes prereg: 2 by renaming shapes: "
+             "to axes:)");
   if (const node *k = schema == 2 ? key_node(root, "shapes") : nullptr)
     fail(*k, "shapes is prereg: 1; prereg: 2 names the operation's axes: use axes: {rows: [...], "
              "cols: [...]}");
@@ -475,8 +494,10 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
   protocol p;
   p.schema = as_int(top.required("prereg"), "prereg", 1, 2);
   p.id = as_id(top.required("id"), "id");
-  p.title = as_nonempty_string(top.required("title"), "title");
-  p.hypothesis = as_nonempty_string(top.required("hypothesis"), "hypothesis");
+  if (const node *r = top.optional("revision"))
+    p.revision = as_int(*r, "revision", 1, max_revision);
+  p.title = as_text(top.required("title"), "title", max_title_bytes);
+  p.hypothesis = as_text(top.required("hypothesis"), "hypothesis", max_hypothesis_bytes);
   p.device =
       as_enum<std::string>(top.required("device"), "device", {{"cuda", "cuda"}, {"cpu", "cpu"}});
   const operation_desc &op = as_operation(top.required("operation"), p.schema);
@@ -718,7 +739,7 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
     for (const auto &other : p.predictions)
       if (other.id == s.id)
         fail(id_node, fmt::format("duplicate prediction id '{}'", s.id));
-    s.claim = as_nonempty_string(pred.required("claim"), pred.path("claim"));
+    s.claim = as_text(pred.required("claim"), pred.path("claim"), max_claim_bytes);
     s.at.rows = p.rows;
     s.at.cols = p.cols;
     s.at.passes = p.passes;
@@ -737,7 +758,7 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
           [&](const node &n) { return as_pass(n, at.path("pass")); }, show_pass);
     }
     const node &expect_node = pred.required("expect");
-    s.expect = as_nonempty_string(expect_node, pred.path("expect"));
+    s.expect = as_text(expect_node, pred.path("expect"), max_expect_bytes);
     try {
       (void)expectation::parse(s.expect, arm_ids, expect_node.where);
     } catch (const error &e) {
@@ -864,6 +885,8 @@ json to_json(const protocol &p) {
     out["axes"] = std::move(out["shapes"]);
     out.erase("shapes");
   }
+  if (p.revision > 1) // revision 1 is the first version: absent, so earlier hashes stay
+    out["revision"] = p.revision;
   return out;
 }
 

@@ -118,7 +118,8 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   const auto stats = compute_cell_statistics(proto, raw);
   report_document r;
   r.schema_version = report_schema_version;
-  r.tool = {"prereg", build_info::version, build_info::git_commit, build_info::build_flags};
+  r.tool = {"prereg", build_info::version, build_info::git_commit, build_info::build_flags,
+            report_renderer_version};
   r.protocol = {fp.hash, fp.body, fp.freeze};
   r.run = {meta.run_id, meta.started_at, meta.finished_at, meta.device_ordinal};
   r.environment = raw.environment;

@@ -162,8 +162,16 @@ json key_members(json j, const cell_key &k) {
 // ---- one reader per struct -------------------------------------------------------------------
 
 report_tool read_tool(const node &n) {
-  n.only({"name", "version", "git_commit", "build_flags"});
-  return {n["name"].str(), n["version"].str(), n["git_commit"].str(), n["build_flags"].str()};
+  n.only({"name", "version", "git_commit", "build_flags", "renderer"});
+  report_tool t{n["name"].str(), n["version"].str(), n["git_commit"].str(), n["build_flags"].str()};
+  if (n.has("renderer")) {
+    const std::int64_t v = n["renderer"].integer();
+    if (v < 2 || v > report_renderer_version) // 1 is written as absence
+      n["renderer"].fail(fmt::format("must be an integer from 2 to {} (this build's renderers)",
+                                     report_renderer_version));
+    t.renderer = static_cast<int>(v);
+  }
+  return t;
 }
 
 report_protocol read_protocol(const node &n) {
@@ -463,7 +471,7 @@ json to_json(const report_document &r) {
   json deviations = json::array();
   for (const auto &d : r.deviations)
     deviations.push_back(to_json(d));
-  return {{"schema_version", r.schema_version},
+  json out = {{"schema_version", r.schema_version},
           {"tool",
            {{"name", r.tool.name},
             {"version", r.tool.version},
@@ -493,12 +501,16 @@ json to_json(const report_document &r) {
           {"defects", defects},
           {"deviations", deviations},
           {"attempt", r.attempt}};
+  if (r.tool.renderer != 1) // renderer 1 is recorded by its absence: earlier reports stay as they are
+    out["tool"]["renderer"] = r.tool.renderer;
+  if (r.exploratory) out["exploratory"] = true;
+  return out;
 }
 
 void check_report_members(const json &root, const std::string &where) {
   const node n(root, "", where);
   n.only({"schema_version", "tool", "protocol", "run", "environment", "instrument", "cells",
-          "correctness", "predictions", "defects", "deviations", "attempt"});
+          "correctness", "predictions", "defects", "deviations", "attempt", "exploratory"});
   (void)read_schema_version(n);
 }
 
@@ -537,6 +549,10 @@ report_document report_from_json(const json &root, const std::string &where, uns
     r.deviations = read_list<report_deviation>(n["deviations"], read_deviation);
   if (want(report_part::attempt))
     r.attempt = n["attempt"].integer();
+  if (n.has("exploratory")) {
+    r.exploratory = n["exploratory"].boolean();
+    if (!r.exploratory) n["exploratory"].fail("must be true when present");
+  }
   return r;
 }
 

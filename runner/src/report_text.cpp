@@ -142,6 +142,24 @@ std::string median_iqr_text(double median_ms, std::optional<double> iqr_ms) {
   return fmt::format("{:.{}f} ({:.{}f}) {}", m, digits, *iqr_ms * u.per_ms, digits, u.name);
 }
 
+// Renderer 2: the IQR keeps at least one significant digit (0.4 µs is not "(0)").
+int iqr_digits(double iqr, int digits) {
+  if (!(iqr > 0.0))
+    return digits;
+  return std::clamp(static_cast<int>(std::ceil(-std::log10(iqr))), digits, 6);
+}
+
+// Renderer 2: "median (IQR) unit" in a given unit (one per table row, so µs and ms never mix
+// in a row), the IQR with at least one significant digit.
+std::string median_iqr_in(const time_unit &u, double median_ms, std::optional<double> iqr_ms) {
+  const double m = median_ms * u.per_ms;
+  const int digits = std::fabs(m) < 10.0 ? 2 : std::fabs(m) < 100.0 ? 1 : 0;
+  if (!iqr_ms)
+    return fmt::format("{:.{}f} {}", m, digits, u.name);
+  const double q = *iqr_ms * u.per_ms;
+  return fmt::format("{:.{}f} ({:.{}f}) {}", m, digits, q, iqr_digits(q, digits), u.name);
+}
+
 std::string pct_text(double pct) { return fmt::format("{:.1f}%", pct); }
 
 std::string gbps_text(double gbps) { return three_digits(gbps) + " GB/s"; }
@@ -201,6 +219,8 @@ struct view {
   std::optional<std::pair<std::int64_t, std::int64_t>> op;
   std::map<cell_id, const report_cell *> cells;
   std::optional<double> unstable_ratio;
+  int renderer = 1;         ///< the report's tool.renderer: which layout to reproduce
+  bool exploratory = false; ///< `prereg try`: never confirmatory
 };
 
 template <class T> void add_unique(std::vector<T> &v, const T &x) {
@@ -212,6 +232,8 @@ view make_view(const report_document &report) {
   view v;
   v.report = &report;
   v.body = &report.protocol.body;
+  v.renderer = report.tool.renderer;
+  v.exploratory = report.exploratory;
   const json &body = *v.body;
   for (const json &a : child(body, "arms"))
     if (a.is_object() && a.contains("id"))
@@ -330,9 +352,10 @@ std::string md_span(const span &s) {
 }
 
 std::string to_markdown(const table &t) {
+  // Appended piece by piece: " " + string trips GCC 12's -Wrestrict (a false positive).
   std::string out = "|";
   for (const auto &h : t.header)
-    out += " " + md_span(h) + " |";
+    out.append(" ").append(md_span(h)).append(" |");
   out += "\n|";
   for (std::size_t i = 0; i < t.header.size(); ++i)
     out += (i < t.numeric.size() && t.numeric[i]) ? " ---: |" : " --- |";
@@ -340,7 +363,7 @@ std::string to_markdown(const table &t) {
   for (const auto &row : t.rows) {
     out += "|";
     for (const auto &c : row)
-      out += " " + md_span(c) + " |";
+      out.append(" ").append(md_span(c)).append(" |");
     out += "\n";
   }
   return out;
@@ -648,6 +671,66 @@ span time_cell(const report_cell &c) {
   return plain(median_iqr_text(*m, finite(c.iqr_ms)));
 }
 
+// The time table: renderer 1 picks a unit per cell, renderer 2 one per row (the unit of the
+// row's smallest median).
+table time_table(const view &v, const std::string &pass, std::int64_t cols) {
+  if (v.renderer < 2)
+    return results_table(v, pass, cols, time_cell);
+  std::map<std::string, time_unit> unit_of;
+  for (const auto &arm : v.arms) {
+    std::optional<double> lo;
+    for (const auto r : v.rows)
+      if (const report_cell *c = find_cell(v, arm, pass, r, cols))
+        if (const auto m = finite(c->median_ms))
+          lo = std::min(lo.value_or(*m), *m);
+    unit_of.emplace(arm, unit_for(lo.value_or(1.0)));
+  }
+  return results_table(v, pass, cols, [&](const report_cell &c) {
+    const auto m = finite(c.median_ms);
+    if (!m)
+      return plain("no samples");
+    return plain(median_iqr_in(unit_of.at(c.key.arm), *m, finite(c.iqr_ms)));
+  });
+}
+
+// Renderer 2's summary: per shape at one pass and cols, each arm's speedup over the first arm
+// (baseline median / arm median), the fastest arm in bold.
+table speedup_table(const view &v, const std::string &pass, std::int64_t cols) {
+  table t{{plain("arm")}, {false}, {}, true, "speedup"};
+  for (const auto r : v.rows) {
+    t.header.push_back(plain(fmt::format("{}", r)));
+    t.numeric.push_back(true);
+  }
+  const std::string &base = v.arms.front();
+  for (const auto &arm : v.arms) {
+    std::vector<span> row{code(arm)};
+    for (const auto r : v.rows) {
+      const report_cell *b = find_cell(v, base, pass, r, cols);
+      const report_cell *c = find_cell(v, arm, pass, r, cols);
+      const auto bm = b ? finite(b->median_ms) : std::nullopt;
+      const auto cm = c ? finite(c->median_ms) : std::nullopt;
+      if (!bm || !cm || *cm <= 0.0) {
+        row.push_back(plain("—"));
+        continue;
+      }
+      span s = plain(fmt::format("{:.2f}x", *bm / *cm));
+      std::optional<double> best;
+      for (const auto &other : v.arms)
+        if (const report_cell *o = find_cell(v, other, pass, r, cols))
+          if (const auto om = finite(o->median_ms))
+            best = std::min(best.value_or(*om), *om);
+      if (best && *cm == *best) {
+        s.strong = true;
+        s.suffix = " fastest";
+        s.cls = "winner";
+      }
+      row.push_back(s);
+    }
+    t.rows.push_back(row);
+  }
+  return t;
+}
+
 span pct_cell(const report_cell &c) {
   const auto p = finite(c.pct_ceiling);
   if (!p)
@@ -835,6 +918,20 @@ std::string cols_heading(const view &v, const std::string &pass, std::int64_t co
                                        : std::string());
 }
 
+// Renderer 2's summary block: the operating point's cols, else the first.
+std::int64_t summary_cols(const view &v) { return v.op ? v.op->second : v.cols.front(); }
+
+const char *exploratory_text =
+    "EXPLORATORY: `prereg try` ran this protocol as a file, unfrozen. It was not "
+    "pre-registered, is not signed and is not in any ledger; its verdicts are not "
+    "confirmatory and `prereg audit` refuses it.";
+
+const char *tolerance_text =
+    "Each output passes if every element has |out − ref| ≤ atol + rtol · max|ref| (the "
+    "tolerance is relative to that output's largest reference magnitude, not to each "
+    "element). \"max rel error\" is the largest element-wise |out − ref| / |ref|: it can exceed "
+    "1 where a reference value is near 0 while the check passes.";
+
 } // namespace
 
 // =============================================================================================
@@ -847,9 +944,16 @@ std::string render_markdown(const json &report) {
 std::string render_markdown(const report_document &report) {
   const view v = make_view(report);
   const json &b = *v.body;
-  std::string out = "# " + md(text(b, "title", "prereg report")) + "\n\n";
-  out += fmt::format("Report of protocol {}, attempt **{}**, run {}.\n\n",
-                     md_code(text(b, "id", "?")), report.attempt, md_code(report.run.run_id));
+  const bool r2 = v.renderer >= 2;
+  std::string out = "# " + std::string(v.exploratory ? "EXPLORATORY: " : "") +
+                    md(text(b, "title", "prereg report")) + "\n\n";
+  if (v.exploratory)
+    out += fmt::format("> **{}**\n\nReport of protocol {} (not frozen), run {}.\n\n",
+                       md(exploratory_text), md_code(text(b, "id", "?")),
+                       md_code(report.run.run_id));
+  else
+    out += fmt::format("Report of protocol {}, attempt **{}**, run {}.\n\n",
+                       md_code(text(b, "id", "?")), report.attempt, md_code(report.run.run_id));
   if (const std::string h = text(b, "hypothesis"); !h.empty())
     out += "> **Hypothesis.** " + md(h) + "\n\n";
 
@@ -863,20 +967,34 @@ std::string render_markdown(const report_document &report) {
                      report.defects.size(), report.deviations.size(),
                      summarise_correctness(v).failed, summarise_correctness(v).checks);
 
-  out += "## Environment and instrument\n\n";
-  out += to_markdown(environment_table(v)) + "\n";
-  out += to_markdown(instrument_table(v)) + "\n";
-  out += to_markdown(run_table(v)) + "\n";
-
-  out += "## Design\n\n" + to_markdown(design_table(v)) + "\n" + to_markdown(arms_table(v)) + "\n";
+  const auto environment_and_design = [&] {
+    std::string e = "## Environment and instrument\n\n";
+    e += to_markdown(environment_table(v)) + "\n";
+    e += to_markdown(instrument_table(v)) + "\n";
+    e += to_markdown(run_table(v)) + "\n";
+    e += "## Design\n\n" + to_markdown(design_table(v)) + "\n" + to_markdown(arms_table(v)) + "\n";
+    return e;
+  };
+  if (!r2) {
+    out += environment_and_design();
+  } else if (!v.arms.empty() && !v.cols.empty()) {
+    // Renderer 2: the summary first, the environment at the end.
+    const std::int64_t cols = summary_cols(v);
+    out += "## Summary\n\n";
+    for (const auto &pass : v.passes) {
+      out += fmt::format("Speedup over {} (its median / the arm's), {}, cols {}; the fastest arm "
+                         "per shape in bold:\n\n",
+                         md_code(v.arms.front()), md(pass), cols);
+      out += to_markdown(speedup_table(v, pass, cols)) + "\n";
+    }
+  }
 
   for (const auto &pass : v.passes) {
     out += "## Results: " + md(pass) + "\n\n";
     for (const auto cols : v.cols) {
       if (v.cols.size() > 1 || v.op)
         out += "### " + md(cols_heading(v, pass, cols)) + "\n\n";
-      out +=
-          "Time per step, median (IQR):\n\n" + to_markdown(results_table(v, pass, cols, time_cell));
+      out += "Time per step, median (IQR):\n\n" + to_markdown(time_table(v, pass, cols));
       out += "\n% of the copy ceiling (bound where launch or bandwidth):\n\n" +
              to_markdown(results_table(v, pass, cols, pct_cell));
       out += "\nPeak memory (MB = 10^6 bytes):\n\n" +
@@ -916,13 +1034,19 @@ std::string render_markdown(const report_document &report) {
                      "atol {}).\n\n",
                      cs.checks, cs.failed, text(child(b, "correctness"), "rtol", "?"),
                      text(child(b, "correctness"), "atol", "?"));
+  if (r2)
+    out += md(tolerance_text) + "\n\n";
   if (cs.checks > 0)
     out += to_markdown(cs.per_arm) + "\n";
   if (!cs.failures.empty())
     out += "Failures (excluded from verdicts):\n\n" + md_list(cs.failures) + "\n";
+  if (r2)
+    out += environment_and_design();
 
-  out += "---\n\nRendered from report.json alone; the signed record is report.json with "
-         "report.dsse.json.\n";
+  out += v.exploratory ? "---\n\nRendered from report.json alone; this EXPLORATORY report is not "
+                         "signed.\n"
+                       : "---\n\nRendered from report.json alone; the signed record is "
+                         "report.json with report.dsse.json.\n";
   return out;
 }
 
@@ -942,11 +1066,13 @@ struct point {
   std::optional<double> lo, hi; ///< whisker ends
   bool hollow = false;
   std::string title;
+  bool winner = false; ///< renderer 2's speedup chart: the fastest arm at this x (ringed)
 };
 
 struct series {
   std::string arm;
   std::vector<std::optional<point>> points; ///< one per chart x value; nullopt is a gap
+  std::string note; ///< legend text after the arm (renderer 2: zeros a log axis cannot show)
 };
 
 struct chart {
@@ -969,6 +1095,7 @@ std::string time_tick(double ms) {
   return fmt::format("{:.3g} {}", ms * u.per_ms, u.name);
 }
 std::string pct_tick(double pct) { return fmt::format("{:g}%", pct); }
+std::string ratio_tick(double r) { return fmt::format("{:g}x", r); }
 std::string mb_tick(double mb) {
   return mb < 1.0 ? fmt::format("{:g}", mb) : fmt::format("{:.0f}", mb);
 }
@@ -1029,7 +1156,8 @@ std::string render_chart(const chart &c, const std::string &id) {
   std::vector<std::vector<std::pair<std::size_t, double>>> legend_lines(1);
   double lx = left;
   for (std::size_t i = 0; i < c.lines.size(); ++i) {
-    const double w = 34.0 + 7.0 * static_cast<double>(c.lines[i].arm.size()) + 14.0;
+    const double w =
+        34.0 + 7.0 * static_cast<double>(c.lines[i].arm.size() + c.lines[i].note.size()) + 14.0;
     if (lx + w > width - right && !legend_lines.back().empty()) {
       legend_lines.emplace_back();
       lx = left;
@@ -1056,6 +1184,8 @@ std::string render_chart(const chart &c, const std::string &id) {
           if (!c.log_y || v > 0.0)
             values.push_back(v);
       }
+  if (c.log_y && c.reference_y) // renderer 2's speedup chart: the baseline's 1x stays in view
+    values.push_back(*c.reference_y);
   double y0 = 0, y1 = 1;
   std::vector<double> ticks;
   if (c.log_y) {
@@ -1189,6 +1319,10 @@ std::string render_chart(const chart &c, const std::string &id) {
                            num(a), num(b), num(X - 3), num(a), num(X + 3), num(X - 3), num(b),
                            num(X + 3));
       }
+      if (p->winner)
+        out += fmt::format("<circle class=\"winner\" cx=\"{}\" cy=\"{}\" r=\"9\" fill=\"none\" "
+                           "stroke-width=\"2\"/>",
+                           num(X), num(Y));
       out += marker(i, X, Y, colour, p->hollow) + "</g>";
     }
     out += "</g>\n";
@@ -1205,8 +1339,9 @@ std::string render_chart(const chart &c, const std::string &id) {
                          "stroke-width=\"1.8\"/>",
                          num(x), num(x + 24), num(y), num(y), colour);
       out += marker(i, x + 12, y, colour, false);
-      out += fmt::format("<text x=\"{}\" y=\"{}\">{}{}</text>", num(x + 30), num(y + 4),
-                         html(c.lines[i].arm), empty ? " (no data)" : "");
+      out += fmt::format("<text x=\"{}\" y=\"{}\">{}{}{}</text>", num(x + 30), num(y + 4),
+                         html(c.lines[i].arm), empty && c.lines[i].note.empty() ? " (no data)" : "",
+                         html(c.lines[i].note));
     }
   }
   out += "</g>\n</svg>";
@@ -1242,6 +1377,12 @@ chart make_chart(const view &v, const std::string &pass, std::int64_t cols,
     c.reference_y = 100.0;
     c.reference_label = "ceiling";
     c.tick_text = pct_tick;
+  } else if (kind == "speedup") {
+    c.title = fmt::format("Speedup over {} · {} · cols {}", v.arms.front(), pass, cols);
+    c.y_label = "baseline median / arm median (log)";
+    c.reference_y = 1.0;
+    c.reference_label = "baseline";
+    c.tick_text = ratio_tick;
   } else {
     c.title = fmt::format("Peak memory · {} · cols {}", pass, cols);
     c.y_label = "peak MB (log)";
@@ -1249,7 +1390,7 @@ chart make_chart(const view &v, const std::string &pass, std::int64_t cols,
   }
   bool any_positive = false;
   for (const auto &arm : v.arms) {
-    series s{arm, {}};
+    series s{arm, {}, {}};
     for (const auto r : v.rows) {
       const report_cell *cell = find_cell(v, arm, pass, r, cols);
       std::optional<point> p;
@@ -1277,6 +1418,26 @@ chart make_chart(const view &v, const std::string &pass, std::int64_t cols,
                       point_title(*cell, fmt::format("{} of ceiling, {}", pct_text(*pc),
                                                      g ? gbps_text(*g) : std::string("—")))};
           }
+        } else if (kind == "speedup") {
+          const report_cell *base = find_cell(v, v.arms.front(), pass, r, cols);
+          const auto bm = base ? finite(base->median_ms) : std::nullopt;
+          const auto m = finite(cell->median_ms);
+          if (bm && m && *m > 0.0) {
+            std::optional<double> best;
+            for (const auto &other : v.arms)
+              if (const report_cell *o = find_cell(v, other, pass, r, cols))
+                if (const auto om = finite(o->median_ms))
+                  best = std::min(best.value_or(*om), *om);
+            const bool fastest = best && *m == *best;
+            p = point{r,
+                      *bm / *m,
+                      {},
+                      {},
+                      unstable,
+                      point_title(*cell, fmt::format("{:.2f}x the baseline's speed{}", *bm / *m,
+                                                     fastest ? " · fastest here" : "")),
+                      fastest};
+          }
         } else if (finite(cell->median_ms)) {
           const double b = static_cast<double>(cell->peak_bytes);
           p = point{r,  b / 1e6, {},
@@ -1291,6 +1452,19 @@ chart make_chart(const view &v, const std::string &pass, std::int64_t cols,
   if (kind == "peak" && !any_positive) {
     c.log_y = false; // all zero: a linear axis shows them honestly at 0
     c.y_label = "peak MB";
+  } else if (kind == "peak" && v.renderer >= 2) {
+    // A log axis has no 0: zeros are left out and said in the legend, not drawn at the floor.
+    for (auto &line : c.lines) {
+      std::size_t zeros = 0;
+      for (auto &pt : line.points)
+        if (pt && pt->y <= 0.0) {
+          pt.reset();
+          ++zeros;
+        }
+      if (zeros > 0)
+        line.note = fmt::format(" (0 MB at {} shape{}, not on the log axis)", zeros,
+                                zeros == 1 ? "" : "s");
+    }
   }
   return c;
 }
@@ -1365,6 +1539,15 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 }
 )";
 
+// Renderer 2's additions, after the renderer 1 sheet (which stays byte for byte).
+const char *html_css_r2 = R"(
+p.exploratory { padding: 10px 14px; border: 2px solid #953800; background: #fff1e5; color: #953800; font-weight: 700; }
+#summary .charts { margin-top: 8px; grid-template-columns: 1fr 1fr; max-width: 1000px; }
+svg.chart circle.winner { fill: none; }
+td.winner strong { color: #116329; }
+table.predictions td code { white-space: normal; overflow-wrap: anywhere; }
+)";
+
 std::string badge(const std::string &cls, const std::string &label) {
   return "<span class=\"badge " + html(cls) + "\">" + html(label) + "</span>";
 }
@@ -1385,21 +1568,30 @@ std::string render_html(const json &report) {
 std::string render_html(const report_document &report) {
   const view v = make_view(report);
   const json &b = *v.body;
-  const std::string title = text(b, "title", "prereg report");
+  const bool r2 = v.renderer >= 2;
+  const std::string title =
+      (v.exploratory ? "EXPLORATORY: " : "") + text(b, "title", "prereg report");
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
       "'unsafe-inline'\">\n<meta name=\"viewport\" content=\"width=device-width, "
       "initial-scale=1\">\n<title>" +
-      html(title) + " · prereg report</title>\n<style>" + html_css +
-      "</style>\n</head>\n<body>\n<main>\n";
+      html(title) + " · prereg report</title>\n<style>" + html_css + (r2 ? html_css_r2 : "") +
+      "</style>\n</head>\n<body>\n" +
+      (r2 ? fmt::format("<main data-renderer=\"{}\"{}>\n", v.renderer,
+                        v.exploratory ? " data-exploratory=\"true\"" : "")
+          : std::string("<main>\n"));
 
   // Header: what was tested, and the verdicts at a glance.
   out += "<header>\n<h1>" + html(title) + "</h1>\n";
+  if (v.exploratory)
+    out += "<p class=\"exploratory\">" + html(exploratory_text) + "</p>\n";
   out += "<p class=\"sub\">protocol <code>" + html(text(b, "id", "?")) + "</code> · hash <code>" +
-         html(report.protocol.hash.substr(0, 16)) + "…</code> · attempt <strong>" +
-         html(fmt::format("{}", report.attempt)) + "</strong> · run <code>" +
-         html(report.run.run_id) + "</code></p>\n";
+         html(report.protocol.hash.substr(0, 16)) + "…</code> · " +
+         (v.exploratory ? std::string("<strong>not frozen</strong>")
+                        : "attempt <strong>" + html(fmt::format("{}", report.attempt)) +
+                              "</strong>") +
+         " · run <code>" + html(report.run.run_id) + "</code></p>\n";
   if (const std::string h = text(b, "hypothesis"); !h.empty())
     out += "<blockquote><strong>Hypothesis.</strong> " + html(h) + "</blockquote>\n";
   out += "<div class=\"badges\">";
@@ -1415,11 +1607,36 @@ std::string render_html(const report_document &report) {
                fmt::format("{} of {} correctness check(s) failed", cs.failed, cs.checks));
   out += "</div>\n</header>\n";
 
-  out += "<section id=\"environment\">\n<h2>Environment and instrument</h2>\n<div class=\"kvgrid\">"
-         "<div>" +
-         to_html(environment_table(v)) + to_html(run_table(v)) + "</div><div>" +
-         to_html(instrument_table(v)) + to_html(design_table(v)) + to_html(arms_table(v)) +
-         "</div></div>\n</section>\n";
+  const std::string environment =
+      "<section id=\"environment\">\n<h2>Environment and instrument</h2>\n<div class=\"kvgrid\">"
+      "<div>" +
+      to_html(environment_table(v)) + to_html(run_table(v)) + "</div><div>" +
+      to_html(instrument_table(v)) + to_html(design_table(v)) + to_html(arms_table(v)) +
+      "</div></div>\n</section>\n";
+  if (!r2) {
+    out += environment;
+  } else {
+    // Renderer 2: above the fold, the verdicts (badges), time per arm vs rows, and the speedup
+    // over the first arm with the fastest arm per shape ringed; the environment goes last.
+    // (The verdicts are the badges just above; their table stays under Predictions.)
+    out += "<section id=\"summary\">\n<h2>Summary</h2>\n";
+    if (!v.arms.empty() && !v.cols.empty()) {
+      const std::int64_t cols = summary_cols(v);
+      out += "<div class=\"charts\">\n";
+      for (const auto &pass : v.passes)
+        for (const char *kind : {"time", "speedup"}) {
+          const std::string id = fmt::format("summary-{}-{}-{}", kind,
+                                             pass == "fwd" ? "fwd" : "fwdbwd", cols);
+          out += "<figure>" + render_chart(make_chart(v, pass, cols, kind), id) + "</figure>\n";
+        }
+      out += "</div>\n<p class=\"caption\">Time per step (median, whiskers q1 to q3) and the "
+             "speedup over " +
+             html(v.arms.front()) +
+             " (its median / the arm's) per rows; a ring marks the fastest arm at each shape. "
+             "Every pass and cols is under Results.</p>\n";
+    }
+    out += "</section>\n";
+  }
 
   out += "<section id=\"predictions\">\n<h2>Predictions</h2>\n";
   if (report.predictions.empty())
@@ -1456,7 +1673,7 @@ std::string render_html(const report_document &report) {
              (v.op && v.op->second == cols ? "; the shaded band is the operating point" : "") +
              ". Hover a marker for its numbers.</p>\n";
       out += "<div class=\"tables\"><div><p class=\"caption\">Time per step, median (IQR)</p>" +
-             to_html(results_table(v, pass, cols, time_cell)) + "</div>";
+             to_html(time_table(v, pass, cols)) + "</div>";
       out +=
           "<div><p class=\"caption\">% of the copy ceiling (bound where launch or bandwidth)</p>" +
           to_html(results_table(v, pass, cols, pct_cell)) + "</div>";
@@ -1487,14 +1704,22 @@ std::string render_html(const report_document &report) {
                      "atol {}).</p>\n",
                      cs.checks, cs.failed, html(text(child(b, "correctness"), "rtol", "?")),
                      html(text(child(b, "correctness"), "atol", "?")));
+  if (r2)
+    out += "<p class=\"caption\">" + html(tolerance_text) + "</p>\n";
   if (cs.checks > 0)
     out += to_html(cs.per_arm);
   if (!cs.failures.empty())
     out += "<p>Failures (excluded from verdicts):</p>\n" + html_list(cs.failures, "failures");
   out += "</section>\n";
+  if (r2)
+    out += environment;
 
-  out += "<footer>Rendered by prereg from report.json alone; the signed record is report.json "
-         "with report.dsse.json. This page fetches nothing.</footer>\n</main>\n</body>\n</html>\n";
+  out += v.exploratory
+             ? "<footer>Rendered by prereg from report.json alone; this EXPLORATORY report is not "
+               "signed. This page fetches nothing.</footer>\n</main>\n</body>\n</html>\n"
+             : "<footer>Rendered by prereg from report.json alone; the signed record is report.json "
+               "with report.dsse.json. This page fetches nothing.</footer>\n</main>\n</body>\n"
+               "</html>\n";
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include "prereg/run.hpp"
 #include "prereg/outside_arm.hpp"
 
+#include "prereg/build_info.hpp"
 #include "prereg/error.hpp"
 #include "prereg/fs.hpp"
 #include "prereg/keyring.hpp"
@@ -59,7 +60,10 @@ void throw_if_signalled() {
                 fmt::format("run interrupted by {}", sig == SIGINT ? "SIGINT" : "SIGTERM"));
 }
 
-/// Progress on stderr (cells done/total, elapsed, ETA) when stderr is a terminal.
+/// Progress on stderr when it is a terminal: the phase, its cells done/total, the run's elapsed
+/// time and the phase's ETA (from the phase's own rate: the instrument's set-up and the
+/// correctness gate do not inflate the timing phase's estimate); redrawn at least every
+/// half second during long steps.
 class terminal_progress final : public progress_sink {
 public:
   explicit terminal_progress(bool enabled) : m_enabled(enabled), m_start(clock::now()) {}
@@ -69,30 +73,47 @@ public:
   void phase(std::string_view name) override {
     throw_if_signalled();
     m_phase = name;
-    draw(0, 0);
+    m_phase_start = clock::now();
+    m_done = m_total = 0;
+    draw();
   }
   void cell_done(std::size_t done, std::size_t total) override {
     throw_if_signalled();
-    draw(done, total);
+    m_done = done;
+    m_total = total;
+    draw();
+  }
+  void tick() override {
+    throw_if_signalled();
+    if (clock::now() - m_last_draw >= std::chrono::milliseconds(500)) draw();
   }
 
 private:
   using clock = std::chrono::steady_clock;
-  void draw(std::size_t done, std::size_t total) {
+  void draw() {
+    m_last_draw = clock::now();
     if (!m_enabled) return;
-    const double elapsed = std::chrono::duration<double>(clock::now() - m_start).count();
-    std::string eta = "?";
-    if (done > 0 && total >= done)
-      eta = fmt::format("{:.0f}s", elapsed / static_cast<double>(done) *
-                                       static_cast<double>(total - done));
-    fmt::print(stderr, "\r\033[K[{}] cells {}/{}  elapsed {:.0f}s  ETA {}", m_phase, done, total,
-               elapsed, eta);
+    const auto seconds = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    const double elapsed = seconds(m_last_draw - m_start);
+    std::string cells;
+    if (m_total > 0) {
+      cells = fmt::format("  cells {}/{}", m_done, m_total);
+      if (m_done > 0 && m_total >= m_done)
+        cells += fmt::format("  ETA {:.0f}s", seconds(m_last_draw - m_phase_start) /
+                                                  static_cast<double>(m_done) *
+                                                  static_cast<double>(m_total - m_done));
+    }
+    fmt::print(stderr, "\r\033[K[{}]{}  elapsed {:.0f}s", m_phase, cells, elapsed);
     m_drawn = true;
   }
   bool m_enabled;
   bool m_drawn = false;
   std::string m_phase = "start";
+  std::size_t m_done = 0;
+  std::size_t m_total = 0;
   clock::time_point m_start;
+  clock::time_point m_phase_start = m_start;
+  clock::time_point m_last_draw = m_start;
 };
 
 std::string host_name() {
@@ -136,6 +157,28 @@ std::vector<cell_key> all_cells(const protocol &p) {
   return cells;
 }
 
+run_plan plan_run(const protocol &proto, const std::string &hash, device &dev,
+                  const operation_desc &op, std::vector<json> &deviations) {
+  run_plan plan;
+  plan.proto = &proto;
+  plan.seed = seed_from_hash(hash);
+  for (const auto &c : all_cells(proto)) {
+    const arm_spec &spec = *find_arm_spec(proto, c.arm);
+    if (spec.outside()) { // known once loaded, in the measuring process: the engine checks it
+      plan.cells.push_back(c);
+      continue;
+    }
+    const arm_info *info = find_arm(proto.device, spec.kernel);
+    auto why = cannot_run(*info, c.pass, c.rows, c.cols, proto.type);
+    if (!why) why = device_cannot_run(dev, op, *info, spec, c.pass, c.rows, c.cols, proto.type);
+    if (why)
+      deviations.push_back(deviation("cell-skipped", *why, {{"cell", cell_json(c)}}));
+    else
+      plan.cells.push_back(c);
+  }
+  return plan;
+}
+
 std::size_t reap_vanished_runs(const store &s, const signing_key &key) {
   file_lock lock(s.lock_path());
   ledger l = s.get_ledger();
@@ -168,6 +211,7 @@ fs::path run_protocol(const run_options &o) {
   const store s(o.store_root);
   // 1. Integrity first: nothing touches a device before this passes.
   const frozen_protocol fp = resolve_for_run(s, o.target);
+  if (!fp.note.empty()) fmt::print(stderr, "prereg: {}\n", fp.note);
   const protocol &proto = fp.proto;
   const signing_key key = load_or_create_key(o.key_path);
   s.add_key(key.public_part());
@@ -183,23 +227,7 @@ fs::path run_protocol(const run_options &o) {
   // 3. The plan: every cell that can run; the rest become deviations.
   run_meta meta;
   meta.device_ordinal = o.device_ordinal;
-  run_plan plan;
-  plan.proto = &proto;
-  plan.seed = seed_from_hash(fp.hash);
-  for (const auto &c : all_cells(proto)) {
-    const arm_spec &spec = *find_arm_spec(proto, c.arm);
-    if (spec.outside()) { // known once loaded, in the measuring process: the engine checks it
-      plan.cells.push_back(c);
-      continue;
-    }
-    const arm_info *info = find_arm(proto.device, spec.kernel);
-    auto why = cannot_run(*info, c.pass, c.rows, c.cols, proto.type);
-    if (!why) why = device_cannot_run(*dev, op, *info, spec, c.pass, c.rows, c.cols, proto.type);
-    if (why)
-      meta.deviations.push_back(deviation("cell-skipped", *why, {{"cell", cell_json(c)}}));
-    else
-      plan.cells.push_back(c);
-  }
+  run_plan plan = plan_run(proto, fp.hash, *dev, op, meta.deviations);
   plan.load_outside = [project = s.project_root(), &fp](const arm_spec &spec) {
     const fs::path file = frozen_outside_file(project, fp, spec);
     return spec.source == arm_source::plugin
@@ -303,6 +331,66 @@ fs::path run_protocol(const run_options &o) {
                            {"attempt", meta.attempt},
                            {"reason", e.what()}},
                           key);
+    throw;
+  }
+  return final_dir;
+}
+
+fs::path try_protocol(const run_options &o) {
+  // The file as it is: validated like a freeze, but nothing is stored, signed or ledgered.
+  frozen_protocol fp;
+  fp.source = read_file(o.target);
+  fp.proto = parse_protocol(fp.source, o.target);
+  fp.body = to_json(fp.proto);
+  fp.canonical = canonical_json(fp.body);
+  fp.hash = sha256_hex(fp.canonical);
+  json kernels = json::object();
+  for (const auto &arm : fp.proto.arms)
+    kernels[arm.id] = {{"kernel", arm.kernel},
+                       {"source_sha256", find_arm(fp.proto.device, arm.kernel)->source_sha256}};
+  fp.freeze = {{"exploratory", "not frozen: `prereg try` ran the file as it was"},
+               {"protocol_hash", fp.hash},
+               {"source_sha256", sha256_hex(fp.source)},
+               {"kernels", kernels},
+               {"tool_version", build_info::version}};
+  const protocol &proto = fp.proto;
+
+  if (!o.make_device) throw std::logic_error("run_options.make_device is not set");
+  if (!o.resolve_arm) throw std::logic_error("run_options.resolve_arm is not set");
+  std::unique_ptr<device> dev = o.make_device(proto.device, o.device_ordinal);
+  json environment = dev->probe();
+  run_meta meta;
+  meta.device_ordinal = o.device_ordinal;
+  run_plan plan = plan_run(proto, fp.hash, *dev, operation_named(proto.op), meta.deviations);
+  plan.load_outside = [dir = fs::absolute(o.target).parent_path(), &proto](const arm_spec &spec) {
+    const fs::path file = outside_file(dir, spec.file); // unfrozen: the file as it is now
+    return spec.source == arm_source::plugin ? load_plugin_arm(file, spec.entry, proto, spec.id)
+                                             : load_python_arm(file, spec.entry, proto, spec.id);
+  };
+
+  std::time_t t = std::time(nullptr);
+  do {
+    meta.run_id = "EXPLORATORY-" + utc_stamp(t++) + "-" + fp.hash.substr(0, 12);
+  } while (fs::exists(o.out_dir / proto.id / meta.run_id));
+  meta.started_at = utc_now_rfc3339();
+  const fs::path final_dir = o.out_dir / proto.id / meta.run_id;
+  const fs::path temp_dir = o.out_dir / proto.id / ("." + meta.run_id + ".partial");
+  try {
+    signal_guard guard;
+    terminal_progress progress(!o.quiet && ::isatty(STDERR_FILENO));
+    const raw_run raw = measure(*dev, environment, plan, o.resolve_arm, progress, o.hooks);
+    throw_if_signalled();
+    meta.finished_at = utc_now_rfc3339();
+    report_document report = build_report_document(fp, raw, meta);
+    report.exploratory = true;
+    const std::string payload = canonical_json(to_json(report));
+    write_file_atomic(temp_dir / "report.json", payload);
+    write_file_atomic(temp_dir / "report.md", render_markdown(report));
+    write_file_atomic(temp_dir / "report.html", render_html(report));
+    fs::rename(temp_dir, final_dir);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(temp_dir, ec); // ours alone: the name is unique to this attempt
     throw;
   }
   return final_dir;

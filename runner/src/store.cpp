@@ -43,6 +43,14 @@ void collect_changes(const json &a, const json &b, const std::string &path,
   if (canonical_json(a) != canonical_json(b)) out.push_back(path);
 }
 
+// [a-z0-9][a-z0-9_-]{0,63}, the protocol id's form (docs/protocol.md).
+bool is_protocol_id(std::string_view s) {
+  return !s.empty() && s.size() <= 64 && s[0] != '_' && s[0] != '-' &&
+         std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+         });
+}
+
 } // namespace
 
 std::vector<std::string> changed_fields(const json &a, const json &b) {
@@ -98,8 +106,13 @@ freeze_outcome store::freeze(std::string_view source, const protocol &p, const s
   file_lock lock(lock_path());
   const auto dir = protocol_dir(hash);
   if (fs::exists(dir / "freeze.json")) {
-    (void)load(hash); // an existing copy must still be intact
-    return {hash, true};
+    const frozen_protocol fp = load(hash); // an existing copy must still be intact
+    freeze_outcome out;
+    out.hash = hash;
+    out.already_frozen = true;
+    out.cosmetic_only = fp.freeze.value("source_sha256", "") != sha256_hex(source);
+    out.kernel_problem = kernel_source_problem(fp, project_root());
+    return out;
   }
   json kernels = json::object();
   for (const auto &arm : p.arms) {
@@ -142,7 +155,9 @@ freeze_outcome store::freeze(std::string_view source, const protocol &p, const s
     fs::remove_all(dir, ec);
     throw;
   }
-  return {hash, false};
+  freeze_outcome written;
+  written.hash = hash;
+  return written;
 }
 
 std::vector<std::string> store::hashes() const {
@@ -161,19 +176,51 @@ std::vector<std::string> store::hashes() const {
 }
 
 std::string store::resolve(std::string_view arg) const {
-  if (!is_hex(arg) || arg.size() > 64)
-    throw invalid_input(fmt::format("'{}' is not a protocol hash or hash prefix (lowercase hex)",
-                                    arg));
-  std::vector<std::string> matches;
-  for (const auto &h : hashes())
-    if (h.compare(0, arg.size(), arg) == 0) matches.push_back(h);
-  if (matches.empty())
-    throw integrity_error(fmt::format("no frozen protocol {} in the store", arg),
-                          m_root.string());
-  if (matches.size() > 1)
+  // A protocol id alone names the one frozen version with that id.
+  const auto all = hashes();
+  std::vector<std::string> by_id;
+  if (is_protocol_id(arg))
+    for (const auto &h : all) {
+      const auto stored = protocol_dir(h) / "protocol.json";
+      try {
+        if (parse_json_strict(read_file(stored), stored.string()).value("id", "") == arg)
+          by_id.push_back(h);
+      } catch (const error &) {
+        // a corrupted copy names no id; load() reports it when that hash is used
+      }
+    }
+  const bool hex = is_hex(arg) && arg.size() <= 64;
+  std::vector<std::string> by_hash;
+  if (hex && arg.size() >= min_prefix_digits)
+    for (const auto &h : all)
+      if (h.compare(0, arg.size(), arg) == 0) by_hash.push_back(h);
+  if (!by_hash.empty() && !by_id.empty() && by_hash != by_id)
+    throw invalid_input(fmt::format("'{}' is ambiguous: it is a hash prefix of {} and the id of "
+                                    "{}; give more hash digits",
+                                    arg, by_hash[0], by_id[0]));
+  const auto &matches = by_hash.empty() ? by_id : by_hash;
+  if (matches.size() > 1) {
+    if (&matches == &by_id)
+      throw invalid_input(fmt::format("{} versions of protocol {} are frozen ({} and {}): give "
+                                      "a hash or a prefix of at least {} hex digits",
+                                      matches.size(), arg, matches[0].substr(0, 12),
+                                      matches[1].substr(0, 12), min_prefix_digits));
     throw invalid_input(fmt::format("prefix {} is ambiguous: it matches {} and {}", arg,
                                     matches[0], matches[1]));
-  return matches.front();
+  }
+  if (matches.size() == 1) return matches.front();
+  if (!hex && !is_protocol_id(arg))
+    throw invalid_input(fmt::format(
+        "'{}' is not a protocol hash, a hash prefix of at least {} hex digits or a protocol id",
+        arg, min_prefix_digits));
+  if (hex && arg.size() < min_prefix_digits)
+    throw invalid_input(fmt::format("no frozen protocol has the id '{}', and a hash prefix needs "
+                                    "at least {} hex digits",
+                                    arg, min_prefix_digits));
+  throw integrity_error(fmt::format("no frozen protocol {} in the store (neither a hash prefix "
+                                    "nor a protocol id there)",
+                                    arg),
+                        m_root.string());
 }
 
 frozen_protocol store::load(const std::string &hash) const {
@@ -223,41 +270,53 @@ fs::path frozen_outside_file(const fs::path &project, const frozen_protocol &fp,
   return kept.is_absolute() ? kept : (project / kept).lexically_normal();
 }
 
-void check_kernel_sources(const frozen_protocol &fp, const fs::path &project) {
+std::string new_version_advice(const protocol &p) {
+  return fmt::format("to measure the new code, freeze a new version: set `revision: {}` in the "
+                     "protocol file{} and `prereg freeze` it",
+                     p.revision + 1,
+                     p.schema == 1 ? " (a prereg: 2 field: write `prereg: 2` and rename "
+                                     "`shapes:` to `axes:`)"
+                                   : "");
+}
+
+std::optional<std::string> kernel_source_problem(const frozen_protocol &fp,
+                                                 const fs::path &project) {
   const auto &kernels = fp.freeze.at("kernels");
   for (const auto &arm : fp.proto.arms) {
     if (arm.outside()) {
       const fs::path file = frozen_outside_file(project, fp, arm);
       const std::string frozen = kernels.at(arm.id).value("sha256", "");
+      const char *kind = arm.source == arm_source::plugin ? "plugin" : "python";
       std::error_code ec;
       if (!fs::is_regular_file(file, ec))
-        throw integrity_error(fmt::format("{} file of arm {} is missing since freezing: {}",
-                                          arm.source == arm_source::plugin ? "plugin" : "python",
-                                          arm.id, file.string()),
-                              file.string());
+        return fmt::format("{} file of arm {} is missing since freezing: {}", kind, arm.id,
+                           file.string());
       const std::string now = outside_file_sha256(file, arm.id);
       if (now != frozen)
-        throw integrity_error(
-            fmt::format("{} file of arm {} changed since freezing (frozen {}, now {}): {}",
-                        arm.source == arm_source::plugin ? "plugin" : "python", arm.id,
-                        frozen.substr(0, 12), now.substr(0, 12), file.string()),
-            file.string());
+        return fmt::format("{} file of arm {} changed since freezing (frozen {}, now {}): {}; "
+                           "this version stays refused: {}",
+                           kind, arm.id, frozen.substr(0, 12), now.substr(0, 12), file.string(),
+                           new_version_advice(fp.proto));
       continue;
     }
     const arm_info *info = find_arm(fp.proto.device, arm.kernel);
     if (info == nullptr)
-      throw integrity_error(fmt::format("kernel {} ({}) is not in this build", arm.kernel,
-                                        fp.proto.device));
+      return fmt::format("kernel {} ({}) is not in this build", arm.kernel, fp.proto.device);
     const auto it = kernels.find(arm.id);
     if (it == kernels.end())
-      throw integrity_error(fmt::format("freeze record has no source hash for arm {}", arm.id));
+      return fmt::format("freeze record has no source hash for arm {}", arm.id);
     const std::string frozen = it->value("source_sha256", "");
     if (frozen != info->source_sha256)
-      throw integrity_error(fmt::format(
-          "kernel {} source changed since freezing (frozen {}, this build {}); sources: {}",
-          arm.kernel, frozen.substr(0, 12), info->source_sha256.substr(0, 12),
-          fmt::join(info->sources, " ")));
+      return fmt::format("kernel {} source changed since freezing (frozen {}, this build {}); "
+                         "sources: {}; this version stays refused: {}",
+                         arm.kernel, frozen.substr(0, 12), info->source_sha256.substr(0, 12),
+                         fmt::join(info->sources, " "), new_version_advice(fp.proto));
   }
+  return std::nullopt;
+}
+
+void check_kernel_sources(const frozen_protocol &fp, const fs::path &project) {
+  if (auto problem = kernel_source_problem(fp, project)) throw integrity_error(*problem);
 }
 
 frozen_protocol resolve_for_run(const store &s, std::string_view arg) {
@@ -288,12 +347,15 @@ frozen_protocol resolve_for_run(const store &s, std::string_view arg) {
       const json body = to_json(p);
       const std::string hash = protocol_hash(body);
       const auto all = s.hashes();
-      if (std::find(all.begin(), all.end(), hash) != all.end())
-        throw integrity_error(
-            fmt::format("{} was changed cosmetically since freezing (same protocol, other "
-                        "bytes: frozen as {}); run it by hash or freeze the new file",
-                        path.string(), hash),
-            path.string());
+      if (std::find(all.begin(), all.end(), hash) != all.end()) {
+        // Same canonical form: the file is that protocol, whatever its comments or layout.
+        fp = s.load(hash);
+        fp.note = fmt::format("{} differs from the frozen source only in comments or formatting: "
+                              "running protocol {} as frozen",
+                              path.string(), hash);
+        check_kernel_sources(fp, s.project_root());
+        return fp;
+      }
       // Against the frozen protocol of the same id that differs in the fewest fields.
       std::optional<std::pair<std::string, std::vector<std::string>>> closest;
       for (const auto &h : all) {

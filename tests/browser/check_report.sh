@@ -93,6 +93,36 @@ for (const svg of charts) {
         `data-arms=${declared}, series=[${series.join(', ')}], arms=[${arms.join(', ')}]`);
 }
 
+// Renderer 2 pages (main[data-renderer]): the summary is above the fold — before the results
+// and the environment — with a time and a speedup chart per pass, the fastest arm ringed.
+const mainTag = (dom.match(/<main\b[^>]*>/) || [''])[0];
+const renderer = Number(attr(mainTag, 'data-renderer') || 1);
+if (renderer >= 2) {
+  const at = (re) => { const m = dom.search(re); return m < 0 ? Infinity : m; };
+  const summary = at(/<section id="summary">/);
+  check('summary section present', summary !== Infinity, 'no section#summary');
+  check('summary before results and environment',
+        summary < at(/<section id="results">/) && summary < at(/<section id="environment">/) &&
+          at(/<section id="correctness">/) < at(/<section id="environment">/),
+        'section order');
+  const summaryHtml = dom.slice(summary, dom.indexOf('</section>', summary));
+  const kinds = [...summaryHtml.matchAll(/<svg\b[^>]*\bclass="chart"[^>]*>/g)].map((m) => attr(m[0], 'data-kind'));
+  const times = kinds.filter((k) => k === 'time').length;
+  const speedups = kinds.filter((k) => k === 'speedup').length;
+  check(`summary: a time and a speedup chart per pass (${times}, ${speedups})`,
+        times > 0 && times === speedups, `kinds=[${kinds.join(', ')}]`);
+  for (const svg of charts.filter((c) => attr(c.slice(0, c.indexOf('>') + 1), 'data-kind') === 'speedup')) {
+    const id = attr(svg.slice(0, svg.indexOf('>') + 1), 'id');
+    const winners = [...svg.matchAll(/<circle\b[^>]*\bclass="winner"/g)].length;
+    const xs = new Set([...svg.matchAll(/<g class="pt[^"]*"><title>[^<]*?· \S+ (\d+)×\d+ ·/g)].map((m) => m[1]));
+    check(`${id}: one fastest arm ringed per rows (${winners} of ${xs.size})`,
+          winners > 0 && winners === xs.size, `${winners} rings, ${xs.size} rows with data`);
+  }
+  if (attr(mainTag, 'data-exploratory') === 'true')
+    check('an exploratory page says so', /<p class="exploratory">EXPLORATORY:/.test(dom) &&
+          /<title>EXPLORATORY: /.test(dom), 'no EXPLORATORY banner or title');
+}
+
 // Console: the page has no scripts, so any console message is an error (Chromium logs
 // console.error and uncaught exceptions as INFO:CONSOLE lines with --enable-logging).
 const logs = ['dom.log', 'shot.log'].map((f) => fs.readFileSync(`${work}/${f}`, 'utf8')).join('\n');

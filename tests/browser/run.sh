@@ -39,6 +39,10 @@ sed -e 's|<meta http-equiv="Content-Security-Policy"[^>]*>||' \
   "$first" >"$out/broken/network_fetch.html"
 sed 's|<footer>|<script>console.error("planted")</script><footer>|' "$first" \
   >"$out/broken/console_error.html"
+# And, on a renderer 2 page, a missing summary and a speedup chart without its fastest-arm rings.
+r2=$out/pages/cuda_layernorm_r2.html
+sed 's|<section id="summary">|<section id="overview">|' "$r2" >"$out/broken/no_summary.html"
+sed 's|<circle class="winner"|<circle class="plain"|g' "$r2" >"$out/broken/no_winner.html"
 for page in "$out"/broken/*.html; do
   name=$(basename "$page" .html)
   rc=0

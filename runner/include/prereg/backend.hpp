@@ -91,6 +91,9 @@ public:
   virtual ~progress_sink() = default;
   virtual void phase(std::string_view name) = 0;
   virtual void cell_done(std::size_t done, std::size_t total) = 0;
+  /// Called between the steps of a long phase without cells (the instrument's set-up), so
+  /// that progress stays alive and an interrupt acts within one step; may throw to stop.
+  virtual void tick() {}
 };
 
 } // namespace prereg

@@ -80,6 +80,7 @@ struct correctness_spec {
 struct protocol {
   std::int64_t schema = 1; ///< `prereg`: 1 or 2
   std::string id;
+  std::int64_t revision = 1; ///< prereg: 2 `revision`: a new frozen version of the same experiment
   std::string title;
   std::string hypothesis;
   std::string device;           ///< "cuda" | "cpu"

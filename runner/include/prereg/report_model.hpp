@@ -19,6 +19,9 @@ inline constexpr int report_schema_version = 2;
 /// The oldest schema_version the parser reads (version 1: cells carry no clock_mhz and no
 /// harness_bytes_in_window).
 inline constexpr int report_schema_version_min = 1;
+/// The newest layout of report.md/html (report_text.hpp); a new report records it in
+/// tool.renderer, and the audit regenerates each report's pages with the renderer it names.
+inline constexpr int report_renderer_version = 2;
 
 /// What limits a cell, judged from its median.
 enum class bound_kind { launch, bandwidth, neither };
@@ -35,6 +38,9 @@ struct report_tool {
   std::string version;     ///< semantic version of the tool
   std::string git_commit;  ///< commit of the source tree, or "unknown"
   std::string build_flags; ///< e.g. "Release cuda=ON static=ON sanitize=OFF"
+  /// The layout of report.md/html that this report was rendered with (report_text.hpp);
+  /// absent in reports made before it was recorded: those are renderer 1.
+  int renderer = 1;
 };
 
 /// The frozen protocol the run followed. `body` and `freeze` are other formats (the
@@ -133,6 +139,9 @@ struct report_document {
   std::vector<report_defect> defects;
   std::vector<report_deviation> deviations;
   std::int64_t attempt = 0; ///< this run's number among the protocol's runs in the ledger
+  /// Made by `prereg try` from an unfrozen protocol: unsigned, outside the ledger, never
+  /// confirmatory (the member is present only when true).
+  bool exploratory = false;
 };
 
 /// The top-level members of a report, for parsing some of them only.

@@ -6,6 +6,7 @@
 #include "prereg/backend.hpp"
 #include "prereg/device.hpp"
 #include "prereg/measure.hpp"
+#include "prereg/operation.hpp"
 #include "prereg/store.hpp"
 
 #include <filesystem>
@@ -35,6 +36,16 @@ struct run_options {
 /// exit code before any device is touched; a failure or interrupt after the run started
 /// appends a run-aborted ledger entry and leaves no report folder.
 std::filesystem::path run_protocol(const run_options &options);
+
+/// `prereg try`: runs the protocol FILE in `options.target` as it is, unfrozen, with the same
+/// engine, and writes an EXPLORATORY report (report.json marked `exploratory`, report.md,
+/// report.html; no signature, no ledger entry) under out_dir/<id>/EXPLORATORY-<stamp>-<hash12>.
+std::filesystem::path try_protocol(const run_options &options);
+
+/// The plan of `proto` on `dev`: every cell that can run, seeded from `hash`; each cell that
+/// cannot is appended to `deviations` as cell-skipped, with the reason.
+[[nodiscard]] run_plan plan_run(const protocol &proto, const std::string &hash, device &dev,
+                                const operation_desc &op, std::vector<json> &deviations);
 
 /// Records as aborted every run-start in the ledger whose process on this host is gone and
 /// that has no completion or abort entry (e.g. after SIGKILL). Returns how many.

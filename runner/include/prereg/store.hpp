@@ -23,13 +23,20 @@ struct frozen_protocol {
   protocol proto;             ///< rebuilt from body
   json freeze;                ///< the signed freeze record
   std::string source;         ///< source.yaml bytes
+  std::string note;           ///< resolve_for_run: how a FILE that is not byte-identical matched
 };
 
 /// What freeze did.
 struct freeze_outcome {
   std::string hash;
   bool already_frozen = false;
+  bool cosmetic_only = false; ///< already frozen from other bytes (comments, formatting)
+  /// Already frozen, but a kernel changed since (why that version cannot run, and what to do).
+  std::optional<std::string> kernel_problem;
 };
+
+/// The shortest hash prefix `resolve` accepts: shorter ones could silently name a protocol.
+inline constexpr std::size_t min_prefix_digits = 8;
 
 /// A store folder. Construction creates nothing; writes create what they need.
 class store {
@@ -60,8 +67,9 @@ public:
   /// Every stored hash, sorted.
   [[nodiscard]] std::vector<std::string> hashes() const;
 
-  /// A full hash from a hash or unique prefix: exit 2 for a malformed or ambiguous prefix,
-  /// exit 3 for one that matches nothing in the store.
+  /// A full hash from a hash, a unique prefix of at least min_prefix_digits hex digits, or a
+  /// protocol id of which exactly one version is frozen: exit 2 for a malformed, too short or
+  /// ambiguous argument, exit 3 for one that matches nothing in the store.
   [[nodiscard]] std::string resolve(std::string_view hash_or_prefix) const;
 
   /// Loads and verifies a stored protocol: protocol.json must hash to its name, source.yaml
@@ -92,6 +100,14 @@ void check_kernel_sources(const frozen_protocol &fp, const std::filesystem::path
 [[nodiscard]] std::filesystem::path frozen_outside_file(const std::filesystem::path &project,
                                                         const frozen_protocol &fp,
                                                         const arm_spec &arm);
+
+/// Why `fp` cannot run with this build's kernels (a kernel missing or changed since freezing,
+/// with the way to a new version), or nothing.
+[[nodiscard]] std::optional<std::string> kernel_source_problem(const frozen_protocol &fp,
+                                                               const std::filesystem::path &project);
+
+/// What to do when a frozen version's kernel changed: the `revision` to set and freeze.
+[[nodiscard]] std::string new_version_advice(const protocol &p);
 
 /// The dotted paths of the JSON members that differ between `a` and `b` (sorted).
 [[nodiscard]] std::vector<std::string> changed_fields(const json &a, const json &b);
