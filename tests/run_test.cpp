@@ -507,23 +507,23 @@ TEST_CASE("a kernel changed since freezing: refused, with the way to a new versi
   temp_lab lab;
   lab.freeze();
   frozen_protocol fp = lab.st().load(lab.hash);
-  CHECK_FALSE(kernel_source_problem(fp));
+  CHECK_FALSE(kernel_source_problem(fp, lab.st().project_root()));
   fp.freeze["kernels"]["fused"]["source_sha256"] = std::string(64, '0');
-  const auto problem = kernel_source_problem(fp);
+  const auto problem = kernel_source_problem(fp, lab.st().project_root());
   REQUIRE(problem);
   CHECK(problem->find("kernel layernorm.fused source changed since freezing") != std::string::npos);
   CHECK(problem->find("this version stays refused") != std::string::npos);
   CHECK(problem->find("set `revision: 2`") != std::string::npos);
   CHECK(problem->find("write `prereg: 2` and rename `shapes:` to `axes:`") != std::string::npos);
   try {
-    check_kernel_sources(fp);
+    check_kernel_sources(fp, lab.st().project_root());
     FAIL("a changed kernel was accepted");
   } catch (const error &e) {
     CHECK(e.code() == exit_code::integrity);
   }
   fp.proto.schema = 2;
   fp.proto.revision = 4;
-  const auto v2 = kernel_source_problem(fp);
+  const auto v2 = kernel_source_problem(fp, lab.st().project_root());
   REQUIRE(v2);
   CHECK(v2->find("set `revision: 5`") != std::string::npos);
   CHECK(v2->find("rename") == std::string::npos);
