@@ -49,6 +49,10 @@ TEST_CASE("moving the first nine arms into descriptors kept their frozen source 
     const std::string device =
         parse_json_strict(read_file(proto), proto.string()).at("device").get<std::string>();
     for (const auto &[id, k] : record.at("kernels").items()) {
+      if (!k.contains("kernel")) { // an outside arm: its file's hash is checked at run time
+        CHECK(k.at("sha256").get<std::string>().size() == 64);
+        continue;
+      }
       const std::string kernel = k.at("kernel").get<std::string>();
       INFO(dir.path().filename().string(), " ", id, " ", device, "/", kernel);
       const arm_info *a = find_arm(device, kernel);
