@@ -313,6 +313,8 @@ public:
   }
   void flush() override {
     prepare_flush();
+    // Lines an arm marked persisting (cudaAccessPolicyWindow) would survive the read sweep.
+    PREREG_CUDA_CALL(cudaCtxResetPersistingL2Cache());
     launch_read_sweep(m_flush_buffer.get(), m_flush_buffer.bytes(),
                       m_scratch.as<unsigned long long>(), m_sms, m_stream);
   }
