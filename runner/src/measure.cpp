@@ -370,11 +370,16 @@ private:
       if (rec.passed) {
         const auto j = static_cast<std::size_t>(std::max<std::int64_t>(c.first_bad, 0));
         const std::string where = element_name(m_op, t, c.first_bad, s);
-        rec.detail = reference::is_poison(got[j])
-                         ? fmt::format("{}: unwritten (still poison) at {}", d.name, where)
-                         : fmt::format("{}: {} is {:.9g}, reference {:.9g} (rtol {:g}, atol {:g})",
-                                       d.name, where, got[j], ref[t][j], m_proto.correctness.rtol,
-                                       m_proto.correctness.atol);
+        rec.detail =
+            reference::is_poison(got[j])
+                ? fmt::format("{}: unwritten (still poison) at {}", d.name, where)
+            : c.constant
+                ? fmt::format("{}: every element is {:.9g}, the reference is not constant "
+                              "({} is {:.9g})",
+                              d.name, got[j], where, ref[t][j])
+                : fmt::format("{}: {} is {:.9g}, reference {:.9g} (rtol {:g}, atol {:g})", d.name,
+                              where, got[j], ref[t][j], m_proto.correctness.rtol,
+                              m_proto.correctness.atol);
       }
       rec.passed = false;
     }
