@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -338,6 +339,14 @@ public:
     return w;
   }
   void empty_step() override { launch_empty(m_stream); }
+  [[nodiscard]] std::optional<double> drain() override {
+    // A device-wide synchronise bracketed on the host: work an arm left on any stream after
+    // the window's stop event makes it long (docs/engine.md, off-window work).
+    const auto t0 = std::chrono::steady_clock::now();
+    PREREG_CUDA_CALL(cudaDeviceSynchronize());
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+        .count();
+  }
 
   /// The event timer's quantum: the smallest non-zero step between the distinct elapsed times
   /// of event pairs around 0 to 3 empty kernels (or the smallest non-zero elapsed time).

@@ -22,6 +22,9 @@ struct run_options {
   std::filesystem::path out_dir;     ///< reports root (default ./reports)
   int device_ordinal = 0;
   bool quiet = false;
+  /// Measure in a forked child that never holds the signing key (docs/engine.md, "The
+  /// measuring process"); the CLI sets it, unit tests leave it off.
+  bool isolate = false;
   /// Makes the device for a protocol's `device` ("cpu" | "cuda"): make_default_device in the
   /// CLI, a fake in tests.
   std::function<std::unique_ptr<device>(const std::string &kind, int ordinal)> make_device;
