@@ -31,8 +31,8 @@ constexpr std::uint64_t spot_stream = 0x5907c4ec5ull;
 /// Warm-up settles when the last settle_window windows spread by <= settle_spread x median;
 /// at most settle_cap_extra windows beyond the protocol's warmup.
 constexpr std::size_t settle_window = 3;
-constexpr double settle_spread = 0.1;
-constexpr std::int64_t settle_cap_extra = 32;
+constexpr double settle_spread = 0.5;
+constexpr std::int64_t settle_cap_extra = 16;
 
 json cell_json(const cell_key &k) {
   return {{"arm", k.arm}, {"pass", std::string(to_string(k.pass))}, {"rows", k.rows},
