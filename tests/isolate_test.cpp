@@ -35,7 +35,8 @@ raw_run sample_run() {
   a.warmup_calls = 3;
   a.off_window_ms = 0.5;
   a.spot_checks = 2;
-  a.input_mutated = "timed sample 0: x: element 1 (row 0, col 1) was 1 before the call and 2 after it";
+  a.input_mutated =
+      "timed sample 0: x: element 1 (row 0, col 1) was 1 before the call and 2 after it";
   cell_record b;
   b.key = planned[1];
   b.error = "measurement: planted";

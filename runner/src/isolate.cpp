@@ -27,8 +27,8 @@ namespace prereg {
 namespace {
 
 json cell_json(const cell_key &c) {
-  return {{"arm", c.arm}, {"pass", std::string(to_string(c.pass))}, {"rows", c.rows},
-          {"cols", c.cols}};
+  return {
+      {"arm", c.arm}, {"pass", std::string(to_string(c.pass))}, {"rows", c.rows}, {"cols", c.cols}};
 }
 
 json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
@@ -68,8 +68,7 @@ std::string text(const json &j, const std::string &path) {
   return j.get<std::string>();
 }
 
-std::optional<std::string> optional_text(const json &o, const std::string &path,
-                                         const char *name) {
+std::optional<std::string> optional_text(const json &o, const std::string &path, const char *name) {
   const json &j = member(o, path, name);
   if (j.is_null())
     return std::nullopt;
@@ -181,21 +180,18 @@ public:
     out.environment = m_device->probe();
     m_environment = out.environment;
     const operation_desc &op = operation_named(m_proto.op);
-    for (const auto &arm : m_proto.arms)
-      for (const auto pass : m_proto.passes)
-        for (const auto rows : m_proto.rows)
-          for (const auto cols : m_proto.cols) {
-            const cell_key c{arm.id, pass, rows, cols};
-            const arm_info *info = find_arm(m_proto.device, arm.kernel);
-            auto why = cannot_run(*info, pass, rows, cols, m_proto.type);
-            if (!why)
-              why = device_cannot_run(*m_device, op, *info, arm, pass, rows, cols, m_proto.type);
-            if (why)
-              out.skipped.push_back(
-                  {{"kind", "cell-skipped"}, {"message", *why}, {"cell", cell_json(c)}});
-            else
-              out.cells.push_back(c);
-          }
+    for (const auto &c : all_cells(m_proto)) {
+      const arm_spec &spec = *find_arm_spec(m_proto, c.arm);
+      const arm_info *info = find_arm(m_proto.device, spec.kernel);
+      auto why = cannot_run(*info, c.pass, c.rows, c.cols, m_proto.type);
+      if (!why)
+        why = device_cannot_run(*m_device, op, *info, spec, c.pass, c.rows, c.cols, m_proto.type);
+      if (why)
+        out.skipped.push_back(
+            {{"kind", "cell-skipped"}, {"message", *why}, {"cell", cell_json(c)}});
+      else
+        out.cells.push_back(c);
+    }
     m_plan.cells = out.cells;
     return out;
   }
@@ -240,7 +236,8 @@ private:
     json cells = json::array();
     for (const auto &c : p.cells)
       cells.push_back(cell_json(c));
-    out.send({{"plan", {{"environment", p.environment}, {"cells", cells}, {"skipped", p.skipped}}}});
+    out.send(
+        {{"plan", {{"environment", p.environment}, {"cells", cells}, {"skipped", p.skipped}}}});
     char go = 0;
     ssize_t n;
     while ((n = ::read(from_parent, &go, 1)) < 0 && errno == EINTR) {
@@ -333,7 +330,7 @@ public:
       cell_key k;
       k.arm = text(member(c, path, "arm"), path + ".arm");
       k.pass = text(member(c, path, "pass"), path + ".pass") == "fwd" ? pass_kind::fwd
-                                                                     : pass_kind::fwd_bwd;
+                                                                      : pass_kind::fwd_bwd;
       k.rows = static_cast<std::int64_t>(count(member(c, path, "rows"), path + ".rows"));
       k.cols = static_cast<std::int64_t>(count(member(c, path, "cols"), path + ".cols"));
       out.cells.push_back(k);
