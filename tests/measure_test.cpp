@@ -527,3 +527,35 @@ TEST_CASE("guards: the memory estimate counts both rotation blocks") {
   REQUIRE(reason.has_value());
   CHECK(reason->find("(7 buffer set(s) of ") != std::string::npos); // 2 x 3 + 1
 }
+
+namespace {
+
+// Works only when its output is poisoned (a spot check, if only checked calls were poisoned);
+// otherwise leaves the last outputs in place and counts the calls it skipped.
+int g_skipped = 0;
+void peeking_forward(const norm_tensors &t, step_allocator &a, void *s) {
+  if (!std::isnan(static_cast<const float *>(t.y)[0])) {
+    ++g_skipped;
+    return;
+  }
+  fused_ops().forward(t, a, s);
+}
+const arm_ops peeking_ops{&peeking_forward, nullptr};
+
+} // namespace
+
+TEST_CASE("guards: every window poisons the outputs, so a spot check cannot be told apart") {
+  g_skipped = 0;
+  protocol p = guard_protocol(order_mode::interleaved);
+  p.arms = {{"peeks", "layernorm.fused", launch_mode::stream, 2}};
+  const arm_resolver resolve = [](const arm_spec &, const arm_info &) {
+    return arm_code{&peeking_ops, nullptr};
+  };
+  recording_progress progress;
+  auto dev = make_cpu_device();
+  const raw_run raw = measure(*dev, dev->probe(), plan_of(p, 9), resolve, progress);
+  REQUIRE(raw.cells.size() == 1);
+  CHECK(raw.cells[0].samples_ms.size() == 6);
+  CHECK(record_of(raw, "peeks").passed);
+  CHECK(g_skipped == 0); // it always found poison: it had to compute every call
+}

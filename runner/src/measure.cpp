@@ -568,15 +568,26 @@ private:
       };
       // Two blocks of `repeat` distinct buffer sets, shared by the arms: an arm's consecutive
       // windows alternate between the blocks, so no two see the same input buffers.
+      // One more set holds the poison of every output and saved tensor, copied on the device
+      // into the outputs before every window (so a spot-checked window looks like any other).
       std::vector<buffer_set> sets;
+      std::optional<buffer_set> poison_set;
       try {
         for (std::int64_t k = 0; k < rotation_blocks * repeat; ++k) {
           sets.emplace_back(m_dev, m_op, s, m_proto.type, pass);
           fill_inputs(sets.back(), group_seed + 16 * static_cast<std::uint64_t>(k));
         }
+        poison_set.emplace(m_dev, m_op, s, m_proto.type, pass);
+        for (std::size_t t = 0; t < m_op.tensors.size(); ++t)
+          if (m_op.tensors[t].role != tensor_role::input && m_op.used_in(t, pass)) {
+            const auto p = reference::poison(static_cast<std::size_t>(m_op.elements(t, s)),
+                                             element_type(m_op, t, m_proto.type));
+            m_dev.upload(poison_set->at(t), p.data(), p.size());
+          }
         m_dev.synchronize();
       } catch (const std::exception &e) {
         sets.clear();
+        poison_set.reset();
         const std::string why =
             fmt::format("buffers for this shape could not be allocated: {}", describe(e));
         survive(k0, why);
@@ -732,22 +743,19 @@ private:
           const spot_data *d = slot >= 0 ? &spot_for(slot) : nullptr;
           for (std::int64_t k = 0; k < repeat_k; ++k) {
             const buffer_set &set = set_of(block, k);
+            for (std::size_t t = 0; t < m_op.tensors.size(); ++t)
+              if (m_op.tensors[t].role != tensor_role::input && m_op.used_in(t, pass))
+                m_dev.copy(set.at(t), poison_set->at(t),
+                           static_cast<std::size_t>(m_op.elements(t, s)) *
+                               m_op.element_size(t, m_proto.type));
             if (d == nullptr) {
               fill_inputs(set, group_seed + 0x100000 * (ci + 1) +
                                    16 * static_cast<std::uint64_t>(c.calls * repeat_k + k));
               continue;
             }
-            for (std::size_t t = 0; t < m_op.tensors.size(); ++t) {
-              if (!m_op.used_in(t, pass))
-                continue;
-              if (!d->bytes[t].empty()) {
+            for (std::size_t t = 0; t < m_op.tensors.size(); ++t)
+              if (!d->bytes[t].empty())
                 m_dev.upload(set.at(t), d->bytes[t].data(), d->bytes[t].size());
-              } else {
-                const auto p = reference::poison(static_cast<std::size_t>(m_op.elements(t, s)),
-                                                 element_type(m_op, t, m_proto.type));
-                m_dev.upload(set.at(t), p.data(), p.size());
-              }
-            }
           }
           ++c.calls;
           if (flush)
@@ -842,6 +850,7 @@ private:
       }
       arm_args.clear();
       sets.clear();
+      poison_set.reset();
       m_dev.trim();
       ++group_index;
     }
