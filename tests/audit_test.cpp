@@ -349,8 +349,8 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     resign(dir, report, key);
     expected = {"payload", "ledger"};
   }
-  SUBCASE("schema_version 3") {
-    report.at("schema_version") = 3;
+  SUBCASE("schema_version 4") {
+    report.at("schema_version") = 4;
     resign(dir, report, key);
     expected = {"payload", "statistics", "verdicts", "defects", "pages", "ledger"};
   }
@@ -521,11 +521,14 @@ TEST_CASE("a version-1 report: the cells' clock and harness bytes come from defe
   };
   const fs::path dir = lab.run(plants);
   json report = read_report(dir);
-  REQUIRE(report.at("schema_version") == 2);
+  REQUIRE(report.at("schema_version") == 3);
   report.at("schema_version") = 1;
   for (auto &c : report.at("cells")) {
     c.erase("clock_mhz");
     c.erase("harness_bytes_in_window");
+    c.erase("first_call_ms");
+    c.erase("warmup_calls");
+    c.erase("off_window_ms");
   }
   const signing_key key = lab.key();
   const auto without = [&](json r, const std::string &code) {
@@ -802,5 +805,38 @@ TEST_CASE("audit refuses what is not a report folder with exit 2 and the path") 
     FAIL("no error");
   } catch (const error &e) {
     CHECK(e.code() == exit_code::invalid);
+  }
+}
+
+TEST_CASE("a version-3 report: off-window-work is recomputed from the cells' off_window_ms") {
+  temp_lab lab;
+  lab.freeze();
+  fake_plants plants;
+  plants.off_window_ms = [](const cell_key &k) { return k.arm == "unfused" ? 1.0 : 0.0; };
+  const fs::path dir = lab.run(plants);
+  REQUIRE(audit(lab, dir).passed());
+  json report = read_report(dir);
+  REQUIRE(report.at("schema_version") == 3);
+  const signing_key key = lab.key();
+  auto &d = report.at("defects");
+  const auto is_off = [](const json &x) { return x.at("code") == "off-window-work"; };
+  REQUIRE(std::count_if(d.begin(), d.end(), is_off) == 2); // unfused at 64 and 128 rows
+  SUBCASE("the defect deleted") {
+    d.erase(std::remove_if(d.begin(), d.end(), is_off), d.end());
+    resign(dir, report, key);
+    CHECK(list(audit(lab, dir).failed()) == "defects, ledger");
+  }
+  SUBCASE("the cell's off_window_ms lowered, the defect kept") {
+    for (auto &c : report.at("cells"))
+      c.at("off_window_ms") = 0.0;
+    resign(dir, report, key);
+    CHECK(list(audit(lab, dir).failed()) == "defects, ledger");
+  }
+  SUBCASE("warmup_calls and first_call_ms are raw facts: changed, only the signature's ledger "
+          "entry disagrees") {
+    report.at("cells")[0].at("warmup_calls") = 99;
+    report.at("cells")[0].at("first_call_ms") = 1.0;
+    resign(dir, report, key);
+    CHECK(list(audit(lab, dir).failed()) == "ledger");
   }
 }

@@ -272,9 +272,9 @@ TEST_CASE("defects come grouped by code in table order") {
 
 TEST_CASE("which codes the audit derives from raw data") {
   const auto all = defect_codes();
-  REQUIRE(all.size() == 10);
+  REQUIRE(all.size() == 12);
   CHECK(all.front() == "above-ceiling");
-  CHECK(all.back() == "correctness-failure");
+  CHECK(all.back() == "off-window-work");
   codes derivable;
   for (const auto c : all) {
     if (derivable_from_raw(c))
@@ -295,5 +295,48 @@ TEST_CASE("statistics must match the run's cells") {
     FAIL("no error");
   } catch (const error &e) {
     CHECK(e.code() == exit_code::failure);
+  }
+}
+
+TEST_CASE("the guards' defects: input-mutated and off-window-work, at their thresholds") {
+  const protocol p = make_protocol();
+  raw_run run = make_run();
+  // cells[0]: fused fwd, median 0.02 ms -> threshold max(0.05, 0.002) = 0.05 ms.
+  // cells[1]: fused fwd+bwd, median 0.06 ms; cells[2]: unfused fwd.
+  SUBCASE("pending work over both thresholds is a defect, under either is not") {
+    run.cells[0].off_window_ms = 0.051;
+    run.cells[1].off_window_ms = 0.049; // under 0.05 ms
+    run.cells[2].off_window_ms = 0.0;
+    const auto d = detect(p, run);
+    REQUIRE(codes_of(d) == codes{"off-window-work"});
+    CHECK(d[0].at("cell").at("arm") == "fused");
+    CHECK(d[0].at("cell").at("pass") == "fwd");
+    CHECK(d[0].at("message") == "fused fwd 1024x1024 left 0.051 ms of device work pending after "
+                                "a timed window (median 0.02 ms)");
+    CHECK(d[0].at("evidence").at("threshold_ms") == doctest::Approx(0.05));
+    CHECK(d[0].at("evidence").at("median_ms") == doctest::Approx(0.02));
+  }
+  SUBCASE("a long cell needs pending work over 10% of its median") {
+    for (auto &v : run.cells[0].samples_ms)
+      v *= 100; // median 2 ms -> threshold 0.2 ms
+    run.cells[0].off_window_ms = 0.15;
+    CHECK(detect(p, run).empty());
+    run.cells[0].off_window_ms = 0.25;
+    CHECK(codes_of(detect(p, run)) == codes{"off-window-work"});
+  }
+  SUBCASE("unknown pending work (NaN, the cpu) raises nothing") {
+    run.cells[0].off_window_ms = std::numeric_limits<double>::quiet_NaN();
+    CHECK(detect(p, run).empty());
+  }
+  SUBCASE("a mutated input") {
+    run.cells[3].input_mutated = "timed sample 2: x: element 1 (row 0, col 1) was 1 before the "
+                                 "call and 2 after it";
+    const auto d = detect(p, run);
+    REQUIRE(codes_of(d) == codes{"input-mutated"});
+    CHECK(d[0].at("cell").at("arm") == "unfused");
+    CHECK(d[0].at("message") == "unfused fwd+bwd 1024x1024 changed an input inside a timed call: "
+                                "timed sample 2: x: element 1 (row 0, col 1) was 1 before the "
+                                "call and 2 after it");
+    CHECK(d[0].at("evidence") == json{{"detail", *run.cells[3].input_mutated}});
   }
 }

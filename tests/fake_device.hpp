@@ -53,6 +53,11 @@ struct fake_plants {
   std::optional<std::string> throw_in_measure; ///< the run's measurement throws error(exit 1)
   /// Harness allocations larger than this fail (std::bad_alloc), as a full device would.
   std::optional<std::size_t> max_allocation;
+  /// Work a cell's arm leaves pending after each sample's window [ms], found by drain() on top
+  /// of the idle drain (0.01 ms); unset: the fake cannot tell (drain() gives nullopt).
+  std::function<double(const cell_key &)> off_window_ms;
+  /// Warm-up window times of a cell by warm-up index (default: a steady 0.1 ms).
+  std::function<double(const cell_key &, std::size_t i)> warmup_ms;
 
   /// A clean instrument: 1000 GB/s ceiling, 1 ns timer, 64 MiB flush over a 16 MiB cache.
   static instrument_record default_instrument() {
@@ -100,14 +105,19 @@ struct fake_state {
   std::optional<cell_key> checking; ///< the cell whose correctness run is under way
   std::optional<cell_key> sampling; ///< the cell whose next window is a kept sample
   std::optional<cell_key> last;     ///< the cell of the last kept sample
+  std::optional<cell_key> warming;  ///< the cell of the last warm-up (set by the test's hook)
+  bool drained_last = false;        ///< drain() has reported the last sample's pending work
   std::vector<std::pair<cell_key, std::size_t>> taken; ///< kept samples per cell so far
-  std::size_t next_sample(const cell_key &k) {
-    for (auto &[key, n] : taken)
+  std::vector<std::pair<cell_key, std::size_t>> warmups; ///< warm-ups per cell so far
+  static std::size_t next(std::vector<std::pair<cell_key, std::size_t>> &v, const cell_key &k) {
+    for (auto &[key, n] : v)
       if (key == k)
         return n++;
-    taken.emplace_back(k, 1);
+    v.emplace_back(k, 1);
     return 0;
   }
+  std::size_t next_sample(const cell_key &k) { return next(taken, k); }
+  std::size_t next_warmup(const cell_key &k) { return next(warmups, k); }
 };
 
 /// The fake device.
@@ -195,11 +205,16 @@ public:
     }
     if (kind == window_kind::empty)
       return {m_plants.instrument.launch_floor_ms, 0};
-    if (!m_state->sampling)
-      return {0.1, 0}; // warmup
+    if (!m_state->sampling) { // warmup
+      if (m_plants.warmup_ms && m_state->warming)
+        return {m_plants.warmup_ms(*m_state->warming, m_state->next_warmup(*m_state->warming)),
+                0};
+      return {0.1, 0};
+    }
     const cell_key k = *m_state->sampling;
     m_state->sampling.reset();
     m_state->last = k;
+    m_state->drained_last = false;
     const std::size_t i = m_state->next_sample(k);
     const std::vector<double> s = m_plants.samples ? m_plants.samples(k, m_reps)
                                                    : default_samples(k, m_reps);
@@ -218,6 +233,15 @@ public:
     return m_plants.clock_mhz ? m_plants.clock_mhz(*m_state->last) : 3000.0;
   }
   void synchronize() override {}
+  [[nodiscard]] std::optional<double> drain() override {
+    if (!m_plants.off_window_ms)
+      return std::nullopt;
+    const double idle = 0.01;
+    if (!m_state->last || m_state->drained_last)
+      return idle;
+    m_state->drained_last = true; // the pending work of the last sample, once
+    return idle + m_plants.off_window_ms(*m_state->last);
+  }
   [[nodiscard]] void *stream() const override { return nullptr; }
   [[nodiscard]] std::optional<std::string> cannot_capture() const override {
     return "the fake device cannot capture";
@@ -300,8 +324,12 @@ inline void use_fake(run_options &o, fake_plants plants, std::int64_t repetition
     const arm_info *cpu = find_arm("cpu", arm.name);
     return cpu != nullptr ? builtin_arm_code(*cpu) : arm_code{};
   };
-  o.hooks.on_sample = [state](const cell_key &k) { state->sampling = k; };
+  o.hooks.on_sample = [state](const cell_key &k) {
+    state->sampling = k;
+    state->checking.reset(); // downloads after the gate are spot checks: never corrupted
+  };
   o.hooks.on_check = [state](const cell_key &k) { state->checking = k; };
+  o.hooks.on_warmup = [state](const cell_key &k) { state->warming = k; };
 }
 
 /// A small two-arm CPU protocol: 2 shapes x fwd, 20 repetitions, 200 bootstrap resamples.

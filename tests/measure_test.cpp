@@ -400,3 +400,190 @@ TEST_CASE("the instrument's set-up ticks, so progress stays alive and an interru
                     "interrupted in ceiling");
   CHECK(stopping.ticks["ceiling"] == 1); // the first step after the interrupt stops it
 }
+
+namespace {
+
+// Planted cheating arms for the guards (issue 12 item 7).
+const arm_ops &fused_ops() { return *builtin_arm_code(*find_arm("cpu", "layernorm.fused")).norm; }
+
+// Remembers each call's input pointer (rotation); computes the real forward.
+std::vector<const void *> g_inputs_seen;
+void pointer_recording_forward(const norm_tensors &t, step_allocator &a, void *s) {
+  g_inputs_seen.push_back(t.x);
+  fused_ops().forward(t, a, s);
+}
+// Caches its output by input pointer: computes once per pointer, then copies the cache.
+std::map<const void *, std::vector<float>> g_cache;
+void caching_forward(const norm_tensors &t, step_allocator &a, void *s) {
+  const auto n = static_cast<std::size_t>(t.rows * t.cols);
+  auto *y = static_cast<float *>(t.y);
+  if (const auto it = g_cache.find(t.x); it != g_cache.end()) {
+    std::memcpy(y, it->second.data(), n * 4);
+    std::memcpy(t.mean, it->second.data() + n, static_cast<std::size_t>(t.rows) * 4);
+    std::memcpy(t.rstd, it->second.data() + n + t.rows, static_cast<std::size_t>(t.rows) * 4);
+    return;
+  }
+  fused_ops().forward(t, a, s);
+  std::vector<float> keep(n + 2 * static_cast<std::size_t>(t.rows));
+  std::memcpy(keep.data(), y, n * 4);
+  std::memcpy(keep.data() + n, t.mean, static_cast<std::size_t>(t.rows) * 4);
+  std::memcpy(keep.data() + n + t.rows, t.rstd, static_cast<std::size_t>(t.rows) * 4);
+  g_cache[t.x] = std::move(keep);
+}
+// Computes the right answer, then scribbles on its input.
+void mutating_forward(const norm_tensors &t, step_allocator &a, void *s) {
+  fused_ops().forward(t, a, s);
+  static_cast<float *>(const_cast<void *>(t.x))[1] += 1.0f;
+}
+// Writes zeros everywhere: passes an elementwise check under a loose atol.
+void zero_forward(const norm_tensors &t, step_allocator &, void *) {
+  std::memset(t.y, 0, static_cast<std::size_t>(t.rows * t.cols) * 4);
+  std::memset(t.mean, 0, static_cast<std::size_t>(t.rows) * 4);
+  std::memset(t.rstd, 0, static_cast<std::size_t>(t.rows) * 4);
+}
+const arm_ops recording_ops{&pointer_recording_forward, nullptr};
+const arm_ops caching_ops{&caching_forward, nullptr};
+const arm_ops mutating_ops{&mutating_forward, nullptr};
+const arm_ops zero_ops{&zero_forward, nullptr};
+
+protocol guard_protocol(order_mode order) {
+  protocol p = small_protocol(order, false);
+  p.rows = {8};
+  p.cols = {64};
+  p.passes = {pass_kind::fwd};
+  p.measurement.repetitions = 6;
+  p.arms = {{"honest", "layernorm.fused", launch_mode::stream, 1},
+            {"records", "layernorm.fused", launch_mode::stream, 1},
+            {"caches", "layernorm.fused", launch_mode::stream, 1},
+            {"mutates", "layernorm.fused", launch_mode::stream, 1}};
+  return p;
+}
+
+arm_code guard_arm(const arm_spec &a, const arm_info &info) {
+  if (a.id == "records")
+    return {&recording_ops, nullptr};
+  if (a.id == "caches")
+    return {&caching_ops, nullptr};
+  if (a.id == "mutates")
+    return {&mutating_ops, nullptr};
+  if (a.id == "zeros")
+    return {&zero_ops, nullptr};
+  return builtin_arm_code(info);
+}
+
+const correctness_record &record_of(const raw_run &raw, std::string_view arm) {
+  for (const auto &c : raw.correctness)
+    if (c.key.arm == arm)
+      return c;
+  FAIL("no correctness record");
+  throw std::logic_error("unreachable");
+}
+
+} // namespace
+
+TEST_CASE("guards: rotation, spot checks and mutated inputs catch planted cheating arms") {
+  for (const order_mode order : {order_mode::interleaved, order_mode::sequential}) {
+    INFO(static_cast<int>(order));
+    g_inputs_seen.clear();
+    g_cache.clear();
+    const protocol p = guard_protocol(order);
+    recording_progress progress;
+    auto dev = make_cpu_device();
+    const raw_run raw = measure(*dev, dev->probe(), plan_of(p, 21), guard_arm, progress);
+    REQUIRE(raw.cells.size() == 4);
+
+    // Rotation: no two consecutive calls of an arm see the same input buffer.
+    REQUIRE(g_inputs_seen.size() >= 1 + 3 + 6); // gate, warm-ups, samples
+    for (std::size_t i = 2; i < g_inputs_seen.size(); ++i)
+      CHECK(g_inputs_seen[i] != g_inputs_seen[i - 1]);
+
+    // The honest arm passes its gate and every spot check; no mutation.
+    CHECK(record_of(raw, "honest").passed);
+    CHECK(record_of(raw, "records").passed);
+    for (const auto &c : raw.cells) {
+      INFO(c.key.arm);
+      CHECK(c.samples_ms.size() == 6);
+      CHECK(c.spot_checks >= 1);
+      CHECK(c.spot_checks <= 3);
+      CHECK(std::isfinite(c.first_call_ms));
+      CHECK(c.first_call_ms >= 0);
+      CHECK(c.warmup_calls >= 3); // warmup 2, then at least 3 until settled
+      CHECK(c.warmup_calls <= 2 + 16);
+      CHECK(std::isnan(c.off_window_ms)); // the cpu device cannot tell
+      CHECK(c.input_mutated.has_value() == (c.key.arm == "mutates"));
+    }
+
+    // The caching arm passes the gate (its first call at a pointer is real) but a timed output
+    // is stale: its correctness record fails, naming the timed sample.
+    const correctness_record &cached = record_of(raw, "caches");
+    CHECK_FALSE(cached.passed);
+    CHECK(cached.detail.rfind("timed sample ", 0) == 0);
+    CHECK(cached.detail.find(": y: element ") != std::string::npos);
+
+    // The mutating arm's outputs are right; its changed input is recorded.
+    CHECK(record_of(raw, "mutates").passed);
+    for (const auto &c : raw.cells)
+      if (c.key.arm == "mutates") {
+        REQUIRE(c.input_mutated.has_value());
+        CHECK(c.input_mutated->rfind("timed sample ", 0) == 0);
+        CHECK(c.input_mutated->find(": x: element 1 (row 0, col 1) was ") != std::string::npos);
+      }
+  }
+}
+
+TEST_CASE("guards: an arm that writes zeros fails the gate even under a loose atol") {
+  protocol p = guard_protocol(order_mode::interleaved);
+  p.arms = {{"zeros", "layernorm.fused", launch_mode::stream, 1}};
+  p.correctness = {1e-5, 100.0}; // every |y| is far below atol
+  recording_progress progress;
+  auto dev = make_cpu_device();
+  const raw_run raw = measure(*dev, dev->probe(), plan_of(p, 4), guard_arm, progress);
+  const correctness_record &z = record_of(raw, "zeros");
+  CHECK_FALSE(z.passed);
+  CHECK(z.detail.rfind("y: every element is 0, the reference is not constant (element 0 (row 0, "
+                       "col 0) is ",
+                       0) == 0);
+}
+
+TEST_CASE("guards: the memory estimate counts both rotation blocks") {
+  auto b = make_cpu_device();
+  const arm_info *arm = find_arm("cpu", "layernorm.unfused");
+  const operation_desc &op = operation_named("layernorm");
+  const arm_spec spec{"u", "layernorm.unfused", launch_mode::stream, 3};
+  const auto reason = device_cannot_run(*b, op, *arm, spec, pass_kind::fwd_bwd,
+                                        std::int64_t{1} << 30, 65536, dtype::fp32);
+  REQUIRE(reason.has_value());
+  CHECK(reason->find("(7 buffer set(s) of ") != std::string::npos); // 2 x 3 + 1
+}
+
+namespace {
+
+// Works only when its output is poisoned (a spot check, if only checked calls were poisoned);
+// otherwise leaves the last outputs in place and counts the calls it skipped.
+int g_skipped = 0;
+void peeking_forward(const norm_tensors &t, step_allocator &a, void *s) {
+  if (!std::isnan(static_cast<const float *>(t.y)[0])) {
+    ++g_skipped;
+    return;
+  }
+  fused_ops().forward(t, a, s);
+}
+const arm_ops peeking_ops{&peeking_forward, nullptr};
+
+} // namespace
+
+TEST_CASE("guards: every window poisons the outputs, so a spot check cannot be told apart") {
+  g_skipped = 0;
+  protocol p = guard_protocol(order_mode::interleaved);
+  p.arms = {{"peeks", "layernorm.fused", launch_mode::stream, 2}};
+  const arm_resolver resolve = [](const arm_spec &, const arm_info &) {
+    return arm_code{&peeking_ops, nullptr};
+  };
+  recording_progress progress;
+  auto dev = make_cpu_device();
+  const raw_run raw = measure(*dev, dev->probe(), plan_of(p, 9), resolve, progress);
+  REQUIRE(raw.cells.size() == 1);
+  CHECK(raw.cells[0].samples_ms.size() == 6);
+  CHECK(record_of(raw, "peeks").passed);
+  CHECK(g_skipped == 0); // it always found poison: it had to compute every call
+}

@@ -234,6 +234,27 @@ TEST_CASE("compare applies atol + rtol*|ref| per element") {
   SUBCASE("sizes must match") {
     CHECK_THROWS_AS((void)compare({1.0}, {1.0, 2.0}, 0, 0), prereg::error);
   }
+  SUBCASE("zeros or a constant never pass a varying reference, whatever atol") {
+    const std::vector<double> ref{-1.5, 0.25, 1.75, -0.5};
+    const auto z = compare({0.0, 0.0, 0.0, 0.0}, ref, 1e-5, 10.0);
+    CHECK_FALSE(z.passed);
+    CHECK(z.constant);
+    CHECK(z.first_bad == 0);
+    const auto k = compare({0.25, 0.25, 0.25, 0.25}, ref, 1e-5, 10.0);
+    CHECK_FALSE(k.passed);
+    CHECK(k.constant);
+    CHECK(k.first_bad == 0); // the first element that differs from the reference
+    // Zeros against a constant non-zero reference also fail; a constant reference is matched.
+    CHECK(compare({0.0, 0.0}, {0.5, 0.5}, 1e-5, 10.0).constant);
+    CHECK(compare({1.0, 1.0}, {1.0, 1.0}, 1e-5, 1e-5).passed);
+    CHECK(compare({0.0, 0.0}, {0.0, 0.0}, 1e-5, 1e-5).passed);
+    // A reference whose spread is within rtol of its scale counts as constant.
+    CHECK(compare({2.0, 2.0}, {2.0, 2.0 + 1e-9}, 1e-5, 1e-5).passed);
+    // NaN never matches, not even with huge tolerances.
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    CHECK_FALSE(compare({1.0, nan}, {1.0, 2.0}, 1e9, 1e9).passed);
+    CHECK_FALSE(compare({1.0, 2.0}, {1.0, nan}, 1e9, 1e9).passed);
+  }
 }
 
 TEST_CASE("random_inputs: deterministic, in range, never zero, rounded to the dtype") {

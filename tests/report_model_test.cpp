@@ -121,6 +121,39 @@ TEST_CASE("version 2: cells carry clock_mhz and harness_bytes_in_window") {
   }
 }
 
+TEST_CASE("version 3: cells also carry first_call_ms, warmup_calls and off_window_ms") {
+  json j = sample("cpu_rmsnorm.json");
+  j["schema_version"] = 3;
+  for (auto &c : j["cells"]) {
+    c["clock_mhz"] = nullptr;
+    c["harness_bytes_in_window"] = 0;
+  }
+  CHECK(rejection(j) == "cells[0].first_call_ms is missing");
+  for (auto &c : j["cells"])
+    c["first_call_ms"] = 12.5;
+  CHECK(rejection(j) == "cells[0].warmup_calls is missing");
+  for (auto &c : j["cells"])
+    c["warmup_calls"] = 3;
+  CHECK(rejection(j) == "cells[0].off_window_ms is missing");
+  for (auto &c : j["cells"])
+    c["off_window_ms"] = nullptr;
+  j["cells"][1]["off_window_ms"] = 0.25;
+  j["cells"][1]["first_call_ms"] = nullptr;
+  const report_document r = report_from_json(j, "x");
+  CHECK(*r.cells[0].first_call_ms == 12.5);
+  CHECK(*r.cells[0].warmup_calls == 3);
+  CHECK(std::isnan(*r.cells[0].off_window_ms));
+  CHECK(*r.cells[1].off_window_ms == 0.25);
+  CHECK(std::isnan(*r.cells[1].first_call_ms));
+  CHECK(to_json(r) == j);
+  j["cells"][2]["warmup_calls"] = -1;
+  CHECK(rejection(j) == "cells[2].warmup_calls is not a non-negative integer");
+  // A version-2 cell may not carry them.
+  j["schema_version"] = 2;
+  j["cells"][2]["warmup_calls"] = 3;
+  CHECK(rejection(j) == "cells[0].first_call_ms is not a member of the report format");
+}
+
 TEST_CASE("the parser names the JSON path of what it rejects") {
   const json good = sample("cpu_rmsnorm.json");
   REQUIRE(rejection(good) == "(no error)");
@@ -168,8 +201,8 @@ TEST_CASE("the parser names the JSON path of what it rejects") {
                                           {"message", "m"},
                                           {"cell", {{"arm", "a"}, {"pass", "fwd"}}}}});
         }) == "deviations[0].cell.rows is missing");
-  CHECK(with([](json &j) { j["schema_version"] = 3; }) ==
-        "schema_version is 3; this build reads versions 1 to 2");
+  CHECK(with([](json &j) { j["schema_version"] = 4; }) ==
+        "schema_version is 4; this build reads versions 1 to 3");
   CHECK(with([](json &j) { j["attempt"] = "1"; }) == "attempt is not an integer");
   CHECK(with([](json &j) { j["extra"] = true; }) == "extra is not a member of the report format");
 }

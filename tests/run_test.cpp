@@ -13,6 +13,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
 #include <regex>
 
 using namespace prereg;
@@ -557,4 +559,113 @@ TEST_CASE("prereg try: an EXPLORATORY report, unsigned and outside the ledger; a
   REQUIRE(r.checks.size() == 1);
   CHECK(r.checks[0].name == "exploratory");
   CHECK(r.checks[0].detail.find("not audited as a confirmatory report") != std::string::npos);
+}
+
+namespace {
+
+// Planted arms for the measuring process: one that fails where the child still sees
+// PREREG_KEY, one that kills its own process.
+void key_blind_forward(const norm_tensors &t, step_allocator &a, void *stream) {
+  if (std::getenv("PREREG_KEY") != nullptr)
+    throw std::runtime_error("the measuring process sees PREREG_KEY");
+  builtin_arm_code(*find_arm("cpu", "layernorm.fused")).norm->forward(t, a, stream);
+}
+void suicidal_forward(const norm_tensors &, step_allocator &, void *) { ::raise(SIGKILL); }
+const arm_ops key_blind_ops{&key_blind_forward, nullptr};
+const arm_ops suicidal_ops{&suicidal_forward, nullptr};
+
+} // namespace
+
+TEST_CASE("the measuring process: a forked child without the key measures; its death is a failed "
+          "attempt") {
+  temp_lab lab;
+  lab.freeze();
+  ::setenv("PREREG_KEY", lab.key_path.c_str(), 1);
+  run_options in_process = lab.options();
+  const json plain = read_report(run_protocol(in_process));
+
+  run_options o = lab.options();
+  o.isolate = true;
+  const auto in_process_resolver = o.resolve_arm;
+  o.resolve_arm = [in_process_resolver](const arm_spec &a, const arm_info &info) {
+    return a.id == "fused" ? arm_code{&key_blind_ops, nullptr} : in_process_resolver(a, info);
+  };
+  const json isolated = read_report(run_protocol(o));
+  // The parent analysed and signed what the child measured: the same facts as in-process.
+  CHECK(isolated.at("deviations").empty());
+  REQUIRE(isolated.at("cells").size() == plain.at("cells").size());
+  for (std::size_t i = 0; i < plain.at("cells").size(); ++i) {
+    CHECK(isolated["cells"][i].at("samples_ms") == plain["cells"][i].at("samples_ms"));
+    CHECK(isolated["cells"][i].at("peak_bytes") == plain["cells"][i].at("peak_bytes"));
+    CHECK(isolated["cells"][i].at("error").is_null());
+  }
+  CHECK(isolated.at("correctness") == plain.at("correctness"));
+  CHECK(isolated.at("predictions") == plain.at("predictions"));
+  CHECK(events(lab, ledger_event::run_complete).size() == 2);
+
+  // A child that dies: exit 1, nothing written, the ledger records the failed attempt.
+  o.resolve_arm = [in_process_resolver](const arm_spec &a, const arm_info &info) {
+    return a.id == "fused" ? arm_code{&suicidal_ops, nullptr} : in_process_resolver(a, info);
+  };
+  const auto reports_before = std::distance(fs::recursive_directory_iterator(lab.out_dir),
+                                            fs::recursive_directory_iterator());
+  try {
+    (void)run_protocol(o);
+    FAIL("run_protocol did not throw");
+  } catch (const error &e) {
+    CHECK(e.code() == exit_code::failure);
+    CHECK(std::string(e.what()).find("was killed by signal 9") != std::string::npos);
+  }
+  ::unsetenv("PREREG_KEY");
+  CHECK(std::distance(fs::recursive_directory_iterator(lab.out_dir),
+                      fs::recursive_directory_iterator()) == reports_before);
+  const auto aborts = events(lab, ledger_event::run_aborted);
+  REQUIRE(aborts.size() == 1);
+  CHECK(aborts[0].at("attempt") == 3);
+  CHECK(aborts[0].at("reason").get<std::string>().find("the measuring process (pid ") == 0);
+}
+
+TEST_CASE("guards in the report: off-window work, warm-up until settled, first-call time") {
+  temp_lab lab;
+  lab.freeze();
+  fake_plants plants;
+  // The unfused arm leaves 1 ms of work pending after each window at 128 rows; 0.001 ms
+  // elsewhere (under the 0.05 ms threshold).
+  plants.off_window_ms = [](const cell_key &k) {
+    return k.arm == "unfused" && k.rows == 128 ? 1.0 : 0.001;
+  };
+  // Warm-up times: the fused arm settles after a compile-like first few; the unfused arm at
+  // 64 rows never settles (hits the cap).
+  plants.warmup_ms = [](const cell_key &k, std::size_t i) {
+    if (k.arm == "fused")
+      return i < 4 ? 10.0 / static_cast<double>(i + 1) : 0.1;
+    if (k.rows == 64)
+      return i % 2 == 0 ? 0.1 : 0.3;
+    return 0.1;
+  };
+  const json report = read_report(lab.run(plants));
+  CHECK(report.at("schema_version") == 3);
+  const auto off = defects_with(report, "off-window-work");
+  REQUIRE(off.size() == 1);
+  CHECK(off[0].at("cell") == cell("unfused", 128));
+  CHECK(off[0].at("evidence").at("off_window_ms") == doctest::Approx(1.0));
+  CHECK(off[0].at("evidence").at("threshold_ms") ==
+        doctest::Approx(std::max(0.05, 0.1 * cell_entry(report, "unfused", 128)
+                                                 .at("median_ms")
+                                                 .get<double>())));
+  CHECK(cell_entry(report, "unfused", 64).at("off_window_ms") == doctest::Approx(0.001));
+  // warmup: 2 in the protocol. Fused: 10, 5, 3.3, 2.5, 0.1, 0.1, 0.1 -> 7 windows; unfused
+  // 64: never settles -> 2 + 16 (the cap); unfused 128: steady -> 3 (the minimum to judge).
+  CHECK(cell_entry(report, "fused", 64).at("warmup_calls") == 7);
+  CHECK(cell_entry(report, "fused", 128).at("warmup_calls") == 7);
+  CHECK(cell_entry(report, "unfused", 64).at("warmup_calls") == 18);
+  CHECK(cell_entry(report, "unfused", 128).at("warmup_calls") == 3);
+  for (const auto &c : report.at("cells")) {
+    REQUIRE(c.at("first_call_ms").is_number());
+    CHECK(c.at("first_call_ms").get<double>() >= 0);
+  }
+  // Without the plant the fake (like the CPU) cannot tell: null, and no defect.
+  const json plain = read_report(lab.run());
+  CHECK(defects_with(plain, "off-window-work").empty());
+  CHECK(cell_entry(plain, "fused", 64).at("off_window_ms").is_null());
 }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -369,6 +370,8 @@ public:
   }
   void flush() override {
     prepare_flush();
+    // Lines an arm marked persisting (cudaAccessPolicyWindow) would survive the read sweep.
+    PREREG_CUDA_CALL(cudaCtxResetPersistingL2Cache());
     launch_read_sweep(m_flush_buffer.get(), m_flush_buffer.bytes(),
                       m_scratch.as<unsigned long long>(), m_sms, m_stream);
   }
@@ -392,6 +395,14 @@ public:
     return w;
   }
   void empty_step() override { launch_empty(m_stream); }
+  [[nodiscard]] std::optional<double> drain() override {
+    // A device-wide synchronise bracketed on the host: work an arm left on any stream after
+    // the window's stop event makes it long (docs/engine.md, off-window work).
+    const auto t0 = std::chrono::steady_clock::now();
+    PREREG_CUDA_CALL(cudaDeviceSynchronize());
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+        .count();
+  }
 
   /// The event timer's quantum: the smallest non-zero step between the distinct elapsed times
   /// of event pairs around 0 to 3 empty kernels (or the smallest non-zero elapsed time).

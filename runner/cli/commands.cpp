@@ -320,6 +320,7 @@ int cmd_run(args_t args) {
   r.out_dir = out_dir;
   r.make_device = make_default_device;
   r.resolve_arm = builtin_resolver();
+  r.isolate = true; // measure in a child that never holds the key (docs/engine.md)
   const auto dir = run_protocol(r);
   fmt::print("{}\n", dir.string());
   return 0;

@@ -525,10 +525,12 @@ std::string check_verdicts(const audit_context &ctx) {
 
 /// Codes the audit recomputes from the cells and the instrument, so a reported one must be
 /// recomputed too: derivable_from_raw, and from schema_version 2 (whose cells carry clock_mhz
-/// and harness_bytes_in_window) clock-throttle and harness-allocation.
+/// and harness_bytes_in_window) clock-throttle and harness-allocation, from schema_version 3
+/// (off_window_ms) off-window-work.
 bool derivable_from_cells(std::string_view code, int schema_version) {
-  return derivable_from_raw(code) || (schema_version >= 2 && (code == "clock-throttle" ||
-                                                              code == "harness-allocation"));
+  return derivable_from_raw(code) ||
+         (schema_version >= 2 && (code == "clock-throttle" || code == "harness-allocation")) ||
+         (schema_version >= 3 && code == "off-window-work");
 }
 
 /// Codes whose every input is in the report itself, so the audit requires them too.

@@ -12,10 +12,10 @@
 namespace prereg {
 namespace {
 
-constexpr std::array<std::string_view, 10> codes{
+constexpr std::array<std::string_view, 12> codes{
     "above-ceiling",    "unstable-cell",      "harness-allocation", "zero-peak-memory",
     "timer-resolution", "clock-throttle",     "device-contention",  "drift",
-    "flush-too-small",  "correctness-failure"};
+    "flush-too-small",  "correctness-failure", "input-mutated",     "off-window-work"};
 
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
@@ -139,6 +139,23 @@ void detect(std::string_view code, const protocol &proto, const raw_run &run,
           fmt::format("SM clock {:g} MHz after {} is below 90% of {:g} MHz at the start",
                       cell.clock_mhz, where, ins.clock_start_mhz),
           {{"clock_mhz", cell.clock_mhz}, {"clock_start_mhz", ins.clock_start_mhz}}));
+    } else if (code == "input-mutated" && cell.input_mutated) {
+      out.push_back(cell_defect(code, cell.key,
+                                fmt::format("{} changed an input inside a timed call: {}", where,
+                                            *cell.input_mutated),
+                                {{"detail", *cell.input_mutated}}));
+    } else if (code == "off-window-work" && std::isfinite(cell.off_window_ms) && s.n > 0 &&
+               cell.off_window_ms > thresholds::off_window_min_ms &&
+               cell.off_window_ms > thresholds::off_window_ratio * s.median_ms) {
+      out.push_back(cell_defect(
+          code, cell.key,
+          fmt::format("{} left {:g} ms of device work pending after a timed window (median "
+                      "{:g} ms)",
+                      where, cell.off_window_ms, s.median_ms),
+          {{"off_window_ms", cell.off_window_ms},
+           {"median_ms", s.median_ms},
+           {"threshold_ms", std::max(thresholds::off_window_min_ms,
+                                     thresholds::off_window_ratio * s.median_ms)}}));
     } else if (code == "drift" && has_flag(s, "drift")) {
       out.push_back(cell_defect(code, cell.key,
                                 fmt::format("{} samples trend with repetition index "

@@ -11,7 +11,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -21,6 +23,18 @@ namespace prereg {
 namespace {
 
 constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+
+/// Buffer-set blocks an arm's consecutive windows alternate between (docs/engine.md).
+constexpr std::int64_t rotation_blocks = 2;
+/// Timed samples per cell whose outputs and inputs are checked (the last one among them).
+constexpr int spot_checks_per_cell = 3;
+/// Mixed into a group's input seed for the spot checks' choice and inputs.
+constexpr std::uint64_t spot_stream = 0x5907c4ec5ull;
+/// Warm-up settles when the last settle_window windows spread by <= settle_spread x median;
+/// at most settle_cap_extra windows beyond the protocol's warmup.
+constexpr std::size_t settle_window = 3;
+constexpr double settle_spread = 0.5;
+constexpr std::int64_t settle_cap_extra = 16;
 
 json cell_json(const cell_key &k) {
   return {{"arm", k.arm}, {"pass", std::string(to_string(k.pass))}, {"rows", k.rows},
@@ -199,6 +213,7 @@ public:
         m_progress(progress), m_hooks(hooks) {
     m_arms.resize(plan.cells.size());
     m_skip.resize(plan.cells.size());
+    m_first_call_ms.assign(plan.cells.size(), std::numeric_limits<double>::quiet_NaN());
     for (std::size_t i = 0; i < plan.cells.size(); ++i) {
       bound_arm &a = m_arms[i];
       a.spec = &spec_of(m_proto, plan.cells[i].arm);
@@ -391,6 +406,7 @@ private:
                                          element_type(m_op, t, m_proto.type));
         m_dev.upload(set.at(t), p.data(), p.size());
       }
+    const auto first_call_start = std::chrono::steady_clock::now();
     auto alloc = m_dev.make_arm_allocator();
     std::vector<invocation> inv;
     bool capturing = false;
@@ -432,11 +448,23 @@ private:
       survive(key, rec.detail);
       return rec;
     }
+    m_first_call_ms[i] = std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now() - first_call_start)
+                             .count();
     alloc->release_all();
     rec.passed = true;
+    check_outputs(key.pass, s, set, ref, rec, "", arm);
+    return rec;
+  }
+
+  /// Compares every checked tensor `pass` writes in `set` with `ref`; a failure clears
+  /// rec.passed and, for the first one, sets rec.detail (prefixed by `context`).
+  void check_outputs(pass_kind pass, const shape &s, const buffer_set &set,
+                     const host_tensors &ref, correctness_record &rec, const std::string &context,
+                     const bound_arm &arm) const {
     for (std::size_t t = 0; t < m_op.tensors.size(); ++t) {
       const tensor_desc &d = m_op.tensors[t];
-      if (!d.checked || !m_op.used_in(t, key.pass) || (d.produced_by_bwd && key.pass != pass_kind::fwd_bwd))
+      if (!d.checked || !m_op.used_in(t, pass) || (d.produced_by_bwd && pass != pass_kind::fwd_bwd))
         continue;
       const dtype et = element_type(m_op, t, m_proto.type);
       std::vector<std::uint8_t> bytes(static_cast<std::size_t>(m_op.elements(t, s)) *
@@ -457,15 +485,20 @@ private:
       if (rec.passed) {
         const auto j = static_cast<std::size_t>(std::max<std::int64_t>(c.first_bad, 0));
         const std::string where = element_name(m_op, t, c.first_bad, s);
-        rec.detail = reference::is_poison(got[j])
-                         ? fmt::format("{}: unwritten (still poison) at {}", d.name, where)
-                         : fmt::format("{}: {} is {:.9g}, reference {:.9g} (rtol {:g}, atol {:g})",
-                                       d.name, where, got[j], ref[t][j], m_proto.correctness.rtol,
-                                       m_proto.correctness.atol);
+        rec.detail =
+            reference::is_poison(got[j])
+                ? fmt::format("{}: unwritten (still poison) at {}", d.name, where)
+            : c.constant
+                ? fmt::format("{}: every element is {:.9g}, the reference is not constant "
+                              "({} is {:.9g})",
+                              d.name, got[j], where, ref[t][j])
+                : fmt::format("{}: {} is {:.9g}, reference {:.9g} (rtol {:g}, atol {:g})", d.name,
+                              where, got[j], ref[t][j], m_proto.correctness.rtol,
+                              m_proto.correctness.atol);
+        rec.detail = context + rec.detail;
       }
       rec.passed = false;
     }
-    return rec;
   }
 
   static void check_released(tracked_allocator &alloc) {
@@ -544,6 +577,16 @@ private:
     in.ceiling_gbps = in.ceiling_samples_gbps.empty() ? 0.0 : median(in.ceiling_samples_gbps);
     in.ceiling_bytes = bytes;
     in.clock_start_mhz = m_dev.clock_mhz();
+    // The idle drain: a device-wide synchronise with nothing queued, the baseline of the
+    // off-window check (median of 9).
+    std::vector<double> idle;
+    for (int i = 0; i < 9; ++i)
+      if (const auto ms = m_dev.drain())
+        idle.push_back(*ms);
+    if (!idle.empty()) {
+      m_idle_drain_ms = median(idle);
+      m_raw.environment["off_window_idle_ms"] = m_idle_drain_ms;
+    }
   }
 
   // --- the samples ----------------------------------------------------------------------------
@@ -552,9 +595,29 @@ private:
     std::size_t index = 0;
     cell_record record;
     std::unique_ptr<tracked_allocator> alloc;
-    std::unique_ptr<captured_step> graph;
+    std::vector<std::unique_ptr<captured_step>> graphs; ///< one per block (graph arms)
+    std::vector<double> warmup_ms;                      ///< every warm-up window's time
+    std::int64_t calls = 0;                             ///< windows so far (block = calls % 2)
+    std::int64_t samples = 0;                           ///< kept samples so far
     bool failed = false;
   };
+
+  /// One spot check's host data: fresh inputs, their float64 reference, the uploaded bytes.
+  struct spot_data {
+    std::int64_t slot = -1;
+    host_tensors ref;
+    std::vector<std::vector<std::uint8_t>> bytes; ///< per tensor: inputs' packed bytes
+  };
+
+  /// Whether a cell's warm-up has settled: at least `settle_window` windows, the last of which
+  /// spread (max - min) by at most settle_spread x their median.
+  static bool settled(const std::vector<double> &w) {
+    if (w.size() < settle_window)
+      return false;
+    const auto last = std::vector<double>(w.end() - settle_window, w.end());
+    const auto [lo, hi] = std::minmax_element(last.begin(), last.end());
+    return *hi - *lo <= settle_spread * median(last);
+  }
 
   void time_cells() {
     m_progress.phase("timing");
@@ -565,6 +628,7 @@ private:
       total += g.size();
     rng order(stream_seed(m_plan.seed, stream_id::arm_order));
     const std::int64_t reps = m_proto.measurement.repetitions;
+    const std::int64_t warmup = m_proto.measurement.warmup;
     const bool flush = m_proto.measurement.l2_flush;
     std::uint64_t group_index = 0;
 
@@ -578,30 +642,47 @@ private:
         cell_state c;
         c.index = i;
         c.record.key = m_plan.cells[i];
+        c.record.first_call_ms = m_first_call_ms[i];
         c.alloc = m_dev.make_arm_allocator();
         repeat = std::max(repeat, m_arms[i].spec->repeat);
         cells.push_back(std::move(c));
       }
-      // `repeat` distinct buffer sets with fresh random inputs (never zeros), shared by the arms.
-      std::vector<buffer_set> sets;
-      try {
-        for (std::int64_t k = 0; k < repeat; ++k) {
-          sets.emplace_back(m_dev, m_op, s, m_proto.type, pass);
-          const std::uint64_t seed = stream_seed(m_plan.seed, stream_id::inputs) +
-                                     0x1000 * group_index + 16 * static_cast<std::uint64_t>(k);
-          for (std::size_t t = 0; t < m_op.tensors.size(); ++t) {
-            const tensor_desc &d = m_op.tensors[t];
-            if (d.role != tensor_role::input || !m_op.used_in(t, pass))
-              continue;
-            const bool per_row = d.dist.row_offset != 0 && d.dims.size() >= 2;
-            m_dev.fill_uniform(sets.back().at(t), static_cast<std::size_t>(m_op.elements(t, s)),
-                               element_type(m_op, t, m_proto.type), d.dist.lo, d.dist.hi, seed + t,
-                               per_row ? k0.cols : 0, d.dist.row_offset);
-          }
+      const std::uint64_t group_seed =
+          stream_seed(m_plan.seed, stream_id::inputs) + 0x1000 * group_index;
+      // Fills the inputs of `set` with fresh random values (never zeros) from `seed`.
+      const auto fill_inputs = [&](const buffer_set &set, std::uint64_t seed) {
+        for (std::size_t t = 0; t < m_op.tensors.size(); ++t) {
+          const tensor_desc &d = m_op.tensors[t];
+          if (d.role != tensor_role::input || !m_op.used_in(t, pass))
+            continue;
+          const bool per_row = d.dist.row_offset != 0 && d.dims.size() >= 2;
+          m_dev.fill_uniform(set.at(t), static_cast<std::size_t>(m_op.elements(t, s)),
+                             element_type(m_op, t, m_proto.type), d.dist.lo, d.dist.hi, seed + t,
+                             per_row ? k0.cols : 0, d.dist.row_offset);
         }
+      };
+      // Two blocks of `repeat` distinct buffer sets, shared by the arms: an arm's consecutive
+      // windows alternate between the blocks, so no two see the same input buffers.
+      // One more set holds the poison of every output and saved tensor, copied on the device
+      // into the outputs before every window (so a spot-checked window looks like any other).
+      std::vector<buffer_set> sets;
+      std::optional<buffer_set> poison_set;
+      try {
+        for (std::int64_t k = 0; k < rotation_blocks * repeat; ++k) {
+          sets.emplace_back(m_dev, m_op, s, m_proto.type, pass);
+          fill_inputs(sets.back(), group_seed + 16 * static_cast<std::uint64_t>(k));
+        }
+        poison_set.emplace(m_dev, m_op, s, m_proto.type, pass);
+        for (std::size_t t = 0; t < m_op.tensors.size(); ++t)
+          if (m_op.tensors[t].role != tensor_role::input && m_op.used_in(t, pass)) {
+            const auto p = reference::poison(static_cast<std::size_t>(m_op.elements(t, s)),
+                                             element_type(m_op, t, m_proto.type));
+            m_dev.upload(poison_set->at(t), p.data(), p.size());
+          }
         m_dev.synchronize();
       } catch (const std::exception &e) {
         sets.clear();
+        poison_set.reset();
         const std::string why =
             fmt::format("buffers for this shape could not be allocated: {}", describe(e));
         survive(k0, why);
@@ -613,22 +694,62 @@ private:
         ++group_index;
         continue;
       }
-      // Each arm's invocation arguments: the shared buffer sets with its own options (an
+      const auto set_of = [&](std::int64_t block, std::int64_t k) -> const buffer_set & {
+        return sets[static_cast<std::size_t>(block * repeat + k)];
+      };
+      // Each arm's invocation arguments per block: the shared buffer sets with its options (an
       // outside arm's setup, once per set: a failing setup fails its cell).
-      std::vector<std::vector<invocation>> arm_args;
+      std::vector<std::vector<std::vector<invocation>>> arm_args;
       std::vector<std::string> setup_errors(cells.size());
       for (std::size_t ci = 0; ci < cells.size(); ++ci) {
         auto &c = cells[ci];
-        arm_args.emplace_back();
+        auto &per_block = arm_args.emplace_back(rotation_blocks);
         try {
-          for (const auto &set : sets)
-            arm_args.back().push_back(make_invocation(m_op, set, k0.rows, k0.cols, m_proto.type,
-                                                      pass, m_arms[c.index], m_dev, *c.alloc));
+          for (std::int64_t b = 0; b < rotation_blocks; ++b)
+            for (std::int64_t k = 0; k < repeat; ++k)
+              per_block[static_cast<std::size_t>(b)].push_back(
+                  make_invocation(m_op, set_of(b, k), k0.rows, k0.cols, m_proto.type, pass,
+                                  m_arms[c.index], m_dev, *c.alloc));
         } catch (const std::exception &e) {
-          arm_args.back().clear();
+          for (auto &blk : per_block)
+            blk.clear();
           setup_errors[ci] = describe(e);
         }
       }
+      // The spot-checked repetitions of this group (the same for every arm): seeded, and the
+      // last one.
+      std::vector<std::int64_t> spots;
+      if (reps > 0) {
+        rng pick(group_seed ^ spot_stream);
+        for (int m = 0; m + 1 < spot_checks_per_cell; ++m)
+          spots.push_back(static_cast<std::int64_t>(pick.below(static_cast<std::uint64_t>(reps))));
+        spots.push_back(reps - 1);
+      }
+      const auto spot_slot = [&](std::int64_t r) -> std::int64_t {
+        for (std::size_t m = 0; m < spots.size(); ++m)
+          if (spots[m] == r)
+            return static_cast<std::int64_t>(m);
+        return -1;
+      };
+      std::optional<spot_data> spot; // the spot data of one slot at a time
+      const auto spot_for = [&](std::int64_t slot) -> const spot_data & {
+        if (!spot || spot->slot != slot) {
+          spot.reset();
+          spot_data d;
+          d.slot = slot;
+          d.ref = reference::random_tensors(
+              m_op, s, m_proto.type,
+              reference::cell_seed(m_plan.seed, pass, k0.rows, k0.cols) ^
+                  rng(group_seed ^ spot_stream ^ static_cast<std::uint64_t>(slot + 1)).next());
+          m_op.reference(m_op, s, pass, d.ref);
+          d.bytes.resize(m_op.tensors.size());
+          for (std::size_t t = 0; t < m_op.tensors.size(); ++t)
+            if (m_op.tensors[t].role == tensor_role::input && m_op.used_in(t, pass))
+              d.bytes[t] = reference::pack(d.ref[t], element_type(m_op, t, m_proto.type));
+          spot = std::move(d);
+        }
+        return *spot;
+      };
 
       // An arm's failure: recorded on its cell; what it held is freed (after a failed capture
       // only forgotten: a graph's allocations never existed).
@@ -636,15 +757,16 @@ private:
                             bool free_memory = true) {
         c.failed = true;
         c.record.error = fmt::format("{}: {}", during, describe(e));
-        c.graph.reset();
+        c.graphs.clear();
         c.alloc->release_all(free_memory && !m_dev.broken());
         survive(c.record.key, *c.record.error);
       };
-      const auto step_of = [&](std::size_t ci) {
+      const auto step_of = [&](std::size_t ci, std::int64_t block) {
         cell_state &c = cells[ci];
         const bound_arm &arm = m_arms[c.index];
-        return std::function<void()>([&, ci, repeat_k = arm.spec->repeat] {
-          run_step(arm, pass, arm_args[ci], repeat_k, *cells[ci].alloc, m_dev.stream());
+        return std::function<void()>([&, ci, block, repeat_k = arm.spec->repeat] {
+          run_step(arm, pass, arm_args[ci][static_cast<std::size_t>(block)], repeat_k,
+                   *cells[ci].alloc, m_dev.stream());
         });
       };
       for (std::size_t ci = 0; ci < cells.size(); ++ci)
@@ -654,7 +776,7 @@ private:
           cells[ci].alloc->release_all(!m_dev.broken());
           survive(cells[ci].record.key, *cells[ci].record.error);
         }
-      // Graph arms: capture once, outside every window.
+      // Graph arms: one capture per block, outside every window.
       for (std::size_t ci = 0; ci < cells.size(); ++ci) {
         cell_state &c = cells[ci];
         if (c.failed)
@@ -662,42 +784,145 @@ private:
         if (m_arms[c.index].spec->launch != launch_mode::graph)
           continue;
         try {
-          c.graph = m_dev.capture(step_of(ci));
-          check_released(*c.alloc);
+          for (std::int64_t b = 0; b < rotation_blocks; ++b) {
+            c.graphs.push_back(m_dev.capture(step_of(ci, b)));
+            check_released(*c.alloc);
+          }
         } catch (const std::exception &e) {
           fail(c, e, "graph capture", false);
         }
       }
-      const auto sample = [&](std::size_t ci, bool keep) {
+      // The spot check after a window: outputs against the reference (a failure fails the
+      // cell's correctness record), inputs against what was uploaded (input-mutated).
+      const auto spot_check = [&](cell_state &c, std::int64_t block, const spot_data &d) {
+        ++c.record.spot_checks;
+        const std::int64_t repeat_k = m_arms[c.index].spec->repeat;
+        bool collected = false; // outputs an outside arm returned rather than wrote
+        for (const auto &v : arm_args[static_cast<std::size_t>(&c - cells.data())]
+                                     [static_cast<std::size_t>(block)])
+          if (v.bound) {
+            v.bound->collect();
+            collected = true;
+          }
+        if (collected)
+          m_dev.synchronize();
+        const std::string sample = fmt::format("timed sample {}", c.samples);
+        for (std::int64_t k = 0; k < repeat_k; ++k) {
+          const buffer_set &set = set_of(block, k);
+          const std::string context =
+              repeat_k > 1 ? fmt::format("{} (invocation {}): ", sample, k) : sample + ": ";
+          auto rec = std::find_if(m_raw.correctness.begin(), m_raw.correctness.end(),
+                                  [&](const correctness_record &r) { return r.key == c.record.key; });
+          if (rec != m_raw.correctness.end() && rec->passed) {
+            correctness_record got;
+            got.passed = true;
+            check_outputs(pass, s, set, d.ref, got, context, m_arms[c.index]);
+            if (!got.passed) {
+              rec->passed = false;
+              rec->detail = got.detail;
+              rec->unwritten = got.unwritten;
+              rec->max_abs_error = std::max(rec->max_abs_error, got.max_abs_error);
+              rec->max_rel_error = std::max(rec->max_rel_error, got.max_rel_error);
+            }
+          }
+          for (std::size_t t = 0; t < m_op.tensors.size() && !c.record.input_mutated; ++t) {
+            if (d.bytes[t].empty())
+              continue;
+            const dtype et = element_type(m_op, t, m_proto.type);
+            std::vector<std::uint8_t> now(d.bytes[t].size());
+            m_dev.download(now.data(), set.at(t), now.size());
+            if (now == d.bytes[t])
+              continue;
+            const std::size_t width = element_bytes(et);
+            std::size_t j = 0;
+            while (std::memcmp(&now[j * width], &d.bytes[t][j * width], width) == 0)
+              ++j;
+            const auto element = [&](const std::vector<std::uint8_t> &b) {
+              const auto at = b.begin() + static_cast<std::ptrdiff_t>(j * width);
+              return reference::unpack(std::vector<std::uint8_t>(at, at + width), et);
+            };
+            const auto was = element(d.bytes[t]);
+            const auto is = element(now);
+            c.record.input_mutated = fmt::format(
+                "{}{}: {} was {:.9g} before the call and {:.9g} after it", context,
+                m_op.tensors[t].name, element_name(m_op, t, static_cast<std::int64_t>(j), s),
+                was[0], is[0]);
+          }
+        }
+      };
+      // One window: fresh inputs (or a spot check's host inputs and poisoned outputs) in the
+      // block this call uses, the flush, the timed step, then the off-window drain.
+      const auto window = [&](std::size_t ci, bool keep, std::int64_t slot) {
         cell_state &c = cells[ci];
         if (c.failed)
           return;
         try {
           if (keep && m_hooks.on_sample)
             m_hooks.on_sample(c.record.key);
+          if (!keep && m_hooks.on_warmup)
+            m_hooks.on_warmup(c.record.key);
+          const std::int64_t block = c.calls % rotation_blocks;
+          const std::int64_t repeat_k = m_arms[c.index].spec->repeat;
+          const spot_data *d = slot >= 0 ? &spot_for(slot) : nullptr;
           // An outside arm's allocator statistics are read before the flush is enqueued: host
           // work between the flush and the window would let the flush finish first and open
           // the window on an idle device, exposing the arm's call path where a built-in arm's
           // is hidden behind the flush (seen on the H200: torch.cuda.memory_allocated() takes
           // ~130 us of host time and turned a 6.6 us window into 29 us).
-          for (const auto &v : arm_args[ci])
+          for (const auto &v : arm_args[ci][static_cast<std::size_t>(block)])
             if (v.bound)
               v.bound->before_window();
+          for (std::int64_t k = 0; k < repeat_k; ++k) {
+            const buffer_set &set = set_of(block, k);
+            for (std::size_t t = 0; t < m_op.tensors.size(); ++t)
+              if (m_op.tensors[t].role != tensor_role::input && m_op.used_in(t, pass))
+                m_dev.copy(set.at(t), poison_set->at(t),
+                           static_cast<std::size_t>(m_op.elements(t, s)) *
+                               m_op.element_size(t, m_proto.type));
+            if (d == nullptr) {
+              fill_inputs(set, group_seed + 0x100000 * (ci + 1) +
+                                   16 * static_cast<std::uint64_t>(c.calls * repeat_k + k));
+              continue;
+            }
+            for (std::size_t t = 0; t < m_op.tensors.size(); ++t)
+              if (!d->bytes[t].empty())
+                m_dev.upload(set.at(t), d->bytes[t].data(), d->bytes[t].size());
+          }
+          ++c.calls;
           if (flush)
             m_dev.flush();
           const std::function<void()> step =
-              c.graph ? std::function<void()>([&] { m_dev.replay(*c.graph); }) : step_of(ci);
+              !c.graphs.empty()
+                  ? std::function<void()>(
+                        [&] { m_dev.replay(*c.graphs[static_cast<std::size_t>(block)]); })
+                  : step_of(ci, block);
           const window_result w = m_dev.timed(step);
-          for (const auto &v : arm_args[ci])
+          std::optional<double> drained; // first: host work before it would hide pending work
+          if (keep)
+            drained = m_dev.drain();
+          for (const auto &v : arm_args[ci][static_cast<std::size_t>(block)])
             if (v.bound)
               v.bound->after_window();
-          if (!c.graph)
+          if (c.graphs.empty())
             check_released(*c.alloc);
-          if (!keep)
+          if (!keep) {
+            c.warmup_ms.push_back(w.ms);
+            ++c.record.warmup_calls;
             return;
+          }
           c.record.samples_ms.push_back(w.ms);
+          ++c.samples;
           c.record.harness_bytes_in_window =
               std::max(c.record.harness_bytes_in_window, w.harness_growth);
+          if (drained) {
+            const double pending =
+                std::max(0.0, *drained - (std::isfinite(m_idle_drain_ms) ? m_idle_drain_ms : 0.0));
+            c.record.off_window_ms = std::isnan(c.record.off_window_ms)
+                                         ? pending
+                                         : std::max(c.record.off_window_ms, pending);
+          }
+          if (d != nullptr)
+            spot_check(c, block, *d);
         } catch (const std::exception &e) {
           fail(c, e, keep ? "measurement" : "warmup");
         }
@@ -711,27 +936,41 @@ private:
           }
         }
         c.record.peak_bytes = c.alloc->peak();
-        for (const auto &v : arm_args[&c - cells.data()]) // an outside arm's own allocator
-          if (v.bound)
-            if (auto own = v.bound->own_peak_bytes())
-              c.record.peak_bytes = std::max(c.record.peak_bytes, *own);
-        c.graph.reset();
+        for (const auto &blk : arm_args[static_cast<std::size_t>(&c - cells.data())])
+          for (const auto &v : blk) // an outside arm's own allocator
+            if (v.bound)
+              if (auto own = v.bound->own_peak_bytes())
+                c.record.peak_bytes = std::max(c.record.peak_bytes, *own);
+        c.graphs.clear();
         done[c.index] = std::move(c.record);
         m_progress.cell_done(++finished, total);
+      };
+      // Warm-up: `warmup` windows, then more until the per-call time settles (at most
+      // warmup + settle_cap_extra windows); none when the protocol asks for none.
+      const auto warming = [&](const cell_state &c) {
+        const auto n = static_cast<std::int64_t>(c.warmup_ms.size());
+        if (c.failed || n >= warmup + settle_cap_extra)
+          return false;
+        return n < warmup || (warmup > 0 && !settled(c.warmup_ms));
       };
 
       if (m_proto.measurement.order == order_mode::sequential) {
         for (std::size_t ci = 0; ci < cells.size(); ++ci) {
-          for (std::int64_t w = 0; w < m_proto.measurement.warmup; ++w)
-            sample(ci, false);
+          while (warming(cells[ci]))
+            window(ci, false, -1);
           for (std::int64_t r = 0; r < reps; ++r)
-            sample(ci, true);
+            window(ci, true, spot_slot(r));
           finish(cells[ci]);
         }
       } else {
-        for (std::int64_t w = 0; w < m_proto.measurement.warmup; ++w)
+        for (bool any = true; any;) { // rounds in arm order
+          any = false;
           for (std::size_t ci = 0; ci < cells.size(); ++ci)
-            sample(ci, false);
+            if (warming(cells[ci])) {
+              window(ci, false, -1);
+              any = true;
+            }
+        }
         std::vector<std::size_t> idx(cells.size());
         for (std::int64_t r = 0; r < reps; ++r) {
           for (std::size_t j = 0; j < idx.size(); ++j)
@@ -739,7 +978,7 @@ private:
           for (std::size_t j = idx.size(); j > 1; --j) // Fisher-Yates, one generator per run
             std::swap(idx[j - 1], idx[order.below(j)]);
           for (const std::size_t ci : idx) {
-            sample(ci, true);
+            window(ci, true, spot_slot(r));
             if (r + 1 == reps)
               finish(cells[ci]);
           }
@@ -750,6 +989,7 @@ private:
       }
       arm_args.clear();
       sets.clear();
+      poison_set.reset();
       m_dev.trim();
       ++group_index;
     }
@@ -767,6 +1007,8 @@ private:
   std::vector<bound_arm> m_arms;
   std::vector<std::optional<std::string>> m_skip;
   std::map<std::string, std::shared_ptr<outside_arm>> m_loaded; ///< outside arms by arm id
+  std::vector<double> m_first_call_ms; ///< per plan cell: the correctness run's host time
+  double m_idle_drain_ms = std::numeric_limits<double>::quiet_NaN();
   raw_run m_raw;
 };
 
@@ -782,7 +1024,8 @@ std::optional<std::string> device_cannot_run(const device &dev, const operation_
     if (auto why = dev.cannot_capture())
       return fmt::format("launch: graph: {}", *why);
   const shape s = op.shape_of(rows, cols);
-  const auto sets = static_cast<double>(std::max<std::int64_t>(spec.repeat, 1) + 1);
+  const auto sets =
+      static_cast<double>(rotation_blocks * std::max<std::int64_t>(spec.repeat, 1) + 1);
   const auto set = static_cast<long double>(set_bytes(op, type, pass, s));
   long double reference = 0; // inputs and reference outputs in float64, on the host
   for (std::size_t i = 0; i < op.tensors.size(); ++i)

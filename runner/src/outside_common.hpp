@@ -22,20 +22,34 @@ namespace outside {
 /// exit 2, naming the arm and what it was doing (the message of the innermost crash_scope).
 void install_crash_guard();
 
-/// While alive, a crash is reported with `message` (which must outlive the scope).
+/// What the crash guard writes for one scope, formatted before anything can crash: the error
+/// line for stderr, or (in the measuring child, see set_crash_channel) an error message for
+/// the parent, both with the signal's name spliced in between head and tail.
+struct crash_text {
+  std::string line_head, line_tail; ///< "prereg: error: WHAT (" ... "); no report was written\n"
+  std::string json_head, json_tail; ///< {"error":{"code":2,"message":"WHAT (" ... "..."}}\n
+};
+[[nodiscard]] crash_text make_crash_text(const std::string &what);
+
+/// In the measuring child: crash reports go to `fd` as the pipe's error message (the parent
+/// prints the one error line and records the aborted attempt). -1: to stderr.
+void set_crash_channel(int fd);
+
+/// While alive, a crash is reported with `text` (which must outlive the scope).
 class crash_scope {
 public:
-  explicit crash_scope(const std::string &message);
+  explicit crash_scope(const crash_text &text);
   ~crash_scope();
   crash_scope(const crash_scope &) = delete;
   crash_scope &operator=(const crash_scope &) = delete;
 
 private:
-  const char *m_prev;
+  const crash_text *m_prev;
 };
 
-[[nodiscard]] std::string crash_message(const std::string &arm_id, const std::string &label,
-                                        std::string_view phase);
+/// "arm A (LABEL) crashed in its PHASE", as a crash_text.
+[[nodiscard]] crash_text crash_message(const std::string &arm_id, const std::string &label,
+                                       std::string_view phase);
 /// Control characters as \xNN: outside text never forges lines or terminal escapes.
 [[nodiscard]] std::string escape_for_message(std::string_view s);
 

@@ -55,28 +55,33 @@ namespace outside {
 // --- crash guard ----------------------------------------------------------------------------
 
 namespace {
-const char *volatile g_crash_message = nullptr;
+const crash_text *volatile g_crash = nullptr;
+volatile int g_crash_fd = -1;
 
 extern "C" void on_crash(int sig) {
-  const char *m = g_crash_message;
+  const crash_text *m = g_crash;
   if (m != nullptr) {
     const char *name = sig == SIGSEGV  ? "SIGSEGV"
                        : sig == SIGBUS ? "SIGBUS"
                        : sig == SIGFPE ? "SIGFPE"
                        : sig == SIGILL ? "SIGILL"
                                        : "SIGABRT";
-    // async-signal-safe: write(2) only
-    const auto put = [](const char *s) {
-      std::size_t n = 0;
-      while (s[n] != '\0')
-        ++n;
-      ssize_t r = ::write(STDERR_FILENO, s, n);
-      (void)r;
+    // async-signal-safe: write(2) only, of text formatted before the crash
+    const int fd = g_crash_fd >= 0 ? g_crash_fd : STDERR_FILENO;
+    const auto put = [fd](const char *s, std::size_t n) {
+      while (n > 0) {
+        const ssize_t r = ::write(fd, s, n);
+        if (r <= 0)
+          return;
+        s += r;
+        n -= static_cast<std::size_t>(r);
+      }
     };
-    put(m);
-    put(" (");
-    put(name);
-    put(")\n");
+    const std::string &head = g_crash_fd >= 0 ? m->json_head : m->line_head;
+    const std::string &tail = g_crash_fd >= 0 ? m->json_tail : m->line_tail;
+    put(head.data(), head.size());
+    put(name, std::strlen(name));
+    put(tail.data(), tail.size());
     ::_exit(2);
   }
   ::signal(sig, SIG_DFL);
@@ -97,15 +102,30 @@ void install_crash_guard() {
   });
 }
 
-crash_scope::crash_scope(const std::string &message) : m_prev(g_crash_message) {
-  g_crash_message = message.c_str();
-}
-crash_scope::~crash_scope() { g_crash_message = m_prev; }
+void set_crash_channel(int fd) { g_crash_fd = fd; }
 
-std::string crash_message(const std::string &arm_id, const std::string &label, std::string_view phase) {
-  return fmt::format("prereg: error: arm {} ({}) crashed in its {}; prereg stopped the run, no "
-                     "report was written",
-                     escape_for_message(arm_id), escape_for_message(label), phase);
+crash_scope::crash_scope(const crash_text &text) : m_prev(g_crash) { g_crash = &text; }
+crash_scope::~crash_scope() { g_crash = m_prev; }
+
+crash_text make_crash_text(const std::string &what) {
+  crash_text t;
+  const std::string tail = "); no report was written";
+  t.line_head = fmt::format("prereg: error: {} (", what);
+  t.line_tail = tail + "\n";
+  // The pipe's error message, split where the signal's name goes (names are plain ASCII).
+  const std::string marker = "@@SIGNAL@@";
+  const std::string msg =
+      json{{"error", {{"code", 2}, {"message", what + " (" + marker + tail}, {"where", ""}}}}.dump();
+  const auto at = msg.find(marker);
+  t.json_head = msg.substr(0, at);
+  t.json_tail = msg.substr(at + marker.size()) + "\n";
+  return t;
+}
+
+crash_text crash_message(const std::string &arm_id, const std::string &label,
+                         std::string_view phase) {
+  return make_crash_text(fmt::format("arm {} ({}) crashed in its {}", escape_for_message(arm_id),
+                                     escape_for_message(label), phase));
 }
 
 std::string escape_for_message(std::string_view s) {
@@ -229,7 +249,8 @@ const library &open_library(const fs::path &path) {
   if (!fs::is_regular_file(key, ec))
     throw invalid_input(fmt::format("plugin {} is not a regular file", key), key);
   install_crash_guard();
-  const std::string crash = fmt::format("prereg: error: plugin {} crashed while loading", escape_for_message(key));
+  const crash_text crash =
+      make_crash_text(fmt::format("plugin {} crashed while loading", escape_for_message(key)));
   crash_scope guard(crash);
   void *h = ::dlopen(key.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
@@ -280,8 +301,8 @@ const library &open_library(const fs::path &path) {
 
 class plugin_instance final : public bound_arm_instance {
 public:
-  plugin_instance(const prereg_arm &arm, const outside_call &call, std::string step_crash,
-                  std::string teardown_crash)
+  plugin_instance(const prereg_arm &arm, const outside_call &call, crash_text step_crash,
+                  crash_text teardown_crash)
       : m_arm(arm), m_set(call), m_alloc(call.alloc), m_step_crash(std::move(step_crash)),
         m_teardown_crash(std::move(teardown_crash)) {
     for (const auto &[name, value] : call.options) {
@@ -321,7 +342,7 @@ public:
     m_cell.stream = call.stream;
     m_cell.allocator = &m_allocator;
   }
-  void setup(const std::string &crash) {
+  void setup(const crash_text &crash) {
     crash_scope guard(crash);
     std::array<char, 512> err{};
     if (m_arm.setup(&m_cell, &m_state, err.data(), err.size()) != 0)
@@ -349,7 +370,7 @@ private:
   const prereg_arm &m_arm;
   dl_set m_set;
   step_allocator *m_alloc;
-  std::string m_step_crash, m_teardown_crash;
+  crash_text m_step_crash, m_teardown_crash;
   std::vector<std::string> m_option_names;
   std::vector<const char *> m_option_ptrs;
   std::vector<double> m_option_values;
@@ -372,7 +393,8 @@ public:
     const std::string label = fmt::format("plugin {}:{}", m_file.string(), m_info.name);
     auto inst = std::make_unique<plugin_instance>(m_arm, call, crash_message(m_id, label, "step"),
                                                   crash_message(m_id, label, "teardown"));
-    inst->setup(crash_message(m_id, label, "setup"));
+    const crash_text setup_crash = crash_message(m_id, label, "setup");
+    inst->setup(setup_crash);
     return inst;
   }
   json environment() const override {

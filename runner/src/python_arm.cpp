@@ -453,7 +453,7 @@ void capsule_destructor(PyObject *cap) {
 class python_instance final : public bound_arm_instance {
 public:
   python_instance(PyObject *t, PyObject *step, std::string device, int ordinal,
-                  std::string step_crash)
+                  crash_text step_crash)
       : m_t(t), m_step(step), m_device(std::move(device)), m_ordinal(ordinal),
         m_step_crash(std::move(step_crash)) {}
   ~python_instance() override {
@@ -510,7 +510,7 @@ private:
   PyObject *m_last = nullptr;
   std::string m_device;
   int m_ordinal;
-  std::string m_step_crash;
+  crash_text m_step_crash;
   long long m_base = 0;
   std::uint64_t m_peak = 0;
   bool m_measured = false;
@@ -528,7 +528,7 @@ public:
     auto &rt = runtime::get();
     const auto &api = rt.api();
     const std::string label = fmt::format("python {}:{}", m_file.string(), m_function);
-    const std::string crash = crash_message(m_id, label, "setup");
+    const crash_text crash = crash_message(m_id, label, "setup");
     crash_scope guard(crash);
     dl_set set(call);
     PyObject *caps = api.PyDict_New();
@@ -617,7 +617,8 @@ std::shared_ptr<outside_arm> load_python_arm(const fs::path &file, const std::st
   auto &rt = runtime::get();
   rt.start();
   install_crash_guard();
-  const std::string crash = crash_message(arm_id, fmt::format("python {}", file.string()), "import");
+  const crash_text crash =
+      crash_message(arm_id, fmt::format("python {}", file.string()), "import");
   crash_scope guard(crash);
   PyObject *fn = nullptr;
   try {

@@ -79,6 +79,11 @@ report_cell to_report_cell(const cell_record &cell, const cell_statistics &stats
     c.clock_mhz = cell.clock_mhz;
     c.harness_bytes_in_window = cell.harness_bytes_in_window;
   }
+  if (schema_version >= 3) {
+    c.first_call_ms = cell.first_call_ms;
+    c.warmup_calls = cell.warmup_calls;
+    c.off_window_ms = cell.off_window_ms;
+  }
   return c;
 }
 
@@ -107,6 +112,12 @@ raw_run report_to_raw(const report_document &r) {
                  evidence_of(r, "harness-allocation", c.key, "harness_bytes_in_window");
              e != nullptr && e->is_number_unsigned())
       rec.harness_bytes_in_window = e->get<std::uint64_t>();
+    if (c.first_call_ms)
+      rec.first_call_ms = *c.first_call_ms;
+    if (c.warmup_calls)
+      rec.warmup_calls = *c.warmup_calls;
+    if (c.off_window_ms)
+      rec.off_window_ms = *c.off_window_ms;
     raw.cells.push_back(std::move(rec));
   }
   return raw;

@@ -214,7 +214,17 @@ bound_kind read_bound(const node &n) {
 }
 
 report_cell read_cell(const node &n, int version) {
-  if (version >= 2)
+  if (version >= 3)
+    n.only({"arm",          "pass",          "rows",
+            "cols",         "samples_ms",    "n",
+            "median_ms",    "q1_ms",         "q3_ms",
+            "iqr_ms",       "mean_ms",       "min_ms",
+            "statistic_ms", "spearman_rho",  "peak_bytes",
+            "bytes_per_step", "gbps",        "pct_ceiling",
+            "bound",        "flags",         "error",
+            "clock_mhz",    "harness_bytes_in_window", "first_call_ms",
+            "warmup_calls", "off_window_ms"});
+  else if (version >= 2)
     n.only({"arm",
             "pass",
             "rows",
@@ -273,6 +283,11 @@ report_cell read_cell(const node &n, int version) {
   if (version >= 2) {
     c.clock_mhz = n["clock_mhz"].number_or_null();
     c.harness_bytes_in_window = n["harness_bytes_in_window"].count();
+  }
+  if (version >= 3) {
+    c.first_call_ms = n["first_call_ms"].number_or_null();
+    c.warmup_calls = static_cast<std::int64_t>(n["warmup_calls"].count());
+    c.off_window_ms = n["off_window_ms"].number_or_null();
   }
   return c;
 }
@@ -418,6 +433,12 @@ json to_json(const report_cell &c) {
     j["clock_mhz"] = finite_or_null(*c.clock_mhz);
   if (c.harness_bytes_in_window)
     j["harness_bytes_in_window"] = *c.harness_bytes_in_window;
+  if (c.first_call_ms)
+    j["first_call_ms"] = finite_or_null(*c.first_call_ms);
+  if (c.warmup_calls)
+    j["warmup_calls"] = *c.warmup_calls;
+  if (c.off_window_ms)
+    j["off_window_ms"] = finite_or_null(*c.off_window_ms);
   return j;
 }
 

@@ -5,6 +5,7 @@
 #include "prereg/build_info.hpp"
 #include "prereg/error.hpp"
 #include "prereg/fs.hpp"
+#include "prereg/isolate.hpp"
 #include "prereg/keyring.hpp"
 #include "prereg/ledger.hpp"
 #include "prereg/measure.hpp"
@@ -213,28 +214,28 @@ fs::path run_protocol(const run_options &o) {
   const frozen_protocol fp = resolve_for_run(s, o.target);
   if (!fp.note.empty()) fmt::print(stderr, "prereg: {}\n", fp.note);
   const protocol &proto = fp.proto;
-  const signing_key key = load_or_create_key(o.key_path);
-  s.add_key(key.public_part());
-  reap_vanished_runs(s, key);
-
-  // 2. The environment must be able to serve (exit 5 before the run starts; no ledger entry).
-  if (!o.make_device) throw std::logic_error("run_options.make_device is not set");
-  if (!o.resolve_arm) throw std::logic_error("run_options.resolve_arm is not set");
-  std::unique_ptr<device> dev = o.make_device(proto.device, o.device_ordinal);
-  json environment = dev->probe();
-  const operation_desc &op = operation_named(proto.op);
-
-  // 3. The plan: every cell that can run; the rest become deviations.
-  run_meta meta;
-  meta.device_ordinal = o.device_ordinal;
-  run_plan plan = plan_run(proto, fp.hash, *dev, op, meta.deviations);
-  plan.load_outside = [project = s.project_root(), &fp](const arm_spec &spec) {
+  // The measuring side (device, plan, measurement) starts before the key is loaded: with
+  // o.isolate it is a forked child that never holds the key (isolate.hpp).
+  run_options measuring = o;
+  measuring.load_outside = [project = s.project_root(), &fp](const arm_spec &spec) {
     const fs::path file = frozen_outside_file(project, fp, spec);
     return spec.source == arm_source::plugin
                ? load_plugin_arm(file, spec.entry, fp.proto, spec.id)
                : load_python_arm(file, spec.entry, fp.proto, spec.id);
   };
-  const std::string device_name = environment.value("device_name", "unknown");
+  const std::unique_ptr<measuring_side> side =
+      start_measuring(measuring, proto, seed_from_hash(fp.hash));
+  const signing_key key = load_or_create_key(o.key_path);
+  s.add_key(key.public_part());
+  reap_vanished_runs(s, key);
+
+  // 2. The environment must be able to serve (exit 5 before the run starts; no ledger entry).
+  // 3. The plan: every cell that can run; the rest become deviations.
+  const measuring_plan planned = side->plan();
+  run_meta meta;
+  meta.device_ordinal = o.device_ordinal;
+  meta.deviations = planned.skipped;
+  const std::string device_name = planned.environment.value("device_name", "unknown");
 
   // 4. Run start: attempt number and a unique run id, under the store lock.
   std::string run_id;
@@ -287,7 +288,7 @@ fs::path run_protocol(const run_options &o) {
   try {
     signal_guard guard;
     terminal_progress progress(!o.quiet && ::isatty(STDERR_FILENO));
-    raw_run raw = measure(*dev, environment, plan, o.resolve_arm, progress, o.hooks);
+    raw_run raw = side->measure(progress);
     throw_if_signalled();
     meta.finished_at = utc_now_rfc3339();
     for (const auto &c : raw.correctness)

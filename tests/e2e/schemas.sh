@@ -58,12 +58,12 @@ expect_exit 0 "run it on the CPU" -- "$PREREG" run "$work/tiny.yaml" --out "$wor
 dir=$(tail -n 1 "$work/out")
 fresh=$dir/report.json
 [ -s "$fresh" ] && pass "fresh report written" || fail "no fresh report at $fresh"
-"$py" -c 'import json,sys; assert json.load(open(sys.argv[1]))["schema_version"] == 2' "$fresh" \
-  && pass "fresh report is schema_version 2" || fail "fresh report is not schema_version 2"
+"$py" -c 'import json,sys; assert json.load(open(sys.argv[1]))["schema_version"] == 3' "$fresh" \
+  && pass "fresh report is schema_version 3" || fail "fresh report is not schema_version 3"
 check "the fresh report" report "$fresh"
 check "the fresh frozen protocol" protocol "$PREREG_STORE"/protocols/*/protocol.json
 
-# The schemas can fail: planted-bad copies of a version-2 (fresh) and a version-1 (committed)
+# The schemas can fail: planted-bad copies of a version-3 (fresh) and a version-1 (committed)
 # report and of their protocols are rejected.
 for base in "$fresh" "${reports[0]}"; do
   "$py" -c 'import json,sys; json.dump(json.load(open(sys.argv[1]))["protocol"]["body"], open(sys.argv[2], "w"))' \

@@ -51,12 +51,13 @@ def planted(report, protocol):
         fn(d)
         out.append((what, kind, d))
 
-    v2 = report["schema_version"] == 2
+    v2 = report["schema_version"] >= 2
+    v3 = report["schema_version"] == 3
     edit("a sample that is a string", report, lambda r: r["cells"][0]["samples_ms"].__setitem__(0, "fast"))
     edit("a cell without median_ms", report, lambda r: r["cells"][0].pop("median_ms"))
     edit("an unknown cell member", report, lambda r: r["cells"][0].__setitem__("note", 1))
     edit("an unknown top-level member", report, lambda r: r.__setitem__("note", 1))
-    edit("schema_version 3", report, lambda r: r.__setitem__("schema_version", 3))
+    edit("schema_version 4", report, lambda r: r.__setitem__("schema_version", 4))
     edit("a verdict outside the vocabulary", report,
          lambda r: r["predictions"][0].__setitem__("verdict", "maybe"))
     edit("p above 1", report, lambda r: r["predictions"][0]["cells"][0].__setitem__("p", 1.5))
@@ -69,6 +70,18 @@ def planted(report, protocol):
          lambda r: r["protocol"]["body"].__setitem__("note", 1))
     edit("a protocol hash that is not SHA-256 hex", report,
          lambda r: r["protocol"].__setitem__("hash", "abc"))
+    if v3:
+        edit("a version-3 cell without first_call_ms", report,
+             lambda r: r["cells"][0].pop("first_call_ms"))
+        edit("a version-3 cell with a negative warmup_calls", report,
+             lambda r: r["cells"][0].__setitem__("warmup_calls", -1))
+        edit("version-3 cells in a version-2 report", report,
+             lambda r: r.__setitem__("schema_version", 2))
+        edit("an off-window-work defect without its evidence", report,
+             lambda r: r["defects"].append({"code": "off-window-work", "message": "m",
+                                            "cell": {k: r["cells"][0][k]
+                                                     for k in ("arm", "pass", "rows", "cols")},
+                                            "evidence": {}}))
     if v2:
         edit("a version-2 cell without clock_mhz", report, lambda r: r["cells"][0].pop("clock_mhz"))
         edit("a version-2 cell with a fractional harness_bytes_in_window", report,

@@ -50,6 +50,17 @@ struct cell_record {
                                              ///< timed window (should be 0)
   double clock_mhz = std::numeric_limits<double>::quiet_NaN(); ///< SM clock read after the cell
   std::optional<std::string> error; ///< the arm failed during measurement (samples may be short)
+  /// Host time of the arm's first call at this cell [ms]: binding, first call (JIT, module
+  /// load, graph capture) and its synchronisation, in the correctness gate (NaN: not run).
+  double first_call_ms = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t warmup_calls = 0; ///< untimed warm-up windows before the first sample
+  /// Largest time a device-wide synchronise after a sample's window took beyond the idle
+  /// bracket [ms]: work left running outside the window (NaN: the device cannot tell).
+  double off_window_ms = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t spot_checks = 0; ///< timed samples whose outputs were checked
+  /// The first input a spot-checked timed call changed ("x: element 3 (row 0, col 3) ..."),
+  /// or nullopt.
+  std::optional<std::string> input_mutated;
 };
 
 /// Correctness of one arm x pass x shape against the float64 reference.

@@ -25,6 +25,8 @@ inline constexpr double drift_abs_rho = 0.5;            ///< drift if |Spearman 
 inline constexpr std::size_t drift_min_samples = 10;    ///< ... and at least 10 samples
 inline constexpr double clock_throttle_ratio = 0.9;     ///< clock < 0.9 x clock at start
 inline constexpr double flush_llc_factor = 2.0;         ///< flush buffer >= 2 x last-level cache
+inline constexpr double off_window_min_ms = 0.05;       ///< off-window-work if pending work > 0.05 ms
+inline constexpr double off_window_ratio = 0.1;         ///< ... and > 0.1 x the cell's median
 } // namespace thresholds
 
 /// The derived numbers of one cell. Times are NaN when the cell has no samples.

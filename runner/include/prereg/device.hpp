@@ -123,6 +123,10 @@ public:
   [[nodiscard]] virtual double clock_mhz() = 0;
   /// Waits for everything queued; throws the device's error, if any.
   virtual void synchronize() = 0;
+  /// Waits for every piece of work queued anywhere on the device (all streams, not only the
+  /// arm's) and returns how long that wait took on the host [ms]; nullopt where the device
+  /// cannot see an arm's work outside its call (the CPU: an arm's own threads).
+  [[nodiscard]] virtual std::optional<double> drain() { return std::nullopt; }
   /// Whether a failure left the device unusable for the rest of the run (a sticky CUDA error).
   [[nodiscard]] virtual bool broken() const { return false; }
   /// The stream an arm's step is queued on (cudaStream_t; null on the CPU).

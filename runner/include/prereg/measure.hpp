@@ -19,6 +19,8 @@ struct engine_hooks {
   std::function<void(const cell_key &cell)> on_sample;
   /// Called before each cell's correctness run with its cell.
   std::function<void(const cell_key &cell)> on_check;
+  /// Called before each untimed warm-up window with its cell.
+  std::function<void(const cell_key &cell)> on_warmup;
 };
 
 /// Why `dev` cannot take this cell of `arm` beyond the registry's static limits (its memory

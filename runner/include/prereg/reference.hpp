@@ -52,11 +52,17 @@ struct outputs64 {
 /// Compares one output with its reference: element passes if |out-ref| <= atol + rtol*max|ref|
 /// (rtol is relative to the output's largest reference magnitude, so column sums that cancel
 /// are judged against the scale of their terms)
-/// (NaN never passes; a NaN output where the poison was is reported as unwritten).
+/// (NaN never passes; a NaN output where the poison was is reported as unwritten). An output of
+/// two or more elements that are all equal fails (`constant`) when the reference's spread
+/// (max - min) exceeds rtol*max|ref|; an all-zero output of two or more elements fails when
+/// the reference is not all zero.
 struct comparison {
   double max_abs_error = 0;
   double max_rel_error = 0; ///< |out-ref| / max(|ref|, tiny)
   bool unwritten = false;
+  /// Every element is the same number (or zero) while the reference is not: the output fails
+  /// whatever the tolerances (a weak atol must not pass zeros or a constant).
+  bool constant = false;
   bool passed = true;
   std::int64_t first_bad = -1; ///< index of the first failing element, or -1
 };

@@ -15,9 +15,9 @@
 namespace prereg {
 
 /// The schema_version new reports are written with.
-inline constexpr int report_schema_version = 2;
+inline constexpr int report_schema_version = 3;
 /// The oldest schema_version the parser reads (version 1: cells carry no clock_mhz and no
-/// harness_bytes_in_window).
+/// harness_bytes_in_window; before version 3 no first_call_ms, warmup_calls, off_window_ms).
 inline constexpr int report_schema_version_min = 1;
 /// The newest layout of report.md/html (report_text.hpp); a new report records it in
 /// tool.renderer, and the audit regenerates each report's pages with the renderer it names.
@@ -86,6 +86,13 @@ struct report_cell {
   std::optional<double> clock_mhz;
   /// Version 2: device memory the harness gained inside a timed window [bytes]; absent in v1.
   std::optional<std::uint64_t> harness_bytes_in_window;
+  /// Version 3: the arm's first call at the cell [ms] (NaN: null); absent before v3.
+  std::optional<double> first_call_ms;
+  /// Version 3: untimed warm-up windows before the first sample; absent before v3.
+  std::optional<std::int64_t> warmup_calls;
+  /// Version 3: work found pending after a window [ms] (NaN: null, the device cannot tell);
+  /// absent before v3.
+  std::optional<double> off_window_ms;
 };
 
 /// One correctness[] entry. NaN stands for null.
@@ -171,7 +178,7 @@ inline constexpr unsigned all = (1u << 12) - 1;
 /// harness_bytes_in_window exactly when they hold them (a parsed version-1 report: never).
 [[nodiscard]] json to_json(const report_document &r);
 
-/// Parses and strictly validates report.json (schema versions 1 and 2): every member present
+/// Parses and strictly validates report.json (schema versions 1 to 3): every member present
 /// with its type, no unknown member outside environment, protocol.body, protocol.freeze,
 /// defect evidence and deviation extras. Throws `error` (exit 2) naming the JSON path, e.g.
 /// "cells[3].samples_ms[2] is not a number", with `where` (a file name) as its place.

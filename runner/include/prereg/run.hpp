@@ -23,11 +23,17 @@ struct run_options {
   std::filesystem::path out_dir;     ///< reports root (default ./reports)
   int device_ordinal = 0;
   bool quiet = false;
+  /// Measure in a forked child that never holds the signing key (docs/engine.md, "The
+  /// measuring process"); the CLI sets it, unit tests leave it off.
+  bool isolate = false;
   /// Makes the device for a protocol's `device` ("cpu" | "cuda"): make_default_device in the
   /// CLI, a fake in tests.
   std::function<std::unique_ptr<device>(const std::string &kind, int ordinal)> make_device;
   /// The code of an arm: builtin_arm_code in the CLI, planted arms in tests.
   arm_resolver resolve_arm;
+  /// Loads an outside arm (plugin, python) in the measuring process; set by run_protocol and
+  /// try_protocol from the frozen (or tried) protocol's files.
+  std::function<std::shared_ptr<outside_arm>(const arm_spec &)> load_outside;
   /// The engine's test hooks.
   engine_hooks hooks;
 };

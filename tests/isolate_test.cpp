@@ -1,0 +1,117 @@
+// Tests of the measuring side's pipe format: the raw run's JSON round trip and the parent's
+// strict validation of what a (possibly hostile) measuring process sends.
+#include "prereg/error.hpp"
+#include "prereg/isolate.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+using namespace prereg;
+
+namespace {
+
+const std::vector<cell_key> planned{{"a", pass_kind::fwd, 4, 8}, {"b", pass_kind::fwd_bwd, 4, 8}};
+
+raw_run sample_run() {
+  raw_run r;
+  r.environment = {{"device_name", "fake"}, {"off_window_idle_ms", 0.01}};
+  r.instrument.ceiling_gbps = 1000;
+  r.instrument.ceiling_samples_gbps = {999, 1000.5};
+  r.instrument.ceiling_bytes = 1 << 20;
+  r.instrument.launch_floor_ms = 0.001;
+  r.instrument.timer_resolution_ms = 1e-6;
+  r.instrument.flush_bytes = 64;
+  r.instrument.flush_method = "read-sweep";
+  r.instrument.llc_bytes = 32;
+  cell_record a;
+  a.key = planned[0];
+  a.samples_ms = {0.1, 0.30000000000000004, 1e-9};
+  a.peak_bytes = 4096;
+  a.clock_mhz = 1980.5;
+  a.first_call_ms = 12.25;
+  a.warmup_calls = 3;
+  a.off_window_ms = 0.5;
+  a.spot_checks = 2;
+  a.input_mutated =
+      "timed sample 0: x: element 1 (row 0, col 1) was 1 before the call and 2 after it";
+  cell_record b;
+  b.key = planned[1];
+  b.error = "measurement: planted";
+  r.cells = {a, b};
+  r.correctness = {{planned[0], 1e-7, 2e-7, false, true, ""},
+                   {planned[1], std::numeric_limits<double>::infinity(), 0.5, true, false, "y: x"}};
+  r.deviations = {{{"kind", "cell-skipped"},
+                   {"cell", {{"arm", "b"}, {"pass", "fwd+bwd"}, {"rows", 4}, {"cols", 8}}},
+                   {"message", "m"}}};
+  return r;
+}
+
+std::string rejection(const json &j) {
+  try {
+    (void)raw_from_json(j, planned);
+  } catch (const error &e) {
+    CHECK(e.code() == exit_code::failure);
+    return e.what();
+  }
+  return "accepted";
+}
+
+} // namespace
+
+TEST_CASE("isolate: the raw run crosses the pipe unchanged (NaN and inf as null)") {
+  const raw_run r = sample_run();
+  const json j = json::parse(raw_to_json(r).dump());
+  const raw_run back = raw_from_json(j, planned);
+  REQUIRE(back.cells.size() == 2);
+  CHECK(back.cells[0].samples_ms == r.cells[0].samples_ms); // bit for bit
+  CHECK(back.cells[0].clock_mhz == 1980.5);
+  CHECK(back.cells[0].first_call_ms == 12.25);
+  CHECK(back.cells[0].warmup_calls == 3);
+  CHECK(back.cells[0].off_window_ms == 0.5);
+  CHECK(back.cells[0].spot_checks == 2);
+  CHECK(back.cells[0].input_mutated == r.cells[0].input_mutated);
+  CHECK(std::isnan(back.cells[1].clock_mhz));
+  CHECK(std::isnan(back.cells[1].off_window_ms));
+  CHECK(back.cells[1].error == r.cells[1].error);
+  CHECK_FALSE(back.cells[1].input_mutated.has_value());
+  CHECK(std::isnan(back.correctness[1].max_abs_error)); // inf became null
+  CHECK(back.correctness[1].detail == "y: x");
+  CHECK(back.instrument.ceiling_samples_gbps == r.instrument.ceiling_samples_gbps);
+  CHECK(std::isnan(back.instrument.clock_start_mhz));
+  CHECK(back.environment == r.environment);
+  CHECK(back.deviations == r.deviations);
+  CHECK(raw_to_json(back) == raw_to_json(r));
+}
+
+TEST_CASE("isolate: the parent rejects a raw run it did not plan or cannot trust") {
+  const json good = raw_to_json(sample_run());
+  CHECK(rejection(good) == "accepted");
+  const auto with = [&](auto edit) {
+    json j = good;
+    edit(j);
+    return rejection(j);
+  };
+  const std::string prefix = "the measuring process sent an invalid result: ";
+  CHECK(with([](json &j) { j["cells"][0]["key"]["arm"] = "c"; }) ==
+        prefix + "raw.cells[0].key is not a planned cell");
+  CHECK(with([](json &j) { j["cells"][1] = j["cells"][0]; }) ==
+        prefix + "raw.cells[1] repeats a cell");
+  CHECK(with([](json &j) { j["cells"][0]["samples_ms"][1] = -1.0; }) ==
+        prefix + "raw.cells[0].samples_ms[1] is not a finite time");
+  CHECK(with([](json &j) { j["cells"][0]["samples_ms"][1] = nullptr; }) ==
+        prefix + "raw.cells[0].samples_ms[1] is not a number");
+  CHECK(with([](json &j) { j["cells"][0]["peak_bytes"] = -5; }) ==
+        prefix + "raw.cells[0].peak_bytes is not a non-negative integer");
+  CHECK(with([](json &j) { j["cells"][0].erase("warmup_calls"); }) ==
+        prefix + "raw.cells[0].warmup_calls is missing");
+  CHECK(with([](json &j) { j["correctness"][0]["passed"] = "yes"; }) ==
+        prefix + "raw.correctness[0] has a non-boolean flag");
+  CHECK(with([](json &j) { j["deviations"][0]["kind"] = "arm-excluded"; }) ==
+        prefix + "raw.deviations[0].kind is not a deviation the engine records");
+  CHECK(with([](json &j) { j["environment"] = 1; }) == prefix + "raw.environment is not an object");
+  CHECK(with([](json &j) { j["instrument"].erase("flush_method"); }) ==
+        prefix + "raw.instrument.flush_method is missing");
+}
