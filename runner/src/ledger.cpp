@@ -104,6 +104,16 @@ private:
   int m_fd;
 };
 
+/// Throws exit 3 unless `fd` is a regular file (a FIFO or device as the ledger would hang or
+/// never end).
+void refuse_irregular(int fd, const std::filesystem::path &path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    throw io_error("cannot read file: " + errno_text(), path.string());
+  if (!S_ISREG(st.st_mode))
+    throw integrity_error("the ledger is not a regular file", path.string());
+}
+
 /// Closes a file descriptor on scope exit.
 struct fd_closer {
   int fd;
@@ -121,14 +131,18 @@ struct ledger::cache {
   std::vector<std::string> lines; ///< without their newlines
   std::vector<json> entries;      ///< the parsed lines, once entries() asked for them
   bool parsed = false;
+  std::size_t verified = 0; ///< leading lines verified with the append keys
 
   /// Splits `text` into lines; a last line without its newline is exit 3.
   void load(const std::string &text, const file_identity &identity,
             const std::filesystem::path &file) {
+    std::vector<std::string> old = std::move(lines);
     lines.clear();
     entries.clear();
     parsed = false;
     loaded = false;
+    const std::size_t was_verified = verified;
+    verified = 0;
     std::size_t start = 0;
     while (start < text.size()) {
       const auto nl = text.find('\n', start);
@@ -139,6 +153,12 @@ struct ledger::cache {
       lines.push_back(text.substr(start, nl - start));
       start = nl + 1;
     }
+    // Lines verified before stay verified if the file still starts with them (it grew).
+    std::size_t same = 0;
+    while (same < was_verified && same < lines.size() && same < old.size() &&
+           lines[same] == old[same])
+      ++same;
+    verified = same == was_verified ? same : 0;
     id = identity;
     loaded = true;
   }
@@ -191,7 +211,13 @@ std::shared_ptr<ledger::cache> cache_for(const std::filesystem::path &file) {
 
 } // namespace
 
-ledger::ledger(std::filesystem::path file) : m_file(std::move(file)), m_cache(cache_for(m_file)) {}
+namespace {
+void verify_lines(ledger::cache &c, const std::filesystem::path &file, const key_lookup &keys,
+                  std::size_t from, const std::string &prefix);
+} // namespace
+
+ledger::ledger(std::filesystem::path file, key_lookup append_keys)
+    : m_file(std::move(file)), m_append_keys(std::move(append_keys)), m_cache(cache_for(m_file)) {}
 
 std::string utc_now_rfc3339() {
   using namespace std::chrono;
@@ -215,9 +241,10 @@ ledger::cache &ledger::current() const {
     c.load(std::string(), now, m_file);
     return c;
   }
-  const fd_closer fd{::open(m_file.c_str(), O_RDONLY | O_CLOEXEC)};
+  const fd_closer fd{::open(m_file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
   if (fd.fd < 0)
     throw io_error("cannot read file: " + errno_text(), m_file.string());
+  refuse_irregular(fd.fd, m_file);
   // A shared lock on the ledger itself: an append holds it exclusively while it writes, so a
   // reader never sees half a line (also without the store's lock, also in a read-only store).
   const fd_flock lock(fd.fd, LOCK_SH, m_file);
@@ -235,9 +262,11 @@ json ledger::append(json fields, const signing_key &key) {
   if (ec)
     throw io_error("cannot create folder: " + ec.message(), dir.string());
   const bool existed = identity_of(m_file).exists;
-  const fd_closer fd{::open(m_file.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644)};
+  const fd_closer fd{
+      ::open(m_file.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644)};
   if (fd.fd < 0)
     throw io_error("cannot open file: " + errno_text(), m_file.string());
+  refuse_irregular(fd.fd, m_file);
   off_t old_size = 0;
   try {
     const fd_flock lock(fd.fd, LOCK_EX, m_file);
@@ -248,6 +277,7 @@ json ledger::append(json fields, const signing_key &key) {
     cache &c = *m_cache;
     if (!c.loaded || c.id != identity_of(st))
       c.load(fd.fd, m_file); // another process appended
+    verify_lines(c, m_file, m_append_keys, c.verified, "refusing to append: ");
     fields["seq"] = c.lines.size() + 1;
     fields["time"] = utc_now_rfc3339();
     fields["prev"] = c.lines.empty() ? ledger_genesis : sha256_hex(c.lines.back());
@@ -275,6 +305,8 @@ json ledger::append(json fields, const signing_key &key) {
     if (::fstat(fd.fd, &after) != 0)
       throw io_error("cannot read file: " + errno_text(), m_file.string());
     c.lines.push_back(std::move(line));
+    if (c.verified + 1 == c.lines.size())
+      c.verified = c.lines.size(); // ours, signed by the append key
     if (c.parsed)
       c.entries.push_back(entry);
     c.id = identity_of(after);
@@ -289,31 +321,28 @@ json ledger::append(json fields, const signing_key &key) {
   }
 }
 
-std::size_t ledger::verify(const key_lookup &keys) const {
-  // Reuse the parsed entries when every line parses; else parse line by line, so the first bad
-  // seq is named whatever is wrong with it.
-  cache &c = current();
-  const std::vector<json> *parsed = nullptr;
-  try {
-    parsed = &c.parse(m_file);
-  } catch (const error &) {
-    // reported below at its seq, in order with the other checks
-  }
+namespace {
+
+/// Checks lines [from, end) of `c` (seq order, the prev chain, canonical form, signatures);
+/// throws exit 3 naming the first bad seq, its message prefixed by `prefix`. Sets c.verified to
+/// the number of lines when all pass and `from` was c.verified.
+void verify_lines(ledger::cache &c, const std::filesystem::path &file, const key_lookup &keys,
+                  std::size_t from, const std::string &prefix) {
   const auto &ls = c.lines;
-  std::string prev = ledger_genesis;
-  for (std::size_t i = 0; i < ls.size(); ++i) {
+  std::string prev = from == 0 ? ledger_genesis : sha256_hex(ls[from - 1]);
+  for (std::size_t i = from; i < ls.size(); ++i) {
     const std::size_t expected_seq = i + 1;
-    const std::string where = fmt::format("{}:{}", m_file.string(), expected_seq);
+    const std::string where = fmt::format("{}:{}", file.string(), expected_seq);
     json local;
     const json *ep = nullptr;
-    if (parsed != nullptr) {
-      ep = &(*parsed)[i];
+    if (c.parsed) {
+      ep = &c.entries[i];
     } else {
       try {
-        local = parse_json_strict(ls[i], m_file.string());
+        local = parse_json_strict(ls[i], file.string());
       } catch (const error &) {
-        throw integrity_error(fmt::format("ledger entry seq {} is not valid JSON", expected_seq),
-                              where);
+        throw integrity_error(
+            fmt::format("{}ledger entry seq {} is not valid JSON", prefix, expected_seq), where);
       }
       ep = &local;
     }
@@ -321,30 +350,111 @@ std::size_t ledger::verify(const key_lookup &keys) const {
     if (!e.is_object() || !e.contains("seq") || !e["seq"].is_number_integer() ||
         e["seq"].get<std::int64_t>() != static_cast<std::int64_t>(expected_seq))
       throw integrity_error(
-          fmt::format("ledger entry seq {} is out of order (deleted, inserted or reordered)",
-                      expected_seq),
+          fmt::format("{}ledger entry seq {} is out of order (deleted, inserted or reordered)",
+                      prefix, expected_seq),
           where);
     if (!e.contains("prev") || e["prev"] != prev)
-      throw integrity_error(
-          fmt::format("ledger entry seq {} does not chain to the previous entry", expected_seq),
-          where);
+      throw integrity_error(fmt::format("{}ledger entry seq {} does not chain to the previous "
+                                        "entry",
+                                        prefix, expected_seq),
+                            where);
     if (canonical_json(e) != ls[i])
       throw integrity_error(
-          fmt::format("ledger entry seq {} is not in canonical form (edited)", expected_seq),
+          fmt::format("{}ledger entry seq {} is not in canonical form (edited)", prefix,
+                      expected_seq),
           where);
     const std::string signer = record_signer(e);
-    const auto key = signer.empty() ? std::nullopt : keys(signer);
+    const auto key = signer.empty() || !keys ? std::nullopt : keys(signer);
     if (!key)
-      throw integrity_error(fmt::format("ledger entry seq {} is signed by an unknown key {}",
-                                        expected_seq, signer.empty() ? "(none)" : signer),
+      throw integrity_error(fmt::format("{}ledger entry seq {} is signed by an unknown key {}",
+                                        prefix, expected_seq, signer.empty() ? "(none)" : signer),
                             where);
     if (!verify_record(e, *key))
       throw integrity_error(
-          fmt::format("ledger entry seq {} has an invalid signature (edited)", expected_seq),
+          fmt::format("{}ledger entry seq {} has an invalid signature (edited)", prefix,
+                      expected_seq),
           where);
     prev = sha256_hex(ls[i]);
   }
-  return ls.size();
+  if (from == c.verified)
+    c.verified = ls.size();
+}
+
+} // namespace
+
+std::size_t ledger::verify(const key_lookup &keys) const {
+  cache &c = current();
+  try {
+    (void)c.parse(m_file); // reuse the parsed entries when every line parses
+  } catch (const error &) {
+    // reported at its seq, in order with the other checks
+  }
+  const std::size_t was_verified = c.verified;
+  verify_lines(c, m_file, keys, 0, "");
+  c.verified = was_verified; // verified with `keys`, which need not be the append keys
+  return c.lines.size();
+}
+
+void ledger::verify_for_append() const {
+  cache &c = current();
+  verify_lines(c, m_file, m_append_keys, c.verified, "refusing to append: ");
+}
+
+std::pair<std::int64_t, std::string> ledger::head() const {
+  const cache &c = current();
+  if (c.lines.empty())
+    return {0, ledger_genesis};
+  return {static_cast<std::int64_t>(c.lines.size()), sha256_hex(c.lines.back())};
+}
+
+std::optional<std::string> ledger::line_hash(std::int64_t seq) const {
+  const cache &c = current();
+  if (seq < 1 || static_cast<std::size_t>(seq) > c.lines.size())
+    return std::nullopt;
+  return sha256_hex(c.lines[static_cast<std::size_t>(seq) - 1]);
+}
+
+json make_checkpoint(const ledger &l, const signing_key &key) {
+  l.verify_for_append();
+  const auto [seq, head] = l.head();
+  if (seq == 0)
+    throw integrity_error("the ledger is empty: nothing to checkpoint", l.path().string());
+  return sign_record({{"checkpoint", "prereg-ledger-head"},
+                      {"seq", seq},
+                      {"head", head},
+                      {"time", utc_now_rfc3339()},
+                      {"signer", key.fingerprint()}},
+                     key);
+}
+
+std::int64_t check_checkpoint(const ledger &l, const json &cp, const key_lookup &keys,
+                              const std::string &where) {
+  if (!cp.is_object() || cp.value("checkpoint", "") != "prereg-ledger-head" ||
+      !cp.contains("seq") || !cp["seq"].is_number_integer() || !cp.contains("head") ||
+      !cp["head"].is_string())
+    throw integrity_error("not a prereg ledger checkpoint", where);
+  const std::string signer = record_signer(cp);
+  const auto key = signer.empty() || !keys ? std::nullopt : keys(signer);
+  if (!key)
+    throw integrity_error(fmt::format("the checkpoint is signed by an unknown key {}",
+                                      signer.empty() ? "(none)" : signer),
+                          where);
+  if (!verify_record(cp, *key))
+    throw integrity_error("the checkpoint's signature does not verify (edited)", where);
+  const auto seq = cp["seq"].get<std::int64_t>();
+  const std::string head = cp["head"].get<std::string>();
+  const auto now = l.line_hash(seq);
+  if (!now)
+    throw integrity_error(fmt::format("the ledger no longer reaches checkpoint seq {} (it has {} "
+                                      "entries): entries were cut from its end",
+                                      seq, l.head().first),
+                          where);
+  if (*now != head)
+    throw integrity_error(fmt::format("ledger line {} no longer hashes to checkpoint head {} "
+                                      "(rewritten)",
+                                      seq, head.substr(0, 12)),
+                          where);
+  return seq;
 }
 
 namespace {
