@@ -83,6 +83,8 @@ printf '{"trusted_keys":["%s"]}\n' "$(printf 'a%.0s' $(seq 64))" >"$PREREG_STORE
 expect_exit 3 "a trust.json naming a missing key is refused" -- "$PREREG" audit "$forged"
 rm "$PREREG_STORE/trust.json"
 rm -rf "$PREREG_STORE" && mv "$work/store2" "$PREREG_STORE" # back to a store of our own key
+first=$(tail -n 1 "$work/b.out") # the last race's run from store2
+run_id=$(basename "$first")
 # The committed reports are signed by the two project keys: pinned, they audit clean.
 pins=()
 for k in "$PREREG_SOURCE_DIR"/.prereg/keys/*.pub; do pins+=(--trust "$(basename "$k" .pub)"); done
@@ -227,7 +229,7 @@ python3 -c 'import json,sys; h=json.load(open(sys.argv[1]))["run"]["ledger_head"
 expect_exit 0 "ledger checkpoint" -- "$PREREG" ledger checkpoint --out "$work/cp.json"
 expect_exit 0 "ledger verify --checkpoint" -- "$PREREG" ledger verify --checkpoint "$work/cp.json"
 expect_exit 0 "audit --checkpoint" -- "$PREREG" audit "$first" --checkpoint "$work/cp.json"
-grep -q "holds checkpoint(s) seq" "$work/out" || cat "$work/out"
+grep -q "holds checkpoint(s) seq" "$work/out" && pass "it says the ledger holds the checkpoint" || fail "checkpoint output"
 "$PREREG" run "$hash" --out "$out" --quiet >"$work/last.out" 2>/dev/null
 last=$(tail -n 1 "$work/last.out")
 cp -a "$PREREG_STORE" "$work/cut"
@@ -248,7 +250,7 @@ expect_exit 4 "a report copied to another folder name fails the audit" -- "$PRER
 grep -q "folder" "$work/out" && pass "names the folder" || fail "folder output: $(grep FAIL "$work/out")"
 mkdir -p "$out/other_id" && cp -a "$first" "$out/other_id/"
 expect_exit 4 "a report under another protocol's folder fails the audit" -- "$PREREG" audit "$out/other_id/$run_id"
-(cd "$work" && cp "$tiny" "${hash:0:4}" && "$PREREG" run "${hash:0:4}" --out "$out" --quiet >"$work/out" 2>"$work/err"; echo $? >"$work/rc")
+(cd "$work" && echo "not a protocol" >"${hash:0:4}" && "$PREREG" run "${hash:0:4}" --out "$out" --quiet >"$work/out" 2>"$work/err"; echo $? >"$work/rc")
 [ "$(cat "$work/rc")" -eq 0 ] && pass "run PREFIX with a same-named file here runs the frozen protocol" || fail "run ${hash:0:4}: $(cat "$work/err")"
 python3 - "$tiny" "$work" <<'PY'
 import sys
