@@ -258,11 +258,7 @@ int cmd_ledger(args_t args) {
   const trust_root t = resolve_trust(trust, s);
   const key_lookup keys = [&](const std::string &fp) { return t.find(s, fp); };
   const auto n = l.verify(keys);
-  std::vector<std::string> signers;
-  for (const auto &e : l.entries())
-    if (const auto fp = e.value("signer", ""); std::find(signers.begin(), signers.end(), fp) ==
-                                                   signers.end())
-      signers.push_back(fp);
+  const std::vector<std::string> signers = l.last_signers();
   std::string held;
   for (const auto &c : checkpoints) {
     const json cp = parse_json_strict(read_file(c, 1 << 16), c);

@@ -20,6 +20,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <stdexcept>
 
 namespace prereg {
@@ -744,11 +745,10 @@ run_history read_history(const audit_context &ctx) {
     std::vector<std::size_t> ends; ///< indices of its run-complete / run-aborted entries
   };
   std::vector<std::pair<std::string, run>> runs; // in run-start order
+  std::unordered_map<std::string, std::size_t> run_index; // run id -> index in `runs`
   const auto find_run = [&](const std::string &id) -> run * {
-    for (auto &[rid, r] : runs)
-      if (rid == id)
-        return &r;
-    return nullptr;
+    const auto it = run_index.find(id);
+    return it == run_index.end() ? nullptr : &runs[it->second].second;
   };
   const std::vector<std::int64_t> numbers = attempt_numbers(entries, hash);
   bool frozen = false;
@@ -787,8 +787,10 @@ run_history read_history(const audit_context &ctx) {
       if (const run *dup = find_run(id))
         h.problems.push_back(fmt::format("run {} starts twice (seq {} and seq {})", id,
                                          seq_text(entries[dup->start]), seq_text(e)));
-      else
+      else {
+        run_index.emplace(id, runs.size());
         runs.push_back({id, run{i, number, {}}});
+      }
     } else if (event == ledger_event::run_complete || event == ledger_event::run_aborted) {
       run *r = find_run(id);
       if (r == nullptr) {

@@ -2,6 +2,7 @@
 #include "prereg/ledger.hpp"
 
 #include "prereg/error.hpp"
+#include "prereg/fs.hpp"
 #include "prereg/signed_json.hpp"
 
 #include <fmt/format.h>
@@ -14,7 +15,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <ctime>
 #include <map>
 #include <mutex>
@@ -132,6 +135,7 @@ struct ledger::cache {
   std::vector<json> entries;      ///< the parsed lines, once entries() asked for them
   bool parsed = false;
   std::size_t verified = 0; ///< leading lines verified with the append keys
+  std::vector<std::string> signers; ///< the signers of the lines the last verification covered
 
   /// Splits `text` into lines; a last line without its newline is exit 3.
   void load(const std::string &text, const file_identity &identity,
@@ -213,7 +217,7 @@ std::shared_ptr<ledger::cache> cache_for(const std::filesystem::path &file) {
 
 namespace {
 void verify_lines(ledger::cache &c, const std::filesystem::path &file, const key_lookup &keys,
-                  std::size_t from, const std::string &prefix);
+                  std::size_t from, const std::string &prefix, const signing_key *own = nullptr);
 } // namespace
 
 ledger::ledger(std::filesystem::path file, key_lookup append_keys)
@@ -277,7 +281,7 @@ json ledger::append(json fields, const signing_key &key) {
     cache &c = *m_cache;
     if (!c.loaded || c.id != identity_of(st))
       c.load(fd.fd, m_file); // another process appended
-    verify_lines(c, m_file, m_append_keys, c.verified, "refusing to append: ");
+    verify_lines(c, m_file, m_append_keys, c.verified, "refusing to append: ", &key);
     fields["seq"] = c.lines.size() + 1;
     fields["time"] = utc_now_rfc3339();
     fields["prev"] = c.lines.empty() ? ledger_genesis : sha256_hex(c.lines.back());
@@ -323,12 +327,105 @@ json ledger::append(json fields, const signing_key &key) {
 
 namespace {
 
+/// The per-user verified-prefix cache of a ledger (docs/store.md, "Verification cost"):
+/// ${XDG_CACHE_HOME:-$HOME/.cache}/prereg/verified/<sha256 of the ledger's absolute path>.json,
+/// {"bytes", "lines", "sha256" (of the first `bytes` bytes), "signers"}. Outside the store, so
+/// that whoever can write the store cannot claim a forged prefix was verified.
+std::filesystem::path prefix_cache_path(const std::filesystem::path &file) {
+  std::filesystem::path base;
+  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    base = x;
+  else if (const char *h = std::getenv("HOME"); h && *h)
+    base = std::filesystem::path(h) / ".cache";
+  else
+    return {};
+  std::error_code ec;
+  const auto abs = std::filesystem::absolute(file, ec).lexically_normal();
+  return base / "prereg" / "verified" / (sha256_hex(abs.string()) + ".json");
+}
+
+/// The bytes of lines [0, n) with their newlines.
+std::string prefix_bytes(const std::vector<std::string> &lines, std::size_t n) {
+  std::string text;
+  for (std::size_t i = 0; i < n; ++i) {
+    text += lines[i];
+    text += '\n';
+  }
+  return text;
+}
+
+/// How many leading lines of `lines` the cache vouches for, given that `accepted` must accept
+/// every signer it records (0 if none, or the cache does not match the file).
+std::size_t cached_prefix(const std::filesystem::path &file, const std::vector<std::string> &lines,
+                          const std::function<bool(const std::string &)> &accepted,
+                          std::vector<std::string> &signers) {
+  const auto path = prefix_cache_path(file);
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::is_regular_file(path, ec))
+    return 0;
+  try {
+    const json c = parse_json_strict(read_file(path, 1 << 20), path.string());
+    const auto n = c.at("lines").get<std::size_t>();
+    if (n == 0 || n > lines.size() || sha256_hex(prefix_bytes(lines, n)) != c.at("sha256"))
+      return 0;
+    std::vector<std::string> who = c.at("signers").get<std::vector<std::string>>();
+    for (const auto &fp : who)
+      if (!accepted(fp))
+        return 0;
+    signers = std::move(who);
+    return n;
+  } catch (const std::exception &) {
+    return 0; // an unreadable cache is no cache
+  }
+}
+
+void store_prefix(const std::filesystem::path &file, const std::vector<std::string> &lines,
+                  const std::vector<std::string> &signers) {
+  const auto path = prefix_cache_path(file);
+  if (path.empty() || lines.empty())
+    return;
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    std::filesystem::permissions(path.parent_path(), std::filesystem::perms::owner_all, ec);
+    write_file_atomic(path,
+                      canonical_json({{"lines", lines.size()},
+                                      {"sha256", sha256_hex(prefix_bytes(lines, lines.size()))},
+                                      {"signers", signers}}),
+                      0600);
+  } catch (const std::exception &) {
+    // a cache that cannot be written costs time, not correctness
+  }
+}
+
 /// Checks lines [from, end) of `c` (seq order, the prev chain, canonical form, signatures);
 /// throws exit 3 naming the first bad seq, its message prefixed by `prefix`. Sets c.verified to
 /// the number of lines when all pass and `from` was c.verified.
 void verify_lines(ledger::cache &c, const std::filesystem::path &file, const key_lookup &keys,
-                  std::size_t from, const std::string &prefix) {
+                  std::size_t from, const std::string &prefix, const signing_key *own) {
   const auto &ls = c.lines;
+  // Each signer's key is looked up once (a lookup may read and parse a key file).
+  std::map<std::string, std::optional<public_key>> known;
+  const auto key_of = [&](const std::string &signer) -> const std::optional<public_key> & {
+    auto it = known.find(signer);
+    if (it == known.end()) {
+      std::optional<public_key> k;
+      if (own != nullptr && signer == own->fingerprint())
+        k = own->public_part(); // the key appending now vouches for its own entries
+      else if (!signer.empty() && keys)
+        k = keys(signer);
+      it = known.emplace(signer, std::move(k)).first;
+    }
+    return it->second;
+  };
+  const bool checks_signatures = keys || own != nullptr;
+  const bool whole = from == 0;
+  std::vector<std::string> signers;
+  if (from > 0 && from == c.verified)
+    signers = c.signers;
+  if (whole && checks_signatures)
+    from = cached_prefix(
+        file, ls, [&](const std::string &fp) { return key_of(fp).has_value(); }, signers);
   std::string prev = from == 0 ? ledger_genesis : sha256_hex(ls[from - 1]);
   for (std::size_t i = from; i < ls.size(); ++i) {
     const std::size_t expected_seq = i + 1;
@@ -363,8 +460,12 @@ void verify_lines(ledger::cache &c, const std::filesystem::path &file, const key
           fmt::format("{}ledger entry seq {} is not in canonical form (edited)", prefix,
                       expected_seq),
           where);
+    if (!checks_signatures) {
+      prev = sha256_hex(ls[i]); // a ledger handle without keys checks the chain only
+      continue;
+    }
     const std::string signer = record_signer(e);
-    const auto key = signer.empty() || !keys ? std::nullopt : keys(signer);
+    const auto &key = key_of(signer);
     if (!key)
       throw integrity_error(fmt::format("{}ledger entry seq {} is signed by an unknown key {}",
                                         prefix, expected_seq, signer.empty() ? "(none)" : signer),
@@ -374,31 +475,36 @@ void verify_lines(ledger::cache &c, const std::filesystem::path &file, const key
           fmt::format("{}ledger entry seq {} has an invalid signature (edited)", prefix,
                       expected_seq),
           where);
+    if (std::find(signers.begin(), signers.end(), signer) == signers.end())
+      signers.push_back(signer);
     prev = sha256_hex(ls[i]);
   }
-  if (from == c.verified)
-    c.verified = ls.size();
+  if (!checks_signatures)
+    return;
+  if (from < ls.size() || whole)
+    store_prefix(file, ls, signers);
+  c.signers = signers;
+  if (from == c.verified || whole)
+    c.verified = std::max(c.verified, ls.size());
 }
 
 } // namespace
 
 std::size_t ledger::verify(const key_lookup &keys) const {
   cache &c = current();
-  try {
-    (void)c.parse(m_file); // reuse the parsed entries when every line parses
-  } catch (const error &) {
-    // reported at its seq, in order with the other checks
-  }
   const std::size_t was_verified = c.verified;
-  verify_lines(c, m_file, keys, 0, "");
+  const key_lookup none = [](const std::string &) { return std::optional<public_key>(); };
+  verify_lines(c, m_file, keys ? keys : none, 0, "");
   c.verified = was_verified; // verified with `keys`, which need not be the append keys
   return c.lines.size();
 }
 
-void ledger::verify_for_append() const {
+void ledger::verify_for_append(const signing_key *own) const {
   cache &c = current();
-  verify_lines(c, m_file, m_append_keys, c.verified, "refusing to append: ");
+  verify_lines(c, m_file, m_append_keys, c.verified, "refusing to append: ", own);
 }
+
+const std::vector<std::string> &ledger::last_signers() const { return m_cache->signers; }
 
 std::pair<std::int64_t, std::string> ledger::head() const {
   const cache &c = current();

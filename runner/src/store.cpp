@@ -101,7 +101,7 @@ freeze_outcome store::freeze(std::string_view source, const protocol &p,
   const std::string canonical = canonical_json(body);
   const std::string hash = protocol_hash(body);
   file_lock lock(lock_path());
-  get_ledger().verify_for_append(); // before anything is written
+  get_ledger().verify_for_append(&key); // before anything is written
   const auto dir = protocol_dir(hash);
   if (fs::exists(dir / "freeze.json")) {
     (void)load(hash); // an existing copy must still be intact

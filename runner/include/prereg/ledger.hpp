@@ -42,8 +42,8 @@ using key_lookup = std::function<std::optional<public_key>(const std::string &fi
 /// around any read whose result decides what to append. Handles are for one thread at a time.
 class ledger {
 public:
-  /// `append_keys` are the keys append() verifies the chain with before it writes (empty: the
-  /// chain is still checked, every signer is unknown).
+  /// `append_keys` are the keys append() verifies the chain with before it writes, besides the
+  /// appending key itself (empty: seq, chain and canonical form are checked, not signatures).
   explicit ledger(std::filesystem::path file, key_lookup append_keys = {});
 
   /// Appends `fields` (event, protocol_hash, and any extra members) as the next entry, adding
@@ -61,12 +61,19 @@ public:
   [[nodiscard]] const std::vector<json> &entries() const;
 
   /// Checks seq order, the prev chain and every signature (keys from `keys`); throws `error`
-  /// (exit 3) naming the first bad seq. Returns the number of entries.
+  /// (exit 3) naming the first bad seq. Returns the number of entries. A prefix that this user's
+  /// verified-prefix cache (outside the store) records as verified, byte for byte, with
+  /// signers that `keys` all accept, is not checked again; the cache is updated after.
   std::size_t verify(const key_lookup &keys) const;
 
-  /// verify() with the append keys, incrementally: the lines already verified in this process
-  /// (an unchanged prefix of the file) are not checked again.
-  void verify_for_append() const;
+  /// verify() with the append keys (and `own`, the key about to append, whose entries it
+  /// vouches for), incrementally: the lines already verified in this process (an unchanged
+  /// prefix of the file) are not checked again. A handle made without append keys checks seq,
+  /// chain and canonical form only.
+  void verify_for_append(const signing_key *own = nullptr) const;
+
+  /// The signers (fingerprints, first-use order) of every entry the last verification covered.
+  [[nodiscard]] const std::vector<std::string> &last_signers() const;
 
   /// The last entry's seq and the SHA-256 hex of its line (0 and the genesis if empty).
   [[nodiscard]] std::pair<std::int64_t, std::string> head() const;
