@@ -153,7 +153,8 @@ TEST_CASE("a fresh report passes every check, in the fixed order") {
     REQUIRE(lines.size() == 11);
     for (std::size_t i = 0; i < 10; ++i)
       CHECK(lines[i].rfind("PASS " + order[i] + ": ", 0) == 0);
-    CHECK(lines[10].rfind("audit PASSED: all 10 checks pass", 0) == 0);
+    CHECK(lines[10].rfind("trust: signer(s) " + lab.key().fingerprint() + "; NOT PINNED", 0) == 0);
+    CHECK(lines[11].rfind("audit PASSED: all 10 checks pass", 0) == 0);
   }
   SUBCASE("json: the checks for CI") {
     const json j = parse_json_strict(render_audit_json(r), "audit.json");
@@ -579,22 +580,35 @@ TEST_CASE("audit failure details name the cause") {
     resign(dir, report, other);
     const auto r = audit(lab, dir);
     CHECK(detail_of(r, "envelope").find("unknown key " + other.fingerprint()) != std::string::npos);
-    SUBCASE("--trust with that key's file makes the envelope pass") {
+    SUBCASE("--trust pins: that key alone passes the envelope, and the store's key is no longer "
+            "accepted for the freeze record and the ledger") {
       other.save(lab.root / "other.key");
       const auto keys = load_trusted_keys(std::vector<fs::path>{lab.root / "other.pub"});
       REQUIRE(keys.size() == 1);
       const auto t = audit(lab, dir, keys);
       CHECK(detail_of(t, "envelope").find("verify over DSSE PAE") != std::string::npos);
-      CHECK(list(t.failed()).empty()); // same bytes, now by a signer the user trusts
+      CHECK(list(t.failed()) == "freeze, ledger");
+      CHECK(t.trust.find("pinned by --trust (1 key(s))") != std::string::npos);
     }
-    SUBCASE("--trust with a folder of *.pub") {
+    SUBCASE("--trust with a folder of *.pub holding both keys: all pass, pinned") {
       fs::create_directories(lab.root / "trust");
       other.save(lab.root / "trust" / "other.key");
       fs::remove(lab.root / "trust" / "other.key");
+      write_file_atomic(lab.root / "trust" / "mine.pub", key.public_part().pem());
       const auto keys = load_trusted_keys(std::vector<fs::path>{lab.root / "trust"});
-      REQUIRE(keys.size() == 1);
-      CHECK(keys[0].fingerprint() == other.fingerprint());
-      CHECK(list(audit(lab, dir, keys).failed()).empty());
+      REQUIRE(keys.size() == 2);
+      const auto t = audit(lab, dir, keys);
+      CHECK(list(t.failed()).empty()); // same bytes, now by signers the user pinned
+      CHECK(t.trust.find(other.fingerprint()) != std::string::npos);
+      CHECK(t.trust.find(key.fingerprint()) != std::string::npos);
+    }
+    SUBCASE("--trust by fingerprint names a key in the store") {
+      lab.st().add_key(other.public_part());
+      const trust_root t =
+          resolve_trust({other.fingerprint(), key.fingerprint()}, lab.st());
+      CHECK(list(audit_report(dir, lab.st(), t).failed()).empty());
+      const trust_root only_mine = resolve_trust({key.fingerprint()}, lab.st());
+      CHECK(list(audit_report(dir, lab.st(), only_mine).failed()) == "envelope");
     }
   }
   SUBCASE("an attempt changed with the ledger rewritten to the new report's sha256") {
@@ -660,8 +674,10 @@ TEST_CASE("the history names every run of the protocol, aborted ones included") 
 }
 
 TEST_CASE("the history check fails on a run sequence that is not what runs write") {
-  // Runs 1 (aborted), 2 and 3 (completed). Every plant keeps run 2's own entries intact, so
-  // the ledger check passes and only history can catch it.
+  // Runs 1 (aborted), 2 and 3 (completed). Every plant keeps run 2's own entries intact, but
+  // re-writes (re-times, re-chains, re-signs) the whole ledger, so run 2's report no longer
+  // finds the ledger head it extended (run.ledger_head): the ledger check fails on that alone,
+  // and history must catch the planted sequence.
   temp_lab lab;
   lab.freeze();
   fake_plants failing;
@@ -690,12 +706,13 @@ TEST_CASE("the history check fails on a run sequence that is not what runs write
       es.erase(es.begin() + static_cast<std::ptrdiff_t>(index_of(es, "run-aborted", first_id)));
     });
     const audit_result r = audit(lab, second);
-    CHECK(list(r.failed()).empty());
+    CHECK(list(r.failed()) == "ledger"); // the rewrite, through the witness; history passes
+    CHECK(detail_of(r, "ledger").find("ledger head") != std::string::npos);
     CHECK(r.history.find("run 1 started ") != std::string::npos);
     CHECK(r.history.find("has no end recorded") != std::string::npos);
   }
 
-  std::string expected_failed = "history";
+  std::string expected_failed = "ledger, history"; // ledger: the witness of the rewrite
   std::string expected_detail;
   SUBCASE("a later run's run-start removed, its run-complete kept") {
     replant_ledger(lab, [&](std::vector<json> &es) {

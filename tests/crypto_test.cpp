@@ -326,10 +326,39 @@ TEST_CASE("signing_key::save and load round trip with modes 0600 and 0644") {
   CHECK(prereg::public_key::from_pem(prereg::read_file(pub_path), "p").fingerprint() ==
         key.fingerprint());
 
-  SUBCASE("saving over an existing key replaces it") {
+  SUBCASE("saving over an existing key needs force, and then replaces it") {
     const auto again = prereg::signing_key::generate();
-    again.save(path);
+    const auto e = caught([&] { again.save(path); });
+    CHECK(e.code() == exit_code::invalid);
+    CHECK(prereg::signing_key::load(path).fingerprint() == key.fingerprint());
+    again.save(path, true);
     CHECK(prereg::signing_key::load(path).fingerprint() == again.fingerprint());
+    CHECK(prereg::read_file(pub_path) == again.public_part().pem());
+  }
+  SUBCASE("an existing .pub or a dangling link is not overwritten without force") {
+    const auto other = tmp.path / "other.key";
+    prereg::write_file_atomic(tmp.path / "other.pub", "keep");
+    CHECK(caught([&] { key.save(other); }).code() == exit_code::invalid);
+    CHECK(prereg::read_file(tmp.path / "other.pub") == "keep");
+    CHECK_FALSE(fs::exists(other));
+    fs::create_symlink(tmp.path / "nowhere" / "x.key", tmp.path / "dangling.key");
+    CHECK(caught([&] { key.save(tmp.path / "dangling.key"); }).code() == exit_code::invalid);
+    CHECK(fs::is_symlink(tmp.path / "dangling.key"));
+  }
+  SUBCASE("a key in a folder writable by others is refused; a sticky one is not") {
+    fs::create_directories(tmp.path / "open");
+    fs::permissions(tmp.path / "open", fs::perms::all);
+    try {
+      key.save(tmp.path / "open" / "k2.key");
+      FAIL("no error");
+    } catch (const prereg::error &e) {
+      CHECK(e.code() == exit_code::integrity);
+      CHECK(std::string(e.what()).find("chmod o-w") != std::string::npos);
+    }
+    fs::permissions(tmp.path / "open", fs::perms::all | fs::perms::sticky_bit);
+    key.save(tmp.path / "open" / "k3.key");
+    CHECK(prereg::signing_key::load(tmp.path / "open" / "k3.key").fingerprint() ==
+          key.fingerprint());
   }
   SUBCASE("a path ending in .pub is refused") {
     const auto e = caught([&] { key.save(tmp.path / "signing.pub"); });

@@ -429,7 +429,7 @@ TEST_CASE("fuzzer regressions: audited report folders") {
     }
     prereg::write_file_atomic(dir / "report.json", report);
     prereg::write_file_atomic(dir / "report.dsse.json", envelope);
-    const auto r = prereg::audit_report(dir, s, {});
+    const auto r = prereg::audit_report(dir, s, prereg::resolve_trust({}, s));
     CHECK(r.checks.size() == prereg::audit_check_names().size());
     CHECK_FALSE(r.passed());
     fs::remove_all(dir);

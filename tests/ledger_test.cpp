@@ -225,3 +225,46 @@ TEST_CASE("attempts_of counts the run-starts of one protocol; next_attempt is on
     if (attempt_numbers(entries, "a")[i] != 0)
       CHECK(attempt_numbers(entries, "a")[i] == attempts_of(std::span(entries).first(i + 1), "a"));
 }
+
+TEST_CASE("issue 16: a store's appends verify the chain first; checkpoints; the prefix cache") {
+  temp_dir tmp;
+  const signing_key key = signing_key::generate();
+  const store s(tmp.path / "store");
+  s.add_key(key.public_part());
+  ledger l = s.get_ledger();
+  l.append({{"event", ledger_event::freeze}, {"protocol_hash", "h"}}, key);
+  l.append(start_of("h", "r1", 1), key);
+  const key_lookup keys = [&](const std::string &fp) { return s.find_key(fp); };
+  REQUIRE(l.verify(keys) == 2);
+  const json cp = make_checkpoint(l, key);
+  CHECK(check_checkpoint(l, cp, keys, "cp") == 2);
+  std::string text = read_file(l.path());
+
+  SUBCASE("an edited line is refused before anything is appended, by a fresh process too") {
+    const auto at = text.find("\"attempt\":1");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 11, "\"attempt\":7");
+    write_file_atomic(l.path(), text);
+    const store fresh(tmp.path / "store");
+    CHECK_THROWS_WITH_AS(fresh.get_ledger().append(start_of("h", "r2", 2), key),
+                         doctest::Contains("refusing to append: ledger entry seq 2"), error);
+    CHECK(read_file(l.path()) == text);
+    // the verified-prefix cache holds the old bytes: it is not taken for the new ones
+    CHECK_THROWS_AS((void)l.verify(keys), error);
+  }
+  SUBCASE("a cut tail fails the checkpoint") {
+    write_file_atomic(l.path(), text.substr(0, text.find('\n') + 1));
+    CHECK_THROWS_WITH_AS((void)check_checkpoint(l, cp, keys, "cp"),
+                         doctest::Contains("no longer reaches checkpoint seq 2"), error);
+  }
+  SUBCASE("a prefix verified with one key is not reused when that key is not accepted") {
+    const key_lookup none = [](const std::string &) { return std::optional<public_key>(); };
+    CHECK_THROWS_WITH_AS((void)l.verify(none), doctest::Contains("unknown key"), error);
+  }
+  SUBCASE("an edited checkpoint is refused") {
+    json bad = cp;
+    bad["seq"] = 1;
+    CHECK_THROWS_WITH_AS((void)check_checkpoint(l, bad, keys, "cp"),
+                         doctest::Contains("does not verify"), error);
+  }
+}

@@ -86,7 +86,7 @@ TEST_CASE("run writes a complete, canonical, signed report folder and ledger ent
   REQUIRE(fs::is_directory(dir));
   CHECK(dir.parent_path() == lab.out_dir / "fake_ln");
   CHECK(std::regex_match(dir.filename().string(),
-                         std::regex("[0-9]{8}T[0-9]{6}Z-" + lab.hash.substr(0, 12))));
+                         std::regex("[0-9]{8}T[0-9]{6}Z-" + lab.hash.substr(0, 12) + "-[0-9a-f]{6}")));
   std::vector<std::string> files;
   for (const auto &e : fs::directory_iterator(dir))
     files.push_back(e.path().filename().string());

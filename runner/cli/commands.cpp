@@ -4,6 +4,7 @@
 #include "prereg/build_info.hpp"
 #include "prereg/crypto.hpp"
 #include "prereg/error.hpp"
+#include "prereg/expr.hpp"
 #include "prereg/fs.hpp"
 #include "prereg/json.hpp"
 #include "prereg/keyring.hpp"
@@ -64,11 +65,35 @@ bool is_yaml_path(const std::string &path) {
   return path.ends_with(".yaml") || path.ends_with(".yml");
 }
 
-protocol parse_protocol_file(const std::string &file, std::string *bytes_out = nullptr) {
-  std::string bytes = read_file(file);
+/// The signing key path that --key (or the environment) names, or empty if there is none.
+std::filesystem::path configured_key_path(const std::string &flag) {
+  try {
+    return default_key_path(flag);
+  } catch (const error &) {
+    return {};
+  }
+}
+
+protocol parse_protocol_file(const std::string &file, const std::string &key_flag,
+                             std::string *bytes_out = nullptr) {
+  std::string bytes = read_protocol_file(file, configured_key_path(key_flag));
   protocol p = parse_protocol(bytes, file);
   if (bytes_out) *bytes_out = std::move(bytes);
   return p;
+}
+
+/// Warns on stderr about each prediction whose outcome does not depend on the data.
+void warn_vacuous_predictions(const protocol &p) {
+  std::vector<std::string> arm_ids;
+  for (const auto &a : p.arms) arm_ids.push_back(a.id);
+  for (const auto &pr : p.predictions) {
+    const auto outcome = expectation::parse(pr.expect, arm_ids, "").constant_outcome();
+    if (outcome)
+      fmt::print(stderr,
+                 "prereg: warning: prediction {} ({}) {} holds for any values of its arms: no "
+                 "measurement can decide it\n",
+                 pr.id, escape_control(pr.expect), *outcome ? "always" : "never");
+  }
 }
 
 int cmd_freeze(args_t args) {
@@ -80,11 +105,16 @@ int cmd_freeze(args_t args) {
   app.add_option("FILE", file, "protocol YAML")->required();
   if (!parse(app, args)) return 0;
   std::string bytes;
-  const protocol p = parse_protocol_file(file, &bytes);
+  const protocol p = parse_protocol_file(file, o.key_file, &bytes);
+  warn_vacuous_predictions(p);
   const signing_key key = load_or_create_key(default_key_path(o.key_file));
   const store s = o.open_store();
   const freeze_outcome r =
       s.freeze(bytes, p, key, std::filesystem::absolute(file).parent_path());
+  if (r.repaired)
+    fmt::print("{} was stored but its freeze was not in the ledger (an interrupted freeze): "
+               "recorded it now\n",
+               p.id);
   if (r.already_frozen && r.cosmetic_only)
     fmt::print("{} is already frozen (nothing written): this file differs from the frozen source "
                "only in comments or formatting, and `prereg run {}` runs the frozen protocol\n",
@@ -104,7 +134,8 @@ int cmd_check(args_t args) {
   std::string file;
   app.add_option("FILE", file, "protocol YAML")->required();
   if (!parse(app, args)) return 0;
-  const protocol p = parse_protocol_file(file);
+  const protocol p = parse_protocol_file(file, "");
+  warn_vacuous_predictions(p);
   // Outside arms: their files must exist; a plugin's table must name the arm as the protocol
   // uses it (loading it runs its code: check holds no key).
   const auto dir = std::filesystem::absolute(file).parent_path();
@@ -113,9 +144,10 @@ int cmd_check(args_t args) {
     const auto path = outside_file(dir, a.file);
     const std::string digest = outside_file_sha256(path, a.id);
     if (a.source == arm_source::plugin) (void)load_plugin_arm(path, a.entry, p, a.id);
-    fmt::print("  arm {}: {} sha256 {}\n", a.id, a.label(), digest.substr(0, 16));
+    fmt::print("  arm {}: {} sha256 {}\n", a.id, escape_control(a.label()), digest.substr(0, 16));
   }
-  fmt::print("{}: valid protocol {} ({} arms, {} predictions)\n", file, p.id, p.arms.size(),
+  fmt::print("{}: valid protocol {} ({} arms, {} predictions)\n", escape_control(file), p.id,
+             p.arms.size(),
              p.predictions.size());
   fmt::print("{}\n", protocol_hash(p));
   return 0;
@@ -129,9 +161,9 @@ int cmd_canon(args_t args) {
   if (!parse(app, args)) return 0;
   std::string out;
   if (is_yaml_path(file))
-    out = canonical_json(to_json(parse_protocol_file(file)));
+    out = canonical_json(to_json(parse_protocol_file(file, "")));
   else
-    out = canonical_json(parse_json_strict(read_file(file), file));
+    out = canonical_json(parse_json_strict(read_protocol_file(file, configured_key_path("")), file));
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }
@@ -144,12 +176,8 @@ int cmd_keygen(args_t args) {
   app.add_flag("--force", force, "replace an existing key");
   if (!parse(app, args)) return 0;
   const auto path = default_key_path(o.key_file);
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !force)
-    throw invalid_input("a signing key already exists there; use --force to replace it",
-                        path.string());
   const signing_key key = signing_key::generate();
-  key.save(path);
+  key.save(path, force); // without --force: refused if the key, its .pub or a link is there
   fmt::print(stderr, "prereg: wrote {} (mode 0600) and its public key beside it\n",
              path.string());
   fmt::print("{}\n", key.fingerprint());
@@ -167,7 +195,7 @@ int cmd_list(args_t args) {
   for (const auto &h : s.hashes()) {
     const frozen_protocol fp = s.load(h);
     fmt::print("{:<64}  {:<24}  {:<27}  {:>4}  {}\n", h, fp.proto.id,
-               fp.freeze.value("frozen_at", ""), attempts_of(entries, h), fp.proto.title);
+               fp.freeze.value("frozen_at", ""), attempts_of(entries, h), escape_control(fp.proto.title));
   }
   return 0;
 }
@@ -183,13 +211,15 @@ int cmd_show(args_t args) {
   const frozen_protocol fp = s.load(s.resolve(hash));
   fmt::print("protocol {}\n  id: {}\n  title: {}\n  hypothesis: {}\n  device: {}  operation: {}  "
              "dtype: {}\n",
-             fp.hash, fp.proto.id, fp.proto.title, fp.proto.hypothesis, fp.proto.device,
+             fp.hash, fp.proto.id, escape_control(fp.proto.title),
+             escape_control(fp.proto.hypothesis), fp.proto.device,
              fp.proto.op, to_string(fp.proto.type));
   fmt::print("  arms:");
   for (const auto &a : fp.proto.arms) fmt::print(" {}={}", a.id, a.kernel);
   fmt::print("\n  predictions:\n");
   for (const auto &pr : fp.proto.predictions)
-    fmt::print("    {}: {}  [expect {}]\n", pr.id, pr.claim, pr.expect);
+    fmt::print("    {}: {}  [expect {}]\n", pr.id, escape_control(pr.claim),
+               escape_control(pr.expect));
   fmt::print("freeze record\n  frozen_at: {}\n  signer: {}\n  source_sha256: {}\n  tool_version: "
              "{}\n  kernels:\n",
              fp.freeze.value("frozen_at", ""), fp.freeze.value("signer", ""),
@@ -205,22 +235,54 @@ int cmd_show(args_t args) {
                e.value("event", ""), e.value("run_id", ""),
                e.contains("report_sha256")
                    ? " report " + e.value("report_sha256", "").substr(0, 16)
-                   : (e.contains("reason") ? " (" + e.value("reason", "") + ")" : ""));
+                   : (e.contains("reason") ? " (" + escape_control(e.value("reason", "")) + ")"
+                                           : ""));
   }
   if (n == 0) fmt::print("  (none)\n");
   return 0;
 }
 
 int cmd_ledger(args_t args) {
-  CLI::App app{"check the ledger: `prereg ledger verify`", "ledger"};
+  CLI::App app{"check the ledger, or write a signed checkpoint of its head", "ledger"};
   common_options o;
   std::string action;
+  std::vector<std::string> trust;
+  std::vector<std::string> checkpoints;
+  std::string out;
   o.add_store(app);
-  app.add_option("ACTION", action, "verify")->required()->check(CLI::IsMember({"verify"}));
+  o.add_key(app);
+  app.add_option("ACTION", action, "verify | checkpoint")
+      ->required()
+      ->check(CLI::IsMember({"verify", "checkpoint"}));
+  app.add_option("--trust", trust,
+                 "verify: accept only this signer: a PEM FILE, a DIR of *.pub or a FINGERPRINT "
+                 "(repeatable)");
+  app.add_option("--checkpoint", checkpoints,
+                 "verify: fail unless the ledger still holds this checkpoint FILE (repeatable)");
+  app.add_option("--out", out, "checkpoint: write it to FILE (else stdout)");
   if (!parse(app, args)) return 0;
   const store s = o.open_store();
-  const auto n = s.get_ledger().verify([&](const std::string &fp) { return s.find_key(fp); });
-  fmt::print("ok {} entries\n", n);
+  const ledger l = s.get_ledger();
+  if (action == "checkpoint") {
+    const signing_key key = load_or_create_key(default_key_path(o.key_file));
+    const std::string text = canonical_json(make_checkpoint(l, key)) + "\n";
+    if (out.empty())
+      fmt::print("{}", text);
+    else
+      write_file_atomic(out, text);
+    return 0;
+  }
+  const trust_root t = resolve_trust(trust, s);
+  const key_lookup keys = [&](const std::string &fp) { return t.find(s, fp); };
+  const auto n = l.verify(keys);
+  const std::vector<std::string> signers = l.last_signers();
+  std::string held;
+  for (const auto &c : checkpoints) {
+    const json cp = parse_json_strict(read_file(c, 1 << 16), c);
+    held += fmt::format(", holds checkpoint seq {}", check_checkpoint(l, cp, keys, c));
+  }
+  fmt::print("ok {} entries{}\n", n, held);
+  fmt::print("trust: {}\n", escape_control(t.describe(s, signers)));
   return 0;
 }
 
@@ -361,15 +423,20 @@ int cmd_audit(args_t args) {
   common_options o;
   std::string dir;
   std::vector<std::string> trust;
+  std::vector<std::string> checkpoints;
   bool as_json = false;
   o.add_store(app);
   app.add_option("REPORT_DIR", dir, "a report folder")->required();
-  app.add_option("--trust", trust, "trusted public key: a PEM FILE or a DIR of *.pub (repeatable)");
+  app.add_option("--trust", trust,
+                 "accept only this signer: a PEM FILE, a DIR of *.pub or a FINGERPRINT of a key "
+                 "in the store (repeatable)");
+  app.add_option("--checkpoint", checkpoints,
+                 "fail unless the ledger still holds this checkpoint FILE (repeatable)");
   app.add_flag("--json", as_json, "print the checks as JSON");
   if (!parse(app, args)) return 0;
   const store s = o.open_store();
-  std::vector<std::filesystem::path> trust_paths(trust.begin(), trust.end());
-  const audit_result r = audit_report(dir, s, load_trusted_keys(trust_paths));
+  const audit_result r = audit_report(dir, s, resolve_trust(trust, s),
+                                      {checkpoints.begin(), checkpoints.end()});
   fmt::print("{}", as_json ? render_audit_json(r) : render_audit_text(r));
   return static_cast<int>(r.exit());
 }
@@ -469,7 +536,8 @@ constexpr command commands[] = {
     {"keygen", "create an Ed25519 signing key pair", cmd_keygen},
     {"list", "list frozen protocols", cmd_list},
     {"show", "show a frozen protocol, its freeze record and its runs", cmd_show},
-    {"ledger", "`ledger verify`: check the ledger chain and signatures", cmd_ledger},
+    {"ledger", "`ledger verify` the chain and signatures; `ledger checkpoint` its head",
+     cmd_ledger},
     {"arms", "the kernels this build knows; runnable here after probing", cmd_arms},
     {"devices", "probe the cpu and cuda devices: usable here, or why not", cmd_devices},
     {"help", "help on a command", cmd_help},

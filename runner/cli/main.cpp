@@ -12,10 +12,10 @@ int main(int argc, char **argv) {
   try {
     return prereg::cli::run_command_line(argc, argv);
   } catch (const prereg::error &e) {
-    fmt::print(stderr, "prereg: error: {}\n", e.line());
+    fmt::print(stderr, "prereg: error: {}\n", prereg::escape_control(e.line()));
     return static_cast<int>(e.code());
   } catch (const std::exception &e) {
-    fmt::print(stderr, "prereg: error: internal: {}\n", e.what());
+    fmt::print(stderr, "prereg: error: internal: {}\n", prereg::escape_control(e.what()));
     return 1;
   }
 }

@@ -21,6 +21,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <stdexcept>
 
 namespace prereg {
@@ -187,8 +188,9 @@ struct envelope_view {
 
 class audit_context {
 public:
-  audit_context(fs::path dir, const store &s, const std::vector<public_key> &trusted)
-      : m_dir(std::move(dir)), m_store(s), m_trusted(trusted) {
+  audit_context(fs::path dir, const store &s, const trust_root &trust,
+                const std::vector<fs::path> &checkpoints)
+      : m_dir(std::move(dir)), m_store(s), m_trust(trust), m_checkpoints(checkpoints) {
     const auto path = m_dir / "report.json";
     try {
       if (!fs::exists(path))
@@ -249,16 +251,20 @@ public:
     return *m_report;
   }
 
-  /// The signer's key from --trust or the store's keys/, or nullopt.
+  /// The signer's key as the trust root accepts it, or nullopt; remembers who signed.
   [[nodiscard]] std::optional<public_key> key(const std::string &fingerprint) const {
-    for (const auto &k : m_trusted)
-      if (k.fingerprint() == fingerprint)
-        return k;
-    try {
-      return m_store.find_key(fingerprint);
-    } catch (const std::exception &) {
-      return std::nullopt; // a key file that does not match its name is no key
-    }
+    auto k = m_trust.find(m_store, fingerprint);
+    if (k && std::find(m_signers.begin(), m_signers.end(), fingerprint) == m_signers.end())
+      m_signers.push_back(fingerprint);
+    return k;
+  }
+  [[nodiscard]] const trust_root &trust() const { return m_trust; }
+  [[nodiscard]] const std::vector<fs::path> &checkpoints() const { return m_checkpoints; }
+  [[nodiscard]] const std::vector<std::string> &signers() const { return m_signers; }
+  /// Where an unknown signer's key would have to be, for messages.
+  [[nodiscard]] std::string key_source() const {
+    return m_trust.pinned() ? "the keys pinned by " + m_trust.source
+                            : (m_store.root() / "keys").string();
   }
   [[nodiscard]] key_lookup lookup() const {
     return [this](const std::string &fp) { return key(fp); };
@@ -304,16 +310,35 @@ public:
   }
   /// The raw run rebuilt from the report's recorded data (a version-1 report's missing raw
   /// fields from its defects' evidence, where the defects parse).
+  /// Every count is bounded first by the protocol's (a report's own numbers size the work):
+  /// no more cells than the plan, no cell with more samples than the repetitions.
   [[nodiscard]] raw_run raw() const {
-    return report_to_raw(doc(report_part::schema_version | report_part::environment |
-                             report_part::instrument | report_part::correctness |
-                             report_part::cells));
+    const report_document &d =
+        doc(report_part::schema_version | report_part::environment | report_part::instrument |
+            report_part::correctness | report_part::cells);
+    const protocol p = proto();
+    const auto plan = static_cast<std::size_t>(p.arms.size() * p.passes.size() * p.rows.size() *
+                                               p.cols.size());
+    if (d.cells.size() > plan)
+      fail(fmt::format("the report holds {} cells, more than the protocol's {}", d.cells.size(),
+                       plan));
+    if (d.correctness.size() > plan)
+      fail(fmt::format("the report holds {} correctness records, more than the protocol's {} "
+                       "cells",
+                       d.correctness.size(), plan));
+    for (std::size_t i = 0; i < d.cells.size(); ++i)
+      if (d.cells[i].samples_ms.size() > static_cast<std::size_t>(p.measurement.repetitions))
+        fail(fmt::format("cells[{}] holds {} samples, more than the protocol's {} repetitions",
+                         i, d.cells[i].samples_ms.size(), p.measurement.repetitions));
+    return report_to_raw(d);
   }
 
 private:
   fs::path m_dir;
   const store &m_store;
-  const std::vector<public_key> &m_trusted;
+  const trust_root &m_trust;
+  const std::vector<fs::path> &m_checkpoints;
+  mutable std::vector<std::string> m_signers; ///< accepted signers, in first-use order
   std::optional<std::string> m_bytes;
   std::optional<json> m_report;
   std::string m_report_error;
@@ -338,9 +363,8 @@ std::string check_envelope(const audit_context &ctx) {
     const std::string sig_b64 = get_string(member(s, "sig", w), w + ".sig");
     const auto key = ctx.key(keyid);
     if (!key)
-      fail(fmt::format("signature {} is by an unknown key {} (not in {} nor --trust)", i,
-                       keyid.empty() ? "(empty keyid)" : keyid,
-                       (ctx.st().root() / "keys").string()));
+      fail(fmt::format("signature {} is by an unknown key {} (not in {})", i,
+                       keyid.empty() ? "(empty keyid)" : keyid, ctx.key_source()));
     std::string sig;
     try {
       sig = base64_decode(sig_b64);
@@ -427,7 +451,8 @@ std::string check_freeze(const audit_context &ctx) {
     fail("the freeze record is not signed");
   const auto key = ctx.key(signer);
   if (!key)
-    fail(fmt::format("the freeze record is signed by an unknown key {}", signer));
+    fail(fmt::format("the freeze record is signed by an unknown key {} (not in {})", signer,
+                     ctx.key_source()));
   if (!verify_record(record, *key))
     fail("the freeze record's signature does not verify");
   const std::string frozen_at =
@@ -618,6 +643,18 @@ std::string check_ledger(const audit_context &ctx) {
       aborts.push_back(&e);
     }
   }
+  // The report is tied to its place: reports/<protocol id>/<run id>/.
+  const fs::path folder = fs::absolute(ctx.dir()).lexically_normal();
+  const std::string folder_name =
+      (folder.has_filename() ? folder : folder.parent_path()).filename().string();
+  const std::string parent_name =
+      (folder.has_filename() ? folder : folder.parent_path()).parent_path().filename().string();
+  if (folder_name != run_id)
+    fail(fmt::format("the report folder is named {}, not its run.run_id {}", folder_name, run_id));
+  const std::string protocol_id = ctx.proto().id;
+  if (parent_name != protocol_id)
+    fail(fmt::format("the report folder is in a folder named {}, not its protocol id {}",
+                     parent_name, protocol_id));
   if (starts.empty())
     fail(fmt::format("the ledger holds no run-start for run {} of protocol {}", run_id,
                      short_hash(hash)));
@@ -649,9 +686,34 @@ std::string check_ledger(const audit_context &ctx) {
     if (e->value("attempt", std::int64_t{-1}) != position)
       fail(fmt::format("ledger entry seq {} records attempt {}, not {}", seq(*e),
                        e->value("attempt", std::int64_t{-1}), position));
+  std::string witnessed;
+  if (const auto &head = ctx.doc(report_part::run).run.ledger_head) {
+    if (head->seq + 1 != seq(start))
+      fail(fmt::format("the report records ledger head seq {}, but its run-start is seq {}",
+                       head->seq, seq(start)));
+    const auto now = head->seq == 0 ? std::optional<std::string>(ledger_genesis)
+                                    : l.line_hash(head->seq);
+    if (now != head->sha256)
+      fail(fmt::format("the report records ledger head seq {} with sha256 {}, which the ledger "
+                       "no longer holds",
+                       head->seq, short_hash(head->sha256)));
+    witnessed = fmt::format("; the ledger still holds the head it extended (seq {})", head->seq);
+  }
+  std::vector<std::string> held;
+  for (const auto &path : ctx.checkpoints()) {
+    try {
+      const json cp = parse_json_strict(read_file(path, 1 << 16), path.string());
+      held.push_back(
+          fmt::format("seq {}", check_checkpoint(l, cp, ctx.lookup(), path.string())));
+    } catch (const error &e) {
+      fail(fmt::format("checkpoint {}: {}", path.string(), e.what()));
+    }
+  }
+  if (!held.empty())
+    witnessed += fmt::format("; it holds checkpoint(s) {}", fmt::join(held, ", "));
   return fmt::format("ledger verifies ({} entries); run {} started at seq {} and completed at "
-                     "seq {} with this report's sha256; attempt {}",
-                     n, run_id, seq(start), seq(complete), attempt);
+                     "seq {} with this report's sha256; attempt {}{}",
+                     n, run_id, seq(start), seq(complete), attempt, witnessed);
 }
 
 /// The history of a protocol's runs in the ledger (docs/audit.md, `history`): the line that
@@ -687,11 +749,10 @@ run_history read_history(const audit_context &ctx) {
     std::vector<std::size_t> ends; ///< indices of its run-complete / run-aborted entries
   };
   std::vector<std::pair<std::string, run>> runs; // in run-start order
+  std::unordered_map<std::string, std::size_t> run_index; // run id -> index in `runs`
   const auto find_run = [&](const std::string &id) -> run * {
-    for (auto &[rid, r] : runs)
-      if (rid == id)
-        return &r;
-    return nullptr;
+    const auto it = run_index.find(id);
+    return it == run_index.end() ? nullptr : &runs[it->second].second;
   };
   const std::vector<std::int64_t> numbers = attempt_numbers(entries, hash);
   bool frozen = false;
@@ -730,8 +791,10 @@ run_history read_history(const audit_context &ctx) {
       if (const run *dup = find_run(id))
         h.problems.push_back(fmt::format("run {} starts twice (seq {} and seq {})", id,
                                          seq_text(entries[dup->start]), seq_text(e)));
-      else
+      else {
+        run_index.emplace(id, runs.size());
         runs.push_back({id, run{i, number, {}}});
+      }
     } else if (event == ledger_event::run_complete || event == ledger_event::run_aborted) {
       run *r = find_run(id);
       if (r == nullptr) {
@@ -795,13 +858,8 @@ run_history read_history(const audit_context &ctx) {
   return h;
 }
 
-/// One line: control characters (a newline in a message) become spaces.
-std::string one_line(std::string s) {
-  for (auto &c : s)
-    if (static_cast<unsigned char>(c) < 0x20)
-      c = ' ';
-  return s;
-}
+/// One line: control characters (a newline in a message) are escaped.
+std::string one_line(const std::string &s) { return escape_control(s); }
 
 } // namespace
 
@@ -893,16 +951,108 @@ std::optional<std::string> exploratory_marker(const fs::path &dir) {
 }
 
 } // namespace
+std::optional<public_key> trust_root::find(const store &s, const std::string &fingerprint) const {
+  if (pinned()) {
+    for (const auto &k : keys)
+      if (k.fingerprint() == fingerprint)
+        return k;
+    return std::nullopt;
+  }
+  try {
+    return s.find_key(fingerprint);
+  } catch (const std::exception &) {
+    return std::nullopt; // a key file that does not match its name is no key
+  }
+}
+
+std::string trust_root::describe(const store &s, const std::vector<std::string> &signers) const {
+  const std::string who =
+      signers.empty() ? std::string("no signer was accepted")
+                      : fmt::format("signer(s) {}", fmt::join(signers, ", "));
+  if (pinned())
+    return fmt::format("{}; pinned by {} ({} key(s))", who, source, keys.size());
+  return fmt::format("{}; NOT PINNED: accepted because {} holds the key, and anyone who can write "
+                     "the store can add one; pin with --trust KEY.pub|FINGERPRINT or {}",
+                     who, (s.root() / "keys").string(), (s.root() / "trust.json").string());
+}
+
+trust_root resolve_trust(const std::vector<std::string> &args, const store &s) {
+  trust_root t;
+  const auto by_fingerprint = [&](const std::string &fp, const std::string &where,
+                                  bool from_policy) {
+    std::optional<public_key> k;
+    try {
+      k = s.find_key(fp);
+    } catch (const error &e) {
+      throw integrity_error(e.what(), e.where());
+    }
+    if (!k) {
+      const std::string why =
+          fmt::format("fingerprint {} names no key in {}", fp, (s.root() / "keys").string());
+      if (from_policy)
+        throw integrity_error("trust.json: " + why, where);
+      throw invalid_input("--trust: " + why, where);
+    }
+    t.keys.push_back(*k);
+  };
+  if (!args.empty()) {
+    t.source = "--trust";
+    std::vector<fs::path> paths;
+    for (const auto &a : args) {
+      std::error_code ec;
+      if (a.size() == 64 && is_full_hash(a) && !fs::exists(a, ec))
+        by_fingerprint(a, a, false);
+      else
+        paths.emplace_back(a);
+    }
+    for (auto &k : load_trusted_keys(paths))
+      t.keys.push_back(std::move(k));
+    return t;
+  }
+  const fs::path policy = s.root() / "trust.json";
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(policy, ec)))
+    return t;
+  json doc;
+  try {
+    doc = parse_json_strict(read_file(policy, 1 << 20), policy.string());
+  } catch (const error &e) {
+    throw integrity_error(fmt::format("trust.json does not parse: {}", e.what()), policy.string());
+  }
+  const auto keys = doc.is_object() && doc.size() == 1 ? doc.find("trusted_keys") : doc.end();
+  if (keys == doc.end() || !keys->is_array() || keys->empty())
+    throw integrity_error("trust.json must be {\"trusted_keys\": [FINGERPRINT, ...]} with at "
+                          "least one fingerprint",
+                          policy.string());
+  t.source = "the store's trust.json";
+  for (const auto &fp : *keys) {
+    if (!fp.is_string() || !is_full_hash(fp.get<std::string>()))
+      throw integrity_error("trust.json: every trusted key is a 64-hex fingerprint",
+                            policy.string());
+    by_fingerprint(fp.get<std::string>(), policy.string(), true);
+  }
+  return t;
+}
 
 audit_result audit_report(const fs::path &dir, const store &s,
                           const std::vector<public_key> &trusted) {
+  if (trusted.empty())
+    return audit_report(dir, s, resolve_trust({}, s));
+  trust_root t;
+  t.keys = trusted;
+  t.source = "--trust";
+  return audit_report(dir, s, t);
+}
+
+audit_result audit_report(const fs::path &dir, const store &s, const trust_root &trust,
+                          const std::vector<fs::path> &checkpoints) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     throw invalid_input("no such report folder", dir.string());
   if (!fs::exists(dir / "report.json") && !fs::exists(dir / "report.dsse.json"))
     throw invalid_input("not a report folder: it holds neither report.json nor report.dsse.json",
                         dir.string());
-  const audit_context ctx(dir, s, trusted);
+  const audit_context ctx(dir, s, trust, checkpoints);
   audit_result result;
   result.report_dir = dir;
   if (const auto j = exploratory_marker(dir)) {
@@ -948,6 +1098,7 @@ audit_result audit_report(const fs::path &dir, const store &s,
   result.history = one_line(std::move(result.history));
   history.detail = one_line(std::move(history.detail));
   result.checks.push_back(std::move(history));
+  result.trust = one_line(trust.describe(s, ctx.signers()));
   return result;
 }
 
@@ -956,6 +1107,8 @@ std::string render_audit_text(const audit_result &r) {
   for (const auto &c : r.checks)
     out += fmt::format("{} {}: {}\n", c.passed ? "PASS" : "FAIL", c.name, c.detail);
   const auto bad = r.failed();
+  if (!r.trust.empty())
+    out += fmt::format("trust: {}\n", r.trust);
   if (bad.empty())
     out += fmt::format("audit PASSED: all {} checks pass ({})\n", r.checks.size(),
                        r.report_dir.string());
@@ -973,6 +1126,7 @@ std::string render_audit_json(const audit_result &r) {
                     {"passed", r.passed()},
                     {"exit_code", static_cast<int>(r.exit())},
                     {"history", r.history},
+                    {"trust", r.trust},
                     {"checks", checks}};
   return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

@@ -2,6 +2,7 @@
 #include "prereg/compare.hpp"
 
 #include "prereg/error.hpp"
+#include "prereg/protocol.hpp"
 #include "prereg/rng.hpp"
 #include "prereg/stats.hpp"
 
@@ -73,8 +74,15 @@ side read_side(const report_document &report, const std::string &who) {
   s.hash = report.protocol.hash;
   s.run_id = report.run.run_id;
   s.protocol_id = report.protocol.body.value("id", "");
+  if (report.cells.size() > static_cast<std::size_t>(max_cells))
+    throw invalid_input(fmt::format("{}: {} cells, more than the protocol limit of {}", who,
+                                    report.cells.size(), max_cells));
   for (std::size_t i = 0; i < report.cells.size(); ++i) {
     const report_cell &c = report.cells[i];
+    if (c.samples_ms.size() > static_cast<std::size_t>(max_repetitions))
+      throw invalid_input(fmt::format("{}: cells[{}] has {} samples, more than the protocol limit "
+                                      "of {} repetitions",
+                                      who, i, c.samples_ms.size(), max_repetitions));
     cell_id k{c.key.arm, std::string(to_string(c.key.pass)), c.key.rows, c.key.cols};
     if (!s.cells.emplace(k, &c.samples_ms).second)
       throw invalid_input(fmt::format("{}: cells[{}] repeats cell {}", who, i, label(k)));
@@ -171,8 +179,12 @@ json compare_reports(const std::vector<report_document> &runs_a,
   const json &res_j = analysis_member("bootstrap_resamples");
   if (!conf_j.is_number() || !(conf_j.get<double>() > 0.0 && conf_j.get<double>() < 1.0))
     throw invalid_input("report A: protocol.body.analysis.confidence is not in (0, 1)");
-  if (!res_j.is_number_integer() || res_j.get<std::int64_t>() < 1)
-    throw invalid_input("report A: protocol.body.analysis.bootstrap_resamples is below 1");
+  // Bounded by the protocol schema's limit: the count sizes an allocation and the work.
+  if (!res_j.is_number_integer() || res_j.get<std::int64_t>() < 1 ||
+      res_j.get<std::int64_t>() > max_bootstrap_resamples)
+    throw invalid_input(fmt::format("report A: protocol.body.analysis.bootstrap_resamples is not "
+                                    "between 1 and {}",
+                                    max_bootstrap_resamples));
   const double confidence = conf_j.get<double>();
   const auto resamples = static_cast<std::size_t>(res_j.get<std::int64_t>());
   const double p_lo = (1.0 - confidence) / 2.0;

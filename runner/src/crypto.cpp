@@ -355,6 +355,9 @@ signing_key signing_key::load(const std::filesystem::path &path) {
     throw io_error(fmt::format("cannot stat signing key: {}", std::strerror(errno)), where);
   if (!S_ISREG(st.st_mode))
     throw integrity_error("signing key is not a regular file", where);
+  if (st.st_size > 64 * 1024)
+    throw integrity_error("signing key file is over 64 KiB: not a key", where);
+  check_key_folder(path);
   // Stat bits, not access(): the tests (and some users) run as root, who may read anything.
   if ((st.st_mode & 077) != 0)
     throw integrity_error(
@@ -389,9 +392,36 @@ signing_key signing_key::load(const std::filesystem::path &path) {
   }
 }
 
-void signing_key::save(const std::filesystem::path &path) const {
+void check_key_folder(const std::filesystem::path &key_path) {
+  const auto dir = key_path.has_parent_path() ? key_path.parent_path() : ".";
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0)
+    return; // no folder yet: creating the key creates it
+  if ((st.st_mode & S_IWOTH) != 0 && (st.st_mode & S_ISVTX) == 0)
+    throw integrity_error(
+        fmt::format("the signing key's folder is writable by others (mode {:04o}): anyone can "
+                    "replace the key; fix with: chmod o-w {}",
+                    st.st_mode & 07777, dir.string()),
+        dir.string());
+}
+
+void signing_key::save(const std::filesystem::path &path, bool force) const {
   if (path.extension() == ".pub")
     throw invalid_input("a private key file must not end in .pub", path.string());
+  check_key_folder(path);
+  auto pub_path = path;
+  pub_path.replace_extension(".pub");
+  if (!force) {
+    std::error_code ec;
+    // symlink_status: a dangling symlink is something there too.
+    if (std::filesystem::exists(std::filesystem::symlink_status(path, ec)))
+      throw invalid_input("a signing key (or a link) already exists there; use --force to "
+                          "replace it",
+                          path.string());
+    if (std::filesystem::exists(std::filesystem::symlink_status(pub_path, ec)))
+      throw invalid_input("a public key file already exists there; use --force to replace it",
+                          pub_path.string());
+  }
   secret pem;
   {
     bio_ptr bio(BIO_new(BIO_s_secmem()));
@@ -403,8 +433,6 @@ void signing_key::save(const std::filesystem::path &path) const {
     pem.bytes.assign(p, static_cast<std::size_t>(n));
   }
   write_file_atomic(path, pem.bytes, 0600);
-  auto pub_path = path;
-  pub_path.replace_extension(".pub");
   write_file_atomic(pub_path, m_public.pem(), 0644);
 }
 

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -521,6 +523,31 @@ double expectation::eval(int index, const std::vector<double> &refs) const {
     return eval(n.lhs, refs) / eval(n.rhs, refs);
   }
   return 0;
+}
+
+std::optional<bool> expectation::constant_outcome(std::size_t trials) const {
+  std::uint64_t state = 0x9e3779b97f4a7c15ull; // fixed seed: the same answer every time
+  const auto next_unit = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return static_cast<double>(state >> 11) * 0x1.0p-53;
+  };
+  std::vector<double> values(m_refs.size());
+  std::optional<bool> first;
+  for (std::size_t t = 0; t < trials; ++t) {
+    for (auto &v : values)
+      v = std::pow(10.0, -6.0 + 12.0 * next_unit());
+    const bool now = holds([&](const metric_ref &r) {
+      const auto it = std::find(m_refs.begin(), m_refs.end(), r);
+      return values[static_cast<std::size_t>(it - m_refs.begin())];
+    });
+    if (!first)
+      first = now;
+    else if (*first != now)
+      return std::nullopt;
+  }
+  return first;
 }
 
 } // namespace prereg

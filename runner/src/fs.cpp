@@ -3,16 +3,17 @@
 
 #include "prereg/error.hpp"
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 namespace prereg {
 namespace {
@@ -28,13 +29,41 @@ void fsync_dir(const std::filesystem::path &dir) {
 
 } // namespace
 
-std::string read_file(const std::filesystem::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw io_error(std::string("cannot read file: ") + std::strerror(errno), path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw io_error("cannot read file", path.string());
-  return ss.str();
+std::string read_file(const std::filesystem::path &path, std::size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw io_error(std::string("cannot read file: ") + errno_text(), path.string());
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } const close_it{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw io_error("cannot read file: " + errno_text(), path.string());
+  if (!S_ISREG(st.st_mode))
+    throw invalid_input(fmt::format("not a regular file ({}): refused",
+                                    S_ISDIR(st.st_mode)    ? "a folder"
+                                    : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                    : S_ISSOCK(st.st_mode) ? "a socket"
+                                                           : "a device"),
+                        path.string());
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw io_error("cannot read file: " + errno_text(), path.string());
+    }
+    if (n == 0) break;
+    // The limit applies while reading: a file that grows (or lies about its size) stops here.
+    if (text.size() + static_cast<std::size_t>(n) > max_bytes)
+      throw invalid_input(fmt::format("file is more than the limit of {} bytes", max_bytes),
+                          path.string());
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  return text;
 }
 
 void write_file_atomic(const std::filesystem::path &path, std::string_view bytes, unsigned mode) {
@@ -73,6 +102,25 @@ void write_file_atomic(const std::filesystem::path &path, std::string_view bytes
     throw io_error("cannot rename into place: " + why, path.string());
   }
   fsync_dir(dir);
+}
+
+bool create_directory_exclusive(const std::filesystem::path &dir) {
+  std::error_code ec;
+  if (dir.has_parent_path()) std::filesystem::create_directories(dir.parent_path(), ec);
+  if (ec) throw io_error("cannot create folder: " + ec.message(), dir.parent_path().string());
+  if (::mkdir(dir.c_str(), 0755) == 0) return true;
+  if (errno == EEXIST) return false;
+  throw io_error("cannot create folder: " + errno_text(), dir.string());
+}
+
+void rename_no_replace(const std::filesystem::path &from, const std::filesystem::path &to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return;
+  if (errno == EINVAL || errno == ENOSYS) {
+    std::error_code ec;
+    if (!std::filesystem::exists(to, ec) && ::rename(from.c_str(), to.c_str()) == 0) return;
+    if (!ec && std::filesystem::exists(to, ec)) errno = EEXIST;
+  }
+  throw io_error("cannot rename into place: " + errno_text(), to.string());
 }
 
 file_lock::file_lock(const std::filesystem::path &path) {

@@ -34,7 +34,6 @@ constexpr std::size_t max_title_bytes = 256;       // free-text fields, in UTF-8
 constexpr std::size_t max_hypothesis_bytes = 4096;
 constexpr std::size_t max_claim_bytes = 1024;
 constexpr std::size_t max_expect_bytes = 1024;
-constexpr std::int64_t max_cells = 20000;           // arms x passes x rows x cols
 constexpr std::int64_t max_invocations = 100000000; // cells x (repetitions + warmup) x repeat
 constexpr std::int64_t max_extent = std::int64_t{1} << 31; // rows and cols
 
@@ -45,6 +44,9 @@ constexpr std::int64_t max_extent = std::int64_t{1} << 31; // rows and cols
 // cache flushes, correctness checks and the analysis are not counted.
 constexpr double assumed_floor_s = 1e-6;
 constexpr double max_estimated_s = 30 * 86400.0; // 30 days
+// The analysis: each bootstrap resample draws every sample of every involved arm at every
+// selected cell; drawing one takes at least 1 ns.
+constexpr double assumed_resample_s = 1e-9;
 
 double assumed_bytes_per_s(const std::string &device) { return device == "cuda" ? 10e12 : 1e12; }
 
@@ -659,7 +661,7 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
   {
     const fields m(measurement_node, "measurement", {"repetitions", "warmup", "l2_flush", "order"});
     const node &reps = m.required("repetitions");
-    p.measurement.repetitions = as_int(reps, "measurement.repetitions", 3, 100000);
+    p.measurement.repetitions = as_int(reps, "measurement.repetitions", 3, max_repetitions);
     if (const node *n = m.optional("warmup"))
       p.measurement.warmup = as_int(*n, "measurement.warmup", 0, 100000);
     if (const node *n = m.optional("l2_flush"))
@@ -702,7 +704,7 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
                              message_excerpt(n->value)));
     }
     if (const node *n = a.optional("bootstrap_resamples"))
-      p.analysis.bootstrap_resamples = as_int(*n, "analysis.bootstrap_resamples", 100, 1000000);
+      p.analysis.bootstrap_resamples = as_int(*n, "analysis.bootstrap_resamples", 100, max_bootstrap_resamples);
     if (const node *n = a.optional("unstable_iqr_ratio")) {
       p.analysis.unstable_iqr_ratio = as_float(*n, "analysis.unstable_iqr_ratio");
       if (!(p.analysis.unstable_iqr_ratio > 0))
@@ -730,6 +732,7 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
     arm_ids.push_back(a.id);
   const auto &prediction_nodes =
       as_list(top.required("predictions"), "predictions", max_predictions);
+  double analysis_s = 0; // a lower bound on the bootstrap's time [s]
   for (std::size_t i = 0; i < prediction_nodes.size(); ++i) {
     const node &item = prediction_nodes[i];
     const fields pred(item, fmt::format("predictions[{}]", i), {"id", "claim", "at", "expect"});
@@ -759,13 +762,27 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
     }
     const node &expect_node = pred.required("expect");
     s.expect = as_text(expect_node, pred.path("expect"), max_expect_bytes);
+    std::size_t involved = 1;
     try {
-      (void)expectation::parse(s.expect, arm_ids, expect_node.where);
+      involved = std::max<std::size_t>(
+          1, expectation::parse(s.expect, arm_ids, expect_node.where).arms().size());
     } catch (const error &e) {
       throw invalid_input(fmt::format("prediction {}: expect: {}", s.id, e.what()), e.where());
     }
+    analysis_s += static_cast<double>(s.at.passes.size() * s.at.rows.size() * s.at.cols.size() *
+                                      involved) *
+                  static_cast<double>(p.analysis.bootstrap_resamples) *
+                  static_cast<double>(p.measurement.repetitions) * assumed_resample_s;
     p.predictions.push_back(std::move(s));
   }
+  if (analysis_s > max_estimated_s)
+    fail(top.required("predictions"),
+         fmt::format("the analysis alone would take {} (bootstrap: {} resamples of {} samples "
+                     "per involved arm and selected cell, at 1 ns a sample), more than the "
+                     "limit of {} days: lower bootstrap_resamples, the repetitions or the cells "
+                     "the predictions select",
+                     human_duration(analysis_s), p.analysis.bootstrap_resamples,
+                     p.measurement.repetitions, max_estimated_s / 86400));
   return p;
 }
 

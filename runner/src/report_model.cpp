@@ -184,9 +184,25 @@ report_protocol read_protocol(const node &n) {
 }
 
 report_run read_run(const node &n) {
-  n.only({"run_id", "started_at", "finished_at", "device_ordinal"});
-  return {n["run_id"].str(), n["started_at"].str(), n["finished_at"].str(),
-          n["device_ordinal"].integer()};
+  n.only({"run_id", "started_at", "finished_at", "device_ordinal", "ledger_head"});
+  report_run r{n["run_id"].str(), n["started_at"].str(), n["finished_at"].str(),
+               n["device_ordinal"].integer(), std::nullopt};
+  if (n.has("ledger_head")) {
+    const node h = n["ledger_head"];
+    h.only({"seq", "sha256"});
+    r.ledger_head = report_ledger_head{h["seq"].integer(), h["sha256"].str()};
+  }
+  return r;
+}
+
+json run_json(const report_run &run) {
+  json j = {{"run_id", run.run_id},
+            {"started_at", run.started_at},
+            {"finished_at", run.finished_at},
+            {"device_ordinal", run.device_ordinal}};
+  if (run.ledger_head)
+    j["ledger_head"] = {{"seq", run.ledger_head->seq}, {"sha256", run.ledger_head->sha256}};
+  return j;
 }
 
 report_instrument read_instrument(const node &n) {
@@ -500,11 +516,7 @@ json to_json(const report_document &r) {
             {"build_flags", r.tool.build_flags}}},
           {"protocol",
            {{"hash", r.protocol.hash}, {"body", r.protocol.body}, {"freeze", r.protocol.freeze}}},
-          {"run",
-           {{"run_id", r.run.run_id},
-            {"started_at", r.run.started_at},
-            {"finished_at", r.run.finished_at},
-            {"device_ordinal", r.run.device_ordinal}}},
+          {"run", run_json(r.run)},
           {"environment", r.environment},
           {"instrument",
            {{"ceiling_gbps", finite_or_null(in.ceiling_gbps)},

@@ -20,6 +20,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <random>
+#include <set>
+#include <span>
 #include <chrono>
 #include <csignal>
 #include <ctime>
@@ -142,6 +145,10 @@ json deviation(std::string kind, std::string message, json extra = json::object(
   return extra;
 }
 
+fs::path partial_dir(const fs::path &folder, const std::string &run_id) {
+  return folder / ("." + run_id + ".partial");
+}
+
 json cell_json(const cell_key &c) {
   return {{"arm", c.arm}, {"pass", std::string(to_string(c.pass))}, {"rows", c.rows},
           {"cols", c.cols}};
@@ -180,21 +187,34 @@ run_plan plan_run(const protocol &proto, const std::string &hash, device &dev,
   return plan;
 }
 
+namespace {
+
+/// The run ids in `entries` that have a run-complete or run-aborted entry.
+std::set<std::string> ended_runs(std::span<const json> entries) {
+  std::set<std::string> ended;
+  for (const auto &e : entries) {
+    const auto ev = e.value("event", "");
+    if (ev == ledger_event::run_complete || ev == ledger_event::run_aborted)
+      ended.insert(e.value("run_id", ""));
+  }
+  return ended;
+}
+
+} // namespace
+
 std::size_t reap_vanished_runs(const store &s, const signing_key &key) {
   file_lock lock(s.lock_path());
   ledger l = s.get_ledger();
   const auto entries = l.entries();
+  const std::set<std::string> ended = ended_runs(entries);
   const std::string host = host_name();
   std::size_t reaped = 0;
   for (const auto &start : entries) {
     if (start.value("event", "") != ledger_event::run_start) continue;
     const std::string run_id = start.value("run_id", "");
-    const bool ended = std::any_of(entries.begin(), entries.end(), [&](const json &e) {
-      const auto ev = e.value("event", "");
-      return (ev == ledger_event::run_complete || ev == ledger_event::run_aborted) &&
-             e.value("run_id", "") == run_id;
-    });
-    if (ended || start.value("host", "") != host || pid_alive(start.value("pid", 0))) continue;
+    if (ended.count(run_id) != 0 || start.value("host", "") != host ||
+        pid_alive(start.value("pid", 0)))
+      continue;
     l.append({{"event", ledger_event::run_aborted},
               {"protocol_hash", start.value("protocol_hash", "")},
               {"run_id", run_id},
@@ -208,10 +228,33 @@ std::size_t reap_vanished_runs(const store &s, const signing_key &key) {
   return reaped;
 }
 
+namespace {
+
+/// Removes the .RUNID.partial folders under `folder` of runs that the ledger records as ended
+/// (left by a kill -9), saying so on stderr; a folder of a run still going, or of a run this
+/// ledger does not know, is left alone.
+void remove_stale_partials(const fs::path &folder, std::span<const json> entries) {
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) return;
+  const std::set<std::string> ended = ended_runs(entries);
+  for (const auto &entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() < 10 || name[0] != '.' || !name.ends_with(".partial")) continue;
+    const std::string run_id = name.substr(1, name.size() - 9);
+    if (ended.count(run_id) == 0 || !entry.is_directory(ec)) continue; // not ours, or still running
+    fs::remove_all(entry.path(), ec);
+    if (!ec)
+      fmt::print(stderr, "prereg: removed {}, left by run {} which the ledger records as ended\n",
+                 escape_control(entry.path().string()), escape_control(run_id));
+  }
+}
+
+} // namespace
+
 fs::path run_protocol(const run_options &o) {
   const store s(o.store_root);
   // 1. Integrity first: nothing touches a device before this passes.
-  const frozen_protocol fp = resolve_for_run(s, o.target);
+  const frozen_protocol fp = resolve_for_run(s, o.target, o.key_path);
   if (!fp.note.empty()) fmt::print(stderr, "prereg: {}\n", fp.note);
   const protocol &proto = fp.proto;
   // The measuring side (device, plan, measurement) starts before the key is loaded: with
@@ -259,18 +302,28 @@ fs::path run_protocol(const run_options &o) {
           "device-changed",
           fmt::format("earlier runs of this protocol used {}, this one {}", d, device_name),
           {{"previous_device", d}, {"device", device_name}}));
-    std::time_t t = std::time(nullptr);
-    const auto taken = [&](const std::string &id) {
-      return fs::exists(o.out_dir / proto.id / id) ||
-             std::any_of(entries.begin(), entries.end(),
-                         [&](const json &e) { return e.value("run_id", "") == id; });
-    };
-    do {
-      run_id = utc_stamp(t++) + "-" + fp.hash.substr(0, 12);
-    } while (taken(run_id));
+    // A run id is reserved by creating its .partial folder (mkdir is atomic across processes
+    // and stores); it must also be new to this ledger and have no report folder yet.
+    const fs::path folder = o.out_dir / proto.id;
+    remove_stale_partials(folder, entries);
+    std::set<std::string> used;
+    for (const auto &e : entries) used.insert(e.value("run_id", ""));
+    std::random_device rd;
+    for (int tries = 0;; ++tries) {
+      if (tries == 1000) throw io_error("cannot reserve a run id", folder.string());
+      run_id = fmt::format("{}-{}-{:06x}", utc_stamp(std::time(nullptr)), fp.hash.substr(0, 12),
+                           rd() & 0xffffffu);
+      if (used.count(run_id) != 0 || !create_directory_exclusive(partial_dir(folder, run_id)))
+        continue;
+      if (!fs::exists(folder / run_id)) break;
+      fs::remove(partial_dir(folder, run_id)); // ours, empty
+    }
     meta.run_id = run_id;
     meta.attempt = attempt;
     meta.started_at = utc_now_rfc3339();
+    const auto [head_seq, head_sha] = l.head();
+    meta.ledger_head = report_ledger_head{head_seq, head_sha};
+    try {
     l.append({{"event", ledger_event::run_start},
               {"protocol_hash", fp.hash},
               {"run_id", run_id},
@@ -280,10 +333,15 @@ fs::path run_protocol(const run_options &o) {
               {"device_name", device_name},
               {"started_at", meta.started_at}},
              key);
+    } catch (...) {
+      std::error_code ec;
+      fs::remove(partial_dir(folder, run_id), ec); // ours, empty
+      throw;
+    }
   }
 
   const fs::path final_dir = o.out_dir / proto.id / run_id;
-  const fs::path temp_dir = o.out_dir / proto.id / ("." + run_id + ".partial");
+  const fs::path temp_dir = partial_dir(o.out_dir / proto.id, run_id); // reserved above: ours
   bool published = false; // the report folder is ours to remove only once we renamed it there
   try {
     signal_guard guard;
@@ -306,13 +364,12 @@ fs::path run_protocol(const run_options &o) {
 
     const report_document report = build_report_document(fp, raw, meta);
     const std::string payload = canonical_json(to_json(report));
-    fs::remove_all(temp_dir);
     write_file_atomic(temp_dir / "report.json", payload);
     write_file_atomic(temp_dir / "report.dsse.json", make_envelope(payload, key));
     write_file_atomic(temp_dir / "report.md", render_markdown(report));
     write_file_atomic(temp_dir / "report.html", render_html(report));
     throw_if_signalled();
-    fs::rename(temp_dir, final_dir);
+    rename_no_replace(temp_dir, final_dir); // never over another run's report
     published = true;
     file_lock lock(s.lock_path());
     s.get_ledger().append({{"event", ledger_event::run_complete},

@@ -5,6 +5,7 @@
 #include "prereg/build_info.hpp"
 #include "prereg/error.hpp"
 #include "prereg/fs.hpp"
+#include "prereg/keyring.hpp"
 #include "prereg/registry.hpp"
 #include "prereg/signed_json.hpp"
 
@@ -60,6 +61,23 @@ std::vector<std::string> changed_fields(const json &a, const json &b) {
   return out;
 }
 
+store::store(std::filesystem::path root)
+    : m_root(std::move(root)),
+      m_ledger(m_root / "ledger.jsonl", [r = m_root](const std::string &fp) {
+        try {
+          return store(r).find_key(fp);
+        } catch (const error &) {
+          return std::optional<public_key>(); // a key file not matching its name is no key
+        }
+      }) {}
+
+bool ledger_records_freeze(std::span<const json> entries, std::string_view hash) {
+  return std::any_of(entries.begin(), entries.end(), [&](const json &e) {
+    return e.is_object() && e.value("event", "") == ledger_event::freeze &&
+           e.value("protocol_hash", "") == hash;
+  });
+}
+
 fs::path store::default_root(const std::string &flag) {
   if (!flag.empty()) return flag;
   if (const char *env = std::getenv("PREREG_STORE"); env && *env) return env;
@@ -104,6 +122,7 @@ freeze_outcome store::freeze(std::string_view source, const protocol &p, const s
   const std::string canonical = canonical_json(body);
   const std::string hash = protocol_hash(body);
   file_lock lock(lock_path());
+  get_ledger().verify_for_append(&key); // before anything is written
   const auto dir = protocol_dir(hash);
   if (fs::exists(dir / "freeze.json")) {
     const frozen_protocol fp = load(hash); // an existing copy must still be intact
@@ -112,6 +131,15 @@ freeze_outcome store::freeze(std::string_view source, const protocol &p, const s
     out.already_frozen = true;
     out.cosmetic_only = fp.freeze.value("source_sha256", "") != sha256_hex(source);
     out.kernel_problem = kernel_source_problem(fp, project_root());
+    if (ledger_records_freeze(get_ledger().entries(), hash))
+      return out;
+    get_ledger().append({{"event", ledger_event::freeze},
+                         {"protocol_hash", hash},
+                         {"protocol_id", p.id},
+                         {"note", "recorded late: an earlier freeze stored the protocol but "
+                                  "ended before its ledger entry"}},
+                        key);
+    out.repaired = true;
     return out;
   }
   json kernels = json::object();
@@ -319,16 +347,20 @@ void check_kernel_sources(const frozen_protocol &fp, const fs::path &project) {
   if (auto problem = kernel_source_problem(fp, project)) throw integrity_error(*problem);
 }
 
-frozen_protocol resolve_for_run(const store &s, std::string_view arg) {
+namespace {
+
+frozen_protocol resolve_protocol_for_run(const store &s, std::string_view arg,
+                                         const std::filesystem::path &key_path) {
   const fs::path path(arg);
   std::error_code ec;
-  const bool looks_like_file = fs::is_regular_file(path, ec) || arg.ends_with(".yaml") ||
-                               arg.ends_with(".yml");
+  // Lowercase hex is a hash or prefix even if a file of that name is here.
+  const bool looks_like_file = !is_hex(arg) && (fs::is_regular_file(path, ec) ||
+                                                arg.ends_with(".yaml") || arg.ends_with(".yml"));
   frozen_protocol fp;
   if (!looks_like_file) {
     fp = s.load(s.resolve(arg));
   } else {
-    const std::string bytes = read_file(path);
+    const std::string bytes = read_protocol_file(path, key_path);
     const std::string digest = sha256_hex(bytes);
     std::optional<std::string> match;
     for (const auto &h : s.hashes()) {
@@ -382,6 +414,22 @@ frozen_protocol resolve_for_run(const store &s, std::string_view arg) {
     }
   }
   check_kernel_sources(fp, s.project_root());
+  return fp;
+}
+
+} // namespace
+
+frozen_protocol resolve_for_run(const store &s, std::string_view arg,
+                                const std::filesystem::path &key_path) {
+  frozen_protocol fp = resolve_protocol_for_run(s, arg, key_path);
+  const ledger l = s.get_ledger();
+  l.verify_for_append();
+  if (!ledger_records_freeze(l.entries(), fp.hash))
+    throw integrity_error(
+        fmt::format("protocol {} is stored but the ledger has no freeze entry for it (a freeze "
+                    "that ended early?): repair with `prereg freeze FILE`",
+                    fp.hash),
+        l.path().string());
   return fp;
 }
 

@@ -7,6 +7,7 @@ trap 'rm -rf "$work"' EXIT
 export PREREG_STORE="$work/store"
 export PREREG_KEY="$work/key/signing.key"
 export XDG_CONFIG_HOME="$work/config"
+export XDG_CACHE_HOME="$work/cache" # the ledger's verified-prefix cache
 failures=0
 pass() { echo "ok - $*"; }
 fail() { echo "FAIL - $*"; failures=$((failures + 1)); }

@@ -10,7 +10,7 @@ expect_exit 0 "freeze cpu_smoke" -- "$PREREG" freeze "$src"
 hash=$(tail -n 1 "$work/out")
 expect_exit 0 "run by hash" -- "$PREREG" run "$hash" --out "$out" --quiet
 dir=$(tail -n 1 "$work/out")
-[[ "$dir" =~ /cpu_smoke/[0-9]{8}T[0-9]{6}Z-${hash:0:12}$ ]] && pass "report folder name" || fail "report folder $dir"
+[[ "$dir" =~ /cpu_smoke/[0-9]{8}T[0-9]{6}Z-${hash:0:12}-[0-9a-f]{6}$ ]] && pass "report folder name" || fail "report folder $dir"
 for f in report.json report.dsse.json report.md report.html; do
   [ -s "$dir/$f" ] && pass "$f written" || fail "$f missing"
 done

@@ -8,7 +8,7 @@ expect_exit 0 "freeze softmax_cpu" -- "$PREREG" freeze "$src"
 hash=$(tail -n 1 "$work/out")
 expect_exit 0 "run softmax_cpu" -- "$PREREG" run "$hash" --out "$out" --quiet
 dir=$(tail -n 1 "$work/out")
-[[ "$dir" =~ /softmax_cpu/[0-9]{8}T[0-9]{6}Z-${hash:0:12}$ ]] && pass "report folder name" || fail "report folder $dir"
+[[ "$dir" =~ /softmax_cpu/[0-9]{8}T[0-9]{6}Z-${hash:0:12}-[0-9a-f]{6}$ ]] && pass "report folder name" || fail "report folder $dir"
 expect_exit 0 "audit softmax_cpu" -- "$PREREG" audit "$dir"
 grep -q "^audit PASSED" "$work/out" && pass "audit passed" || fail "audit output: $(tail -n 2 "$work/out")"
 /usr/bin/python3 - "$dir/report.json" <<'PY' && pass "softmax report: 8 cells, correct arms, fused fwd allocates nothing" || fail "softmax report contents"

@@ -51,7 +51,8 @@ public:
   /// Parses an unencrypted PKCS#8 PEM Ed25519 private key; anything else is `error` (exit 3).
   [[nodiscard]] static signing_key from_pem(std::string_view pem, const std::string &where);
   /// Writes the private key (PKCS#8 PEM, mode 0600, atomically) and `<path minus .key>.pub`.
-  void save(const std::filesystem::path &path) const;
+  /// Without `force`, refuses (exit 2) if either path holds anything, a dangling link included.
+  void save(const std::filesystem::path &path, bool force = false) const;
 
   /// Raw 64-byte Ed25519 signature over `message`.
   [[nodiscard]] std::string sign(std::string_view message) const;
@@ -64,5 +65,9 @@ private:
   std::unique_ptr<impl> m_impl;
   public_key m_public;
 };
+
+/// Throws exit 3 if the folder of `key_path` is writable by others without the sticky bit
+/// (anyone could replace the key); a missing folder passes.
+void check_key_folder(const std::filesystem::path &key_path);
 
 } // namespace prereg

@@ -66,6 +66,37 @@ private:
   return std::string(text.substr(0, cut)) + "...";
 }
 
+/// `text` with every control character written as an escape (`\n`, `\t`, `\x1b`, `\0`; also DEL
+/// and the C1 controls U+0080..U+009F as `\u0085`), so that a message stays one line and sends
+/// no terminal escape whatever user text it quotes.
+[[nodiscard]] inline std::string escape_control(std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c == 0) out += "\\0";
+    else if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else if (c == 0xc2 && i + 1 < text.size() &&
+               static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      const auto d = static_cast<unsigned char>(text[++i]);
+      out += "\\u00";
+      out += hex[d >> 4];
+      out += hex[d & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 /// `file:line:column` with 1-based line and column.
 [[nodiscard]] inline std::string at(const std::string &file, int line, int column) {
   return file + ":" + std::to_string(line) + ":" + std::to_string(column);

@@ -2,7 +2,9 @@
 // time, evaluate per cell and per bootstrap resample.
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -42,6 +44,10 @@ public:
   [[nodiscard]] const std::vector<metric_ref> &references() const noexcept { return m_refs; }
   /// The distinct arms the expression involves, in first-use order.
   [[nodiscard]] std::vector<std::string> arms() const;
+  /// The outcome if it is the same for `trials` seeded random positive values of every
+  /// reference (log-uniform over 1e-6..1e6): such an expectation never depends on the data
+  /// (e.g. `a <= b / (b - b)` never holds, `a <= 1e308 * 1e308` always does). Else nullopt.
+  [[nodiscard]] std::optional<bool> constant_outcome(std::size_t trials = 4096) const;
 
   struct node {
     enum class kind { number, ref, neg, abs, add, sub, mul, div } k;

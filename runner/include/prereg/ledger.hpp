@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace prereg {
@@ -41,13 +42,17 @@ using key_lookup = std::function<std::optional<public_key>(const std::string &fi
 /// around any read whose result decides what to append. Handles are for one thread at a time.
 class ledger {
 public:
-  explicit ledger(std::filesystem::path file);
+  /// `append_keys` are the keys append() verifies the chain with before it writes, besides the
+  /// appending key itself (empty: seq, chain and canonical form are checked, not signatures).
+  explicit ledger(std::filesystem::path file, key_lookup append_keys = {});
 
   /// Appends `fields` (event, protocol_hash, and any extra members) as the next entry, adding
   /// seq, time, prev and signer and signing it. Writes exactly one line with one write() on a
   /// file opened O_APPEND, then fsyncs it (and its folder when the file is new); earlier bytes
   /// are never rewritten. On a failed write the file is cut back to its old length. Refuses
-  /// (exit 3) to append to a ledger whose last line has no newline. Returns the entry.
+  /// (exit 3) to append to a ledger whose last line has no newline, or that does not verify
+  /// with the append keys (verify(); only lines not verified before in this process are
+  /// checked). Returns the entry.
   json append(json fields, const signing_key &key);
 
   /// Every entry, parsed strictly, in file order (no verification). The reference stays valid
@@ -56,8 +61,24 @@ public:
   [[nodiscard]] const std::vector<json> &entries() const;
 
   /// Checks seq order, the prev chain and every signature (keys from `keys`); throws `error`
-  /// (exit 3) naming the first bad seq. Returns the number of entries.
+  /// (exit 3) naming the first bad seq. Returns the number of entries. A prefix that this user's
+  /// verified-prefix cache (outside the store) records as verified, byte for byte, with
+  /// signers that `keys` all accept, is not checked again; the cache is updated after.
   std::size_t verify(const key_lookup &keys) const;
+
+  /// verify() with the append keys (and `own`, the key about to append, whose entries it
+  /// vouches for), incrementally: the lines already verified in this process (an unchanged
+  /// prefix of the file) are not checked again. A handle made without append keys checks seq,
+  /// chain and canonical form only.
+  void verify_for_append(const signing_key *own = nullptr) const;
+
+  /// The signers (fingerprints, first-use order) of every entry the last verification covered.
+  [[nodiscard]] const std::vector<std::string> &last_signers() const;
+
+  /// The last entry's seq and the SHA-256 hex of its line (0 and the genesis if empty).
+  [[nodiscard]] std::pair<std::int64_t, std::string> head() const;
+  /// The SHA-256 hex of line `seq` (1-based), or nullopt if the ledger is shorter.
+  [[nodiscard]] std::optional<std::string> line_hash(std::int64_t seq) const;
 
   [[nodiscard]] const std::filesystem::path &path() const noexcept { return m_file; }
 
@@ -65,10 +86,23 @@ public:
 
 private:
   std::filesystem::path m_file;
+  key_lookup m_append_keys;
   std::shared_ptr<cache> m_cache;
   /// The cache, reloaded if the file is not the one it was read from.
   cache &current() const;
 };
+
+/// A signed checkpoint of the ledger's head, to publish or commit outside the store:
+/// {"checkpoint": "prereg-ledger-head", "seq", "head" (SHA-256 hex of line seq), "time",
+/// "signer", "signature"} (docs/store.md, checkpoints). Refuses (exit 3) an empty ledger or one
+/// that does not verify with the append keys.
+[[nodiscard]] json make_checkpoint(const ledger &l, const signing_key &key);
+
+/// Throws exit 3 unless `checkpoint` is a checkpoint signed by a key that `keys` accept and the
+/// ledger still holds line `seq` with the recorded hash (a cut or rewritten ledger fails).
+/// `where` names the checkpoint file. Returns its seq.
+std::int64_t check_checkpoint(const ledger &l, const json &checkpoint, const key_lookup &keys,
+                              const std::string &where);
 
 /// The number of run-start entries of `protocol_hash` in `entries`: the attempts made so far.
 /// The attempt number of the run whose run-start is entries[i] is

@@ -16,6 +16,11 @@
 
 namespace prereg {
 
+/// Schema limits that also bound counts read back from reports (docs/protocol.md).
+inline constexpr std::int64_t max_repetitions = 100000;
+inline constexpr std::int64_t max_bootstrap_resamples = 1000000;
+inline constexpr std::int64_t max_cells = 20000; ///< arms x passes x rows x cols
+
 enum class launch_mode { stream, graph };
 enum class order_mode { interleaved, sequential };
 enum class statistic_kind { median, mean, min };

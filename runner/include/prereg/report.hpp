@@ -23,6 +23,7 @@ struct run_meta {
   std::string started_at;  ///< RFC 3339 UTC
   std::string finished_at; ///< RFC 3339 UTC
   int device_ordinal = 0;
+  std::optional<report_ledger_head> ledger_head; ///< the entry the run-start extended
   std::vector<json> deviations; ///< found by the engine (skipped cells, device changes, ...)
 };
 

@@ -51,12 +51,19 @@ struct report_protocol {
   json freeze = json::object(); ///< the store's signed freeze.json
 };
 
+/// The ledger entry a run extended (the one before its run-start): a witness of the ledger.
+struct report_ledger_head {
+  std::int64_t seq = 0; ///< 0: the run-start was the first entry
+  std::string sha256;   ///< SHA-256 hex of that entry's line (the genesis for seq 0)
+};
+
 /// Facts about the run that are not measurements.
 struct report_run {
   std::string run_id;      ///< the report folder's name
   std::string started_at;  ///< RFC 3339 UTC
   std::string finished_at; ///< RFC 3339 UTC
   std::int64_t device_ordinal = 0;
+  std::optional<report_ledger_head> ledger_head; ///< absent in reports written before it
 };
 
 /// The instrument's own measured properties. NaN stands for null (not measured).

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,9 @@ struct freeze_outcome {
   bool cosmetic_only = false; ///< already frozen from other bytes (comments, formatting)
   /// Already frozen, but a kernel changed since (why that version cannot run, and what to do).
   std::optional<std::string> kernel_problem;
+  /// The protocol was stored but the ledger had no freeze entry for it (a freeze killed between
+  /// its files and its ledger line); the entry was appended now.
+  bool repaired = false;
 };
 
 /// The shortest hash prefix `resolve` accepts: shorter ones could silently name a protocol.
@@ -41,8 +45,8 @@ inline constexpr std::size_t min_prefix_digits = 8;
 /// A store folder. Construction creates nothing; writes create what they need.
 class store {
 public:
-  explicit store(std::filesystem::path root)
-      : m_root(std::move(root)), m_ledger(m_root / "ledger.jsonl") {}
+  /// The ledger's appends verify the chain with this store's keys/ first.
+  explicit store(std::filesystem::path root);
 
   /// --store, else $PREREG_STORE, else ./.prereg.
   [[nodiscard]] static std::filesystem::path default_root(const std::string &flag);
@@ -56,7 +60,9 @@ public:
 
   /// Validates nothing itself: stores `p` (already parsed from `source`), signs the freeze
   /// record, saves the public key and appends a freeze entry — all under the store lock.
-  /// Idempotent: a protocol already stored is reported as such and nothing is written.
+  /// Refuses (exit 3) before writing anything if the ledger does not verify. Idempotent: a
+  /// protocol already stored is reported as such and nothing is written, unless the ledger
+  /// lacks its freeze entry, which is then appended (freeze_outcome::repaired).
   /// Outside arms' files (plugin, python) are resolved against `source_dir` (the protocol
   /// file's folder; empty: the current folder), hashed, and kept relative to project_root().
   freeze_outcome freeze(std::string_view source, const protocol &p, const signing_key &key,
@@ -91,7 +97,15 @@ private:
 /// hash, a unique prefix or a protocol file. Refusals are exit 3 and say why: unknown hash,
 /// corrupted stored copy, a file whose bytes match no freeze (cosmetic change, or which fields
 /// changed and against which frozen hash), a kernel whose source hash changed since freezing.
-[[nodiscard]] frozen_protocol resolve_for_run(const store &s, std::string_view arg);
+/// Also refused: a ledger that does not verify with the store's keys, a frozen protocol whose
+/// freeze the ledger does not record (repair with `prereg freeze FILE`), and a FILE that is the
+/// signing key `key_path` or holds key material. An argument of lowercase hex only is always a
+/// hash or prefix, never a file.
+[[nodiscard]] frozen_protocol resolve_for_run(const store &s, std::string_view arg,
+                                              const std::filesystem::path &key_path = {});
+
+/// True if `entries` hold a freeze entry of `hash`.
+[[nodiscard]] bool ledger_records_freeze(std::span<const json> entries, std::string_view hash);
 
 /// Throws exit 3 if a kernel named by the freeze record has another source hash in this build.
 void check_kernel_sources(const frozen_protocol &fp, const std::filesystem::path &project);
