@@ -553,7 +553,7 @@ TEST_CASE("prereg try: an EXPLORATORY report, unsigned and outside the ledger; a
   CHECK_FALSE(fs::exists(lab.store_root));
   // The report model reads it back, and the audit refuses it as confirmatory.
   CHECK(report_from_json(report, "report.json").exploratory);
-  const audit_result r = audit_report(dir, lab.st(), {});
+  const audit_result r = audit_report(dir, lab.st(), std::vector<public_key>{});
   CHECK_FALSE(r.passed());
   CHECK(r.exit() == exit_code::audit_failed);
   REQUIRE(r.checks.size() == 1);
