@@ -250,8 +250,8 @@ expect_exit 4 "a report copied to another folder name fails the audit" -- "$PRER
 grep -q "folder" "$work/out" && pass "names the folder" || fail "folder output: $(grep FAIL "$work/out")"
 mkdir -p "$out/other_id" && cp -a "$first" "$out/other_id/"
 expect_exit 4 "a report under another protocol's folder fails the audit" -- "$PREREG" audit "$out/other_id/$run_id"
-(cd "$work" && echo "not a protocol" >"${hash:0:4}" && "$PREREG" run "${hash:0:4}" --out "$out" --quiet >"$work/out" 2>"$work/err"; echo $? >"$work/rc")
-[ "$(cat "$work/rc")" -eq 0 ] && pass "run PREFIX with a same-named file here runs the frozen protocol" || fail "run ${hash:0:4}: $(cat "$work/err")"
+(cd "$work" && echo "not a protocol" >"${hash:0:8}" && "$PREREG" run "${hash:0:8}" --out "$out" --quiet >"$work/out" 2>"$work/err"; echo $? >"$work/rc")
+[ "$(cat "$work/rc")" -eq 0 ] && pass "run PREFIX with a same-named file here runs the frozen protocol" || fail "run ${hash:0:8}: $(cat "$work/err")"
 python3 - "$tiny" "$work" <<'PY'
 import sys
 t, w = open(sys.argv[1]).read(), sys.argv[2]
