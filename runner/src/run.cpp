@@ -403,9 +403,18 @@ fs::path try_protocol(const run_options &o) {
   fp.canonical = canonical_json(fp.body);
   fp.hash = sha256_hex(fp.canonical);
   json kernels = json::object();
-  for (const auto &arm : fp.proto.arms)
+  for (const auto &arm : fp.proto.arms) {
+    if (arm.outside()) { // the file as it is now, hashed like a freeze would
+      const fs::path file = outside_file(fs::absolute(o.target).parent_path(), arm.file);
+      kernels[arm.id] = {{arm.source == arm_source::plugin ? "plugin" : "python", arm.file},
+                         {"entry", arm.entry},
+                         {"file", file.string()},
+                         {"sha256", outside_file_sha256(file, arm.id)}};
+      continue;
+    }
     kernels[arm.id] = {{"kernel", arm.kernel},
                        {"source_sha256", find_arm(fp.proto.device, arm.kernel)->source_sha256}};
+  }
   fp.freeze = {{"exploratory", "not frozen: `prereg try` ran the file as it was"},
                {"protocol_hash", fp.hash},
                {"source_sha256", sha256_hex(fp.source)},

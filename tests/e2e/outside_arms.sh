@@ -94,4 +94,24 @@ expect_err "no usable Python for Python arms" "the refusal says how to fix it"
 echo "# an edit after freezing" >>"$work/py/numpy_arms.py"
 expect_exit 3 "a changed Python file after freeze is refused" -- "$PREREG" run "$hash" --out "$out" --quiet
 expect_err "python file of arm np_ok changed since freezing" "the refusal names the arm and the file"
+
+# --- the guards against planted numpy cheating arms (tests/data/python/cheating_arms.py) --------
+mkdir -p "$work/cheats/outside" "$work/cheats/python"
+cp "$data/protocol_cheats.yaml" "$work/cheats/outside/"
+cp "$PREREG_SOURCE_DIR/tests/data/python/cheating_arms.py" "$work/cheats/python/"
+expect_exit 0 "freeze the cheating-arms protocol" -- "$PREREG" freeze "$work/cheats/outside/protocol_cheats.yaml"
+hash=$(tail -n 1 "$work/out")
+expect_exit 0 "run it" -- "$PREREG" run "$hash" --out "$out" --quiet
+dir=$(report_of)
+expect_exit 0 "its report audits clean" -- "$PREREG" audit "$dir"
+corr() { json_get "$dir" "[(c['passed'], c['detail']) for c in r['correctness'] if c['arm']=='$1'][0]"; }
+corr honest | grep -q "^(True" && pass "the honest arm passes every check" || fail "honest: $(corr honest)"
+corr cached | grep -q "^(False, 'timed sample [0-9]*: y: " \
+  && pass "the caching arm passes the gate but a spot-checked timed output is stale" || fail "cached: $(corr cached)"
+corr zeros | grep -q "^(False, .y: " \
+  && pass "the all-zero arm fails the gate (a constant output under a loose atol: measure_test)" || fail "zeros: $(corr zeros)"
+json_get "$dir" "[d['cell']['arm'] for d in r['defects'] if d['code']=='input-mutated']" | grep -q "mutating" \
+  && pass "the mutating arm is an input-mutated defect" || fail "defects: $(json_get "$dir" "[d['code'] for d in r['defects']]")"
+[ "$(json_get "$dir" "sorted(d['cell']['arm'] for d in r['deviations'] if d['kind']=='arm-excluded')")" = "['cached', 'zeros']" ] \
+  && pass "the caching and the all-zero arms are excluded from the verdicts" || fail "deviations: $(json_get "$dir" "r['deviations']")"
 finish
