@@ -350,8 +350,8 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     resign(dir, report, key);
     expected = {"payload", "ledger"};
   }
-  SUBCASE("schema_version 4") {
-    report.at("schema_version") = 4;
+  SUBCASE("schema_version 5") {
+    report.at("schema_version") = 5;
     resign(dir, report, key);
     expected = {"payload", "statistics", "verdicts", "defects", "pages", "ledger"};
   }
@@ -522,7 +522,7 @@ TEST_CASE("a version-1 report: the cells' clock and harness bytes come from defe
   };
   const fs::path dir = lab.run(plants);
   json report = read_report(dir);
-  REQUIRE(report.at("schema_version") == 3);
+  REQUIRE(report.at("schema_version") == 4);
   report.at("schema_version") = 1;
   for (auto &c : report.at("cells")) {
     c.erase("clock_mhz");
@@ -530,7 +530,10 @@ TEST_CASE("a version-1 report: the cells' clock and harness bytes come from defe
     c.erase("first_call_ms");
     c.erase("warmup_calls");
     c.erase("off_window_ms");
+    c.erase("kernel_clock");
   }
+  for (const char *k : {"kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped"})
+    report.at("instrument").erase(k);
   const signing_key key = lab.key();
   const auto without = [&](json r, const std::string &code) {
     auto &d = r.at("defects");
@@ -833,7 +836,7 @@ TEST_CASE("a version-3 report: off-window-work is recomputed from the cells' off
   const fs::path dir = lab.run(plants);
   REQUIRE(audit(lab, dir).passed());
   json report = read_report(dir);
-  REQUIRE(report.at("schema_version") == 3);
+  REQUIRE(report.at("schema_version") == 4);
   const signing_key key = lab.key();
   auto &d = report.at("defects");
   const auto is_off = [](const json &x) { return x.at("code") == "off-window-work"; };
@@ -856,4 +859,94 @@ TEST_CASE("a version-3 report: off-window-work is recomputed from the cells' off
     resign(dir, report, key);
     CHECK(list(audit(lab, dir).failed()) == "ledger");
   }
+}
+
+TEST_CASE("a version-4 report with a kernel clock: its facts, statistics and defects are audited") {
+  temp_lab lab;
+  lab.freeze();
+  fake_plants plants;
+  // fused: kernels fill 40% of the step (gap 60%: launch-bound); unfused: 90%, except sample 0
+  // at 128 rows (no kernel ran) and sample 1 at 64 rows (kernels longer than the step).
+  plants.kernels = [](const cell_key &k, std::size_t i) {
+    const double step = fake_device::default_samples(k, static_cast<std::int64_t>(i) + 1).at(i);
+    window_kernels w;
+    if (k.arm == "unfused" && k.rows == 128 && i == 0)
+      return w;
+    w.kernel_ms = (k.arm == "fused" ? 0.4 : 0.9) * step;
+    if (k.arm == "unfused" && k.rows == 64 && i == 1)
+      w.kernel_ms = 2.0 * step;
+    w.count = 2;
+    w.names = {{"k_big", 1, 0.75 * w.kernel_ms}, {"k_small", 1, 0.25 * w.kernel_ms}};
+    if (i == 2)
+      w.names.push_back({"k_late", 3, 0.0}); // a name first seen in sample 2: zeros before it
+    return w;
+  };
+  plants.kernel_records_dropped = 5;
+  const fs::path dir = lab.run(plants);
+  REQUIRE(audit(lab, dir).passed());
+  json report = read_report(dir);
+  REQUIRE(report.at("schema_version") == 4);
+  CHECK(report.at("instrument").at("kernel_clock") == "fake kernel clock");
+  CHECK(report.at("instrument").at("kernel_records_dropped") == 5);
+  CHECK(report.at("environment").at("kernel_clock") == "fake kernel clock");
+  const json &fused = cell_of(report, "fused", 64);
+  REQUIRE(fused.contains("kernel_clock"));
+  const json &kc = fused.at("kernel_clock");
+  CHECK(kc.at("kernel_ms").size() == fused.at("samples_ms").size());
+  CHECK(kc.at("gap_share_pct").get<double>() == doctest::Approx(60.0));
+  CHECK(kc.at("median_kernels") == 2);
+  CHECK(fused.at("bound") == "launch");
+  REQUIRE(kc.at("names").size() == 3);
+  CHECK(kc.at("names")[0].at("share_pct").get<double>() == doctest::Approx(30.0));
+  CHECK(kc.at("names")[2].at("name") == "k_late");
+  CHECK(kc.at("names")[2].at("samples_ms")[0] == 0.0);
+  CHECK(kc.at("names")[2].at("calls") == 3);
+  CHECK(cell_of(report, "unfused", 64).at("bound") != "launch"); // gap 10%
+  const signing_key key = lab.key();
+  auto &d = report.at("defects");
+  const auto count = [&](const char *code) {
+    return std::count_if(d.begin(), d.end(), [&](const json &x) { return x.at("code") == code; });
+  };
+  CHECK(count("kernel-records-dropped") == 1);
+  CHECK(count("kernel-above-step") == 1);
+  CHECK(count("no-arm-kernel") == 1);
+  const std::string md = read_file(dir / "report.md");
+  CHECK(md.find("## Profile (kernel clock)") != std::string::npos);
+  CHECK(md.find("`k_big`") != std::string::npos);
+  SUBCASE("a derived kernel statistic changed") {
+    cell_of(report, "fused", 64).at("kernel_clock").at("gap_share_pct") = 10.0;
+    resign(dir, report, key);
+    CHECK(list(audit(lab, dir).failed()) == "statistics, ledger");
+  }
+  SUBCASE("a raw kernel time changed: the gap no longer adds up") {
+    cell_of(report, "fused", 64).at("kernel_clock").at("kernel_ms")[0] = 0.0;
+    resign(dir, report, key);
+    CHECK(list(audit(lab, dir).failed()).find("statistics") != std::string::npos);
+  }
+  SUBCASE("the kernel-above-step defect deleted") {
+    d.erase(std::remove_if(d.begin(), d.end(),
+                           [](const json &x) { return x.at("code") == "kernel-above-step"; }),
+            d.end());
+    resign(dir, report, key);
+    CHECK(list(audit(lab, dir).failed()) == "defects, ledger");
+  }
+  SUBCASE("a kernel clock with one value too few is refused") {
+    cell_of(report, "fused", 64).at("kernel_clock").at("kernels").erase(0);
+    resign(dir, report, key);
+    CHECK_FALSE(audit(lab, dir).passed());
+  }
+}
+
+TEST_CASE("a version-4 report without a kernel clock says why and has no kernel facts") {
+  temp_lab lab;
+  lab.freeze();
+  const fs::path dir = lab.run(fake_plants{});
+  REQUIRE(audit(lab, dir).passed());
+  const json report = read_report(dir);
+  CHECK(report.at("environment").at("kernel_clock") ==
+        "unknown: the fake device has no kernel clock");
+  CHECK(report.at("instrument").at("kernel_clock") == "");
+  CHECK(report.at("instrument").at("kernel_clock_floor_ms").is_null());
+  for (const auto &c : report.at("cells"))
+    CHECK_FALSE(c.contains("kernel_clock"));
 }

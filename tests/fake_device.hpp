@@ -58,6 +58,10 @@ struct fake_plants {
   std::function<double(const cell_key &)> off_window_ms;
   /// Warm-up window times of a cell by warm-up index (default: a steady 0.1 ms).
   std::function<double(const cell_key &, std::size_t i)> warmup_ms;
+  /// A planted kernel clock: the kernels of a cell's i-th kept sample; unset: no kernel clock.
+  /// Every other window (instrument, warm-up) reports no kernels.
+  std::function<window_kernels(const cell_key &, std::size_t i)> kernels;
+  std::uint64_t kernel_records_dropped = 0;
 
   /// A clean instrument: 1000 GB/s ceiling, 1 ns timer, 64 MiB flush over a 16 MiB cache.
   static instrument_record default_instrument() {
@@ -191,6 +195,7 @@ public:
   void prepare_flush() override {}
   void flush() override {}
   [[nodiscard]] window_result timed(const std::function<void()> &step) override {
+    m_last_kernels = window_kernels{};
     m_next = window_kind::step;
     step();
     const window_kind kind = m_next;
@@ -216,6 +221,8 @@ public:
     m_state->last = k;
     m_state->drained_last = false;
     const std::size_t i = m_state->next_sample(k);
+    if (m_plants.kernels)
+      m_last_kernels = m_plants.kernels(k, i);
     const std::vector<double> s = m_plants.samples ? m_plants.samples(k, m_reps)
                                                    : default_samples(k, m_reps);
     return {s.at(i % s.size()),
@@ -241,6 +248,22 @@ public:
       return idle;
     m_state->drained_last = true; // the pending work of the last sample, once
     return idle + m_plants.off_window_ms(*m_state->last);
+  }
+  [[nodiscard]] std::optional<std::string> kernel_clock(bool on, std::string &why_not) override {
+    if (!m_plants.kernels) {
+      why_not = "the fake device has no kernel clock";
+      return std::nullopt;
+    }
+    m_clock = on;
+    return "fake kernel clock";
+  }
+  [[nodiscard]] std::optional<window_kernels> last_window_kernels() override {
+    if (!m_clock)
+      return std::nullopt;
+    return m_last_kernels;
+  }
+  [[nodiscard]] std::uint64_t kernel_records_dropped() override {
+    return m_plants.kernel_records_dropped;
   }
   [[nodiscard]] void *stream() const override { return nullptr; }
   [[nodiscard]] std::optional<std::string> cannot_capture() const override {
@@ -309,6 +332,8 @@ private:
   std::int64_t m_reps;
   window_kind m_next = window_kind::step;
   std::size_t m_copies = 0;
+  bool m_clock = false;
+  window_kernels m_last_kernels;
 };
 
 /// Sets run options to measure on a fake with `plants` (for any device name): the device, the

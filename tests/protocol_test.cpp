@@ -1144,3 +1144,19 @@ TEST_CASE("free-text fields have length limits") {
   check_rejects(with("\"fused > unfused\"", long_expect), 37, 13,
                 "predictions[0].expect is 1025 bytes long; the limit is 1024 bytes");
 }
+
+TEST_CASE("the kernel clock's functions need prereg: 2") {
+  check_rejects(with("expect: \"fused > unfused\"", "expect: \"gap_share(fused) > 50\""), 37, 13,
+                "prediction P1: expect: gap_share() reads the kernel clock and needs prereg: 2");
+  check_rejects(with("expect: \"fused > unfused\"", "expect: \"kernels(fused) < 2 and fused > 0\""),
+                37, 13, "kernels() reads the kernel clock");
+  for (const char *e : {"gap_share(fused) > 50", "kernels(fused) <= 1",
+                        "kernel_time(fused) < 0.9 * fused"}) {
+    CAPTURE(e);
+    const auto p = prereg::parse_protocol(
+        with2("expect: \"fused > unfused\"", std::string("expect: \"") + e + "\""), file);
+    CHECK(p.predictions.at(0).expect == e);
+  }
+  // The words are the language's: no arm may be named after them.
+  check_rejects(with2("  - id: fused\n", "  - id: kernels\n"), 18, 9, "kernels");
+}

@@ -644,7 +644,7 @@ TEST_CASE("guards in the report: off-window work, warm-up until settled, first-c
     return 0.1;
   };
   const json report = read_report(lab.run(plants));
-  CHECK(report.at("schema_version") == 3);
+  CHECK(report.at("schema_version") == 4);
   const auto off = defects_with(report, "off-window-work");
   REQUIRE(off.size() == 1);
   CHECK(off[0].at("cell") == cell("unfused", 128));

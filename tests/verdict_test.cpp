@@ -334,3 +334,40 @@ TEST_CASE("bad inputs") {
     CHECK(r.reason == "no cell selected");
   }
 }
+
+TEST_CASE("kernel metrics: read with the samples' own draws, inconclusive without a kernel clock") {
+  const protocol p = make_protocol();
+  raw_run run = make_run();
+  // `gap_share(a) > 50 and a > b`: a's kernels take 40% of each step.
+  const prediction_check gap{[](const metric_lookup &v) {
+                               return v({metric::gap_share, "a"}) > 50.0 &&
+                                      v({metric::time, "a"}) > v({metric::time, "b"});
+                             },
+                             {{metric::gap_share, "a"}, {metric::time, "a"}, {metric::time, "b"}}};
+  SUBCASE("no kernel facts: inconclusive, naming the missing clock") {
+    const auto r = judge(p, gap, run);
+    CHECK(r.verdict == verdict_kind::inconclusive);
+    CHECK(r.reason.find("arm a has no kernel clock at fwd 128x1024") != std::string::npos);
+  }
+  SUBCASE("with kernel facts: confirmed, and a time-only prediction's p values are unchanged") {
+    const auto before = ps(judge(p, slower("a", "b"), run));
+    for (auto &c : run.cells) {
+      for (const double s : c.samples_ms) {
+        c.kernel_ms.push_back(0.4 * s);
+        c.kernel_counts.push_back(1);
+      }
+    }
+    CHECK(judge(p, gap, run).verdict == verdict_kind::confirmed);
+    CHECK(ps(judge(p, slower("a", "b"), run)) == before);
+    const prediction_check count{[](const metric_lookup &v) {
+                                   return v({metric::kernels, "a"}) >= 2.0;
+                                 },
+                                 {{metric::kernels, "a"}}};
+    CHECK(judge(p, count, run).verdict == verdict_kind::refuted);
+    const prediction_check ktime{[](const metric_lookup &v) {
+                                   return v({metric::kernel_time, "a"}) < 0.5 * v({metric::time, "a"});
+                                 },
+                                 {{metric::kernel_time, "a"}, {metric::time, "a"}}};
+    CHECK(judge(p, ktime, run).verdict == verdict_kind::confirmed);
+  }
+}

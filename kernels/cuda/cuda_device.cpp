@@ -3,6 +3,7 @@
 // read-sweep L2 flush, the SM clock probe, CUDA graph capture, NVML's other processes.
 #include "cuda/cuda_call.hpp"
 #include "cuda/instrument.hpp"
+#include "cuda/cupti.hpp"
 #include "cuda/nvml.hpp"
 #include "prereg/device.hpp"
 #include "prereg/error.hpp"
@@ -224,6 +225,14 @@ int select_device(int ordinal) {
   return count;
 }
 
+bool forced_window_marks() {
+  static const bool on = [] {
+    const char *v = std::getenv("PREREG_WINDOW_MARKS");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+
 class cuda_device final : public device {
 public:
   [[nodiscard]] int ordinal() const override { return m_ordinal; }
@@ -249,6 +258,10 @@ public:
   cuda_device(const cuda_device &) = delete;
   cuda_device &operator=(const cuda_device &) = delete;
   ~cuda_device() override {
+    if (kernel_tracer::instance().enabled()) {
+      std::string ignored;
+      (void)kernel_tracer::instance().enable(false, ignored);
+    }
     m_flush_buffer.reset();
     m_scratch.reset();
     if (m_start != nullptr)
@@ -289,6 +302,8 @@ public:
     env["sm_clock_method"] = "clock64 cycles over 1 ms of %globaltimer, one thread on one SM";
     env["other_processes"] = nv.other_processes;
     env["nvml"] = nv.status;
+    if (forced_window_marks())
+      env["window_marks"] = "forced by PREREG_WINDOW_MARKS=1";
     return env;
   }
 
@@ -378,9 +393,16 @@ public:
   [[nodiscard]] window_result timed(const std::function<void()> &step) override {
     const std::uint64_t free0 = free_bytes();
     const std::uint64_t arm0 = arm_reserved();
+    // The marks bound the window in the kernel clock's records; PREREG_WINDOW_MARKS=1 queues
+    // them without it too, for a profiler that segments windows by them (tools/ncu_agreement).
+    const bool traced = kernel_tracer::instance().enabled() || forced_window_marks();
+    if (traced)
+      launch_window_mark(true, m_stream);
     PREREG_CUDA_CALL(cudaEventRecord(m_start, m_stream));
     step();
     PREREG_CUDA_CALL(cudaEventRecord(m_stop, m_stream));
+    if (traced)
+      launch_window_mark(false, m_stream);
     PREREG_CUDA_CALL(cudaEventSynchronize(m_stop));
     float ms = 0;
     PREREG_CUDA_CALL(cudaEventElapsedTime(&ms, m_start, m_stop));
@@ -395,6 +417,30 @@ public:
     return w;
   }
   void empty_step() override { launch_empty(m_stream); }
+
+  [[nodiscard]] std::optional<std::string> kernel_clock(bool on, std::string &why_not) override {
+    if (const char *v = std::getenv("PREREG_KERNEL_CLOCK"); on && v != nullptr &&
+                                                             std::string(v) == "off") {
+      why_not = "switched off by PREREG_KERNEL_CLOCK=off";
+      return std::nullopt;
+    }
+    PREREG_CUDA_CALL(cudaStreamSynchronize(m_stream));
+    return kernel_tracer::instance().enable(on, why_not);
+  }
+  [[nodiscard]] std::optional<window_kernels> last_window_kernels() override {
+    kernel_tracer &t = kernel_tracer::instance();
+    if (!t.enabled())
+      return std::nullopt;
+    PREREG_CUDA_CALL(cudaStreamSynchronize(m_stream)); // the close mark
+    auto w = t.take_window();
+    if (!w)
+      throw io_error("the kernel clock has no record of the window's marks (prereg_window_open "
+                     "and prereg_window_close)");
+    return w;
+  }
+  [[nodiscard]] std::uint64_t kernel_records_dropped() override {
+    return kernel_tracer::instance().dropped();
+  }
   [[nodiscard]] std::optional<double> drain() override {
     // A device-wide synchronise bracketed on the host: work an arm left on any stream after
     // the window's stop event makes it long (docs/engine.md, off-window work).

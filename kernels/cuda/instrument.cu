@@ -26,6 +26,11 @@ __global__ void __launch_bounds__(256)
 
 __global__ void empty_kernel() {}
 
+// The kernel clock's window marks: queued just before a timed window's start event and just
+// after its stop event, so that the device's activity records bound the window (cupti.cpp).
+__global__ void prereg_window_open() {}
+__global__ void prereg_window_close() {}
+
 __global__ void clock_probe_kernel(unsigned long long interval_ns, unsigned long long *out) {
   unsigned long long t0, t1;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -69,6 +74,13 @@ void launch_read_sweep(const void *buffer, std::size_t bytes, unsigned long long
 }
 
 void launch_empty(cudaStream_t stream) { PREREG_CUDA_LAUNCH(empty_kernel<<<1, 1, 0, stream>>>()); }
+
+void launch_window_mark(bool open, cudaStream_t stream) {
+  if (open)
+    PREREG_CUDA_LAUNCH(prereg_window_open<<<1, 1, 0, stream>>>());
+  else
+    PREREG_CUDA_LAUNCH(prereg_window_close<<<1, 1, 0, stream>>>());
+}
 
 loaded_code loaded_code_of_kernels() {
   cudaFuncAttributes a{};

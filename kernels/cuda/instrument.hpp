@@ -22,6 +22,10 @@ void launch_read_sweep(const void *buffer, std::size_t bytes, unsigned long long
 /// An empty kernel (<<<1, 1>>>): the launch floor's step.
 void launch_empty(cudaStream_t stream);
 
+/// The kernel clock's marks (<<<1, 1>>> empty kernels named prereg_window_open and
+/// prereg_window_close) queued around a timed window.
+void launch_window_mark(bool open, cudaStream_t stream);
+
 /// What the driver loaded for this build's kernels on the current device (all .cu files share
 /// one set of targets): the binary's SASS architecture and the PTX it came from, as 10*major +
 /// minor (cudaFuncGetAttributes of the empty kernel).

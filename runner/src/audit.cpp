@@ -551,11 +551,15 @@ std::string check_verdicts(const audit_context &ctx) {
 /// Codes the audit recomputes from the cells and the instrument, so a reported one must be
 /// recomputed too: derivable_from_raw, and from schema_version 2 (whose cells carry clock_mhz
 /// and harness_bytes_in_window) clock-throttle and harness-allocation, from schema_version 3
-/// (off_window_ms) off-window-work.
+/// (off_window_ms) off-window-work, from schema_version 4 (the kernel clock's records)
+/// kernel-records-dropped, kernel-above-step and no-arm-kernel.
 bool derivable_from_cells(std::string_view code, int schema_version) {
   return derivable_from_raw(code) ||
          (schema_version >= 2 && (code == "clock-throttle" || code == "harness-allocation")) ||
-         (schema_version >= 3 && code == "off-window-work");
+         (schema_version >= 3 && code == "off-window-work") ||
+         (schema_version >= 4 &&
+          (code == "kernel-records-dropped" || code == "kernel-above-step" ||
+           code == "no-arm-kernel"));
 }
 
 /// Codes whose every input is in the report itself, so the audit requires them too.

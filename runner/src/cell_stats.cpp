@@ -21,6 +21,10 @@ const arm_spec &spec_of(const protocol &proto, const std::string &id) {
 
 } // namespace
 
+double gap_share_pct(double step_ms, double kernel_ms) {
+  return step_ms > 0.0 ? 100.0 * (step_ms - kernel_ms) / step_ms : 0.0;
+}
+
 bool is_unstable(double iqr_ms, double median_ms, double ratio) {
   if (std::isnan(iqr_ms) || std::isnan(median_ms))
     return false;
@@ -59,9 +63,56 @@ cell_statistics compute_cell_statistics(const cell_record &cell, const protocol 
   out.pct_ceiling = pct_ceiling(out.gbps, instrument.ceiling_gbps);
   out.unstable = is_unstable(out.iqr_ms, out.median_ms, proto.analysis.unstable_iqr_ratio);
 
+  if (!cell.kernel_ms.empty()) {
+    if (cell.kernel_ms.size() != s.size() || cell.kernel_counts.size() != s.size())
+      throw invalid_input(fmt::format("cell {} {} {}x{} has {} kernel times and {} kernel counts "
+                                      "for {} samples",
+                                      cell.key.arm, to_string(cell.key.pass), cell.key.rows,
+                                      cell.key.cols, cell.kernel_ms.size(),
+                                      cell.kernel_counts.size(), s.size()));
+    for (const auto &n : cell.kernel_names)
+      if (n.samples_ms.size() != s.size())
+        throw invalid_input(fmt::format("kernel {} of cell {} has {} times for {} samples",
+                                        n.name, cell.key.arm, n.samples_ms.size(), s.size()));
+    kernel_statistics k;
+    const std::span<const double> km = cell.kernel_ms;
+    std::vector<double> shares, counts;
+    for (std::size_t i = 0; i < km.size(); ++i) {
+      k.gap_ms.push_back(s[i] - km[i]);
+      shares.push_back(gap_share_pct(s[i], km[i]));
+      counts.push_back(static_cast<double>(cell.kernel_counts[i]));
+    }
+    k.median_kernel_ms = median(km);
+    k.q1_kernel_ms = q1(km);
+    k.q3_kernel_ms = q3(km);
+    k.statistic_kernel_ms = statistic(km, proto.analysis.statistic);
+    k.median_gap_ms = median(k.gap_ms);
+    k.gap_share_pct = median(shares);
+    k.median_kernels = median(counts);
+    double step_sum = 0;
+    for (const double v : s)
+      step_sum += v;
+    for (const auto &n : cell.kernel_names) {
+      double sum = 0;
+      for (const double v : n.samples_ms)
+        sum += v;
+      k.name_median_ms.push_back(median(n.samples_ms));
+      k.name_share_pct.push_back(step_sum > 0.0 ? 100.0 * sum / step_sum : 0.0);
+    }
+    out.kernel = std::move(k);
+  }
+
   const double launch_limit_ms = thresholds::launch_bound_factor * instrument.launch_floor_ms *
                                  static_cast<double>(arm.repeat);
-  if (instrument.launch_floor_ms > 0.0 && out.median_ms < launch_limit_ms) {
+  if (out.kernel) {
+    // The kernel clock measures what the floor multiple only estimated (docs/analysis.md).
+    if (out.n > 0 && out.kernel->gap_share_pct >= thresholds::launch_gap_share_pct)
+      out.bound = bound_kind::launch;
+    else if (out.pct_ceiling >= thresholds::bandwidth_bound_pct)
+      out.bound = bound_kind::bandwidth;
+    else
+      out.bound = bound_kind::neither;
+  } else if (instrument.launch_floor_ms > 0.0 && out.median_ms < launch_limit_ms) {
     out.bound = bound_kind::launch;
   } else if (out.pct_ceiling >= thresholds::bandwidth_bound_pct) {
     out.bound = bound_kind::bandwidth;

@@ -12,10 +12,11 @@
 namespace prereg {
 namespace {
 
-constexpr std::array<std::string_view, 12> codes{
-    "above-ceiling",    "unstable-cell",      "harness-allocation", "zero-peak-memory",
-    "timer-resolution", "clock-throttle",     "device-contention",  "drift",
-    "flush-too-small",  "correctness-failure", "input-mutated",     "off-window-work"};
+constexpr std::array<std::string_view, 15> codes{
+    "above-ceiling",    "unstable-cell",       "harness-allocation", "zero-peak-memory",
+    "timer-resolution", "clock-throttle",      "device-contention",  "drift",
+    "flush-too-small",  "correctness-failure", "input-mutated",      "off-window-work",
+    "kernel-records-dropped", "kernel-above-step", "no-arm-kernel"};
 
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
@@ -60,6 +61,15 @@ void detect(std::string_view code, const protocol &proto, const raw_run &run,
                       ins.flush_bytes, ins.llc_bytes),
           {{"flush_bytes", ins.flush_bytes}, {"llc_bytes", ins.llc_bytes}}));
     }
+    return;
+  }
+  if (code == "kernel-records-dropped") {
+    if (!ins.kernel_clock.empty() && ins.kernel_records_dropped > 0)
+      out.push_back(run_defect(
+          code,
+          fmt::format("the kernel clock dropped {} activity records: kernel times may be short",
+                      ins.kernel_records_dropped),
+          {{"kernel_records_dropped", ins.kernel_records_dropped}}));
     return;
   }
   if (code == "correctness-failure") {
@@ -156,6 +166,38 @@ void detect(std::string_view code, const protocol &proto, const raw_run &run,
            {"median_ms", s.median_ms},
            {"threshold_ms", std::max(thresholds::off_window_min_ms,
                                      thresholds::off_window_ratio * s.median_ms)}}));
+    } else if (code == "kernel-above-step" && !cell.kernel_ms.empty()) {
+      // The kernels' union inside the window cannot exceed the window: more means work that
+      // ran outside it (another stream's kernel overlapping the window's edges) or a clock
+      // that disagrees with the events beyond their resolution.
+      std::int64_t count = 0;
+      double worst = 0;
+      for (std::size_t k = 0; k < cell.kernel_ms.size(); ++k) {
+        const double excess = cell.kernel_ms[k] - cell.samples_ms[k];
+        if (excess > ins.timer_resolution_ms) {
+          ++count;
+          worst = std::max(worst, excess);
+        }
+      }
+      if (count > 0)
+        out.push_back(cell_defect(
+            code, cell.key,
+            fmt::format("{}: in {} of {} samples the kernels took longer than the step (by up "
+                        "to {:g} ms; timer resolution {:g} ms)",
+                        where, count, cell.kernel_ms.size(), worst, ins.timer_resolution_ms),
+            {{"samples", count},
+             {"worst_excess_ms", worst},
+             {"timer_resolution_ms", ins.timer_resolution_ms}}));
+    } else if (code == "no-arm-kernel" && !cell.kernel_counts.empty()) {
+      const auto count = static_cast<std::int64_t>(
+          std::count(cell.kernel_counts.begin(), cell.kernel_counts.end(), std::int64_t{0}));
+      if (count > 0)
+        out.push_back(cell_defect(
+            code, cell.key,
+            fmt::format("{}: {} of {} timed steps ran no kernel on the device (the work was "
+                        "done elsewhere, or not at all)",
+                        where, count, cell.kernel_counts.size()),
+            {{"samples", count}}));
     } else if (code == "drift" && has_flag(s, "drift")) {
       out.push_back(cell_defect(code, cell.key,
                                 fmt::format("{} samples trend with repetition index "

@@ -48,8 +48,8 @@ bool word_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-constexpr std::array<std::string_view, 6> keywords{"and",     "abs",  "time",
-                                                   "peak_mb", "gbps", "pct_ceiling"};
+constexpr std::array<std::string_view, 9> keywords{
+    "and", "abs", "time", "peak_mb", "gbps", "pct_ceiling", "kernel_time", "gap_share", "kernels"};
 
 std::optional<metric> function_metric(std::string_view name) {
   if (name == "time")
@@ -60,6 +60,12 @@ std::optional<metric> function_metric(std::string_view name) {
     return metric::gbps;
   if (name == "pct_ceiling")
     return metric::pct_ceiling;
+  if (name == "kernel_time")
+    return metric::kernel_time;
+  if (name == "gap_share")
+    return metric::gap_share;
+  if (name == "kernels")
+    return metric::kernels;
   return std::nullopt;
 }
 
@@ -430,7 +436,7 @@ private:
       fail(t.offset, "unexpected 'and'");
     if (peek().kind == token_kind::lparen)
       fail(t.offset, fmt::format("unknown function '{}' (functions: time, peak_mb, gbps, "
-                                 "pct_ceiling, abs)",
+                                 "pct_ceiling, kernel_time, gap_share, kernels, abs)",
                                  message_excerpt(t.text)));
     std::string arms;
     for (const auto &a : m_arms)
@@ -456,8 +462,18 @@ std::string_view to_string(metric m) {
     return "gbps";
   case metric::pct_ceiling:
     return "pct_ceiling";
+  case metric::kernel_time:
+    return "kernel_time";
+  case metric::gap_share:
+    return "gap_share";
+  case metric::kernels:
+    return "kernels";
   }
   return "?";
+}
+
+bool is_kernel_metric(metric m) {
+  return m == metric::kernel_time || m == metric::gap_share || m == metric::kernels;
 }
 
 expectation expectation::parse(std::string_view text, const std::vector<std::string> &arm_ids,

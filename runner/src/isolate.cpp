@@ -431,6 +431,49 @@ std::unique_ptr<measuring_side> start_measuring(const run_options &o, const prot
   return std::make_unique<in_process>(o, proto, seed);
 }
 
+namespace {
+
+json kernel_names_json(const std::vector<kernel_name_record> &names) {
+  json out = json::array();
+  for (const auto &n : names)
+    out.push_back({{"name", n.name}, {"calls", n.calls}, {"samples_ms", n.samples_ms}});
+  return out;
+}
+
+// The kernel clock's per-sample facts of one cell: as many as its samples, or none.
+void read_kernel_facts(const json &c, const std::string &p, cell_record &rec) {
+  rec.kernel_ms = numbers(member(c, p, "kernel_ms"), p + ".kernel_ms");
+  const json &counts = member(c, p, "kernel_counts");
+  if (!counts.is_array())
+    bad(p + ".kernel_counts", "is not an array");
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    rec.kernel_counts.push_back(static_cast<std::int64_t>(
+        count(counts[i], fmt::format("{}.kernel_counts[{}]", p, i))));
+  const std::size_t n = rec.kernel_ms.size();
+  if (n != 0 && n != rec.samples_ms.size())
+    bad(p + ".kernel_ms", "does not have one value per sample");
+  if (rec.kernel_counts.size() != n)
+    bad(p + ".kernel_counts", "does not have one value per kernel_ms");
+  for (std::size_t i = 0; i < n; ++i)
+    if (!std::isfinite(rec.kernel_ms[i]) || rec.kernel_ms[i] < 0)
+      bad(fmt::format("{}.kernel_ms[{}]", p, i), "is not a finite time");
+  const json &names = member(c, p, "kernel_names");
+  if (!names.is_array())
+    bad(p + ".kernel_names", "is not an array");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string q = fmt::format("{}.kernel_names[{}]", p, i);
+    kernel_name_record k;
+    k.name = text(member(names[i], q, "name"), q + ".name");
+    k.calls = static_cast<std::int64_t>(count(member(names[i], q, "calls"), q + ".calls"));
+    k.samples_ms = numbers(member(names[i], q, "samples_ms"), q + ".samples_ms");
+    if (k.samples_ms.size() != n)
+      bad(q + ".samples_ms", "does not have one value per sample");
+    rec.kernel_names.push_back(std::move(k));
+  }
+}
+
+} // namespace
+
 json raw_to_json(const raw_run &raw) {
   json cells = json::array();
   for (const auto &c : raw.cells)
@@ -444,7 +487,10 @@ json raw_to_json(const raw_run &raw) {
                      {"warmup_calls", c.warmup_calls},
                      {"off_window_ms", number_or_null(c.off_window_ms)},
                      {"spot_checks", c.spot_checks},
-                     {"input_mutated", c.input_mutated ? json(*c.input_mutated) : json(nullptr)}});
+                     {"input_mutated", c.input_mutated ? json(*c.input_mutated) : json(nullptr)},
+                     {"kernel_ms", c.kernel_ms},
+                     {"kernel_counts", c.kernel_counts},
+                     {"kernel_names", kernel_names_json(c.kernel_names)}});
   json correctness = json::array();
   for (const auto &c : raw.correctness)
     correctness.push_back({{"key", cell_json(c.key)},
@@ -464,7 +510,10 @@ json raw_to_json(const raw_run &raw) {
             {"flush_bytes", in.flush_bytes},
             {"flush_method", in.flush_method},
             {"llc_bytes", in.llc_bytes},
-            {"clock_start_mhz", number_or_null(in.clock_start_mhz)}}},
+            {"clock_start_mhz", number_or_null(in.clock_start_mhz)},
+            {"kernel_clock", in.kernel_clock},
+            {"kernel_clock_floor_ms", number_or_null(in.kernel_clock_floor_ms)},
+            {"kernel_records_dropped", in.kernel_records_dropped}}},
           {"cells", cells},
           {"correctness", correctness},
           {"deviations", raw.deviations}};
@@ -491,6 +540,10 @@ raw_run raw_from_json(const json &j, const std::vector<cell_key> &planned) {
   r.flush_method = text(member(in, ip, "flush_method"), ip + ".flush_method");
   r.llc_bytes = count(member(in, ip, "llc_bytes"), ip + ".llc_bytes");
   r.clock_start_mhz = num("clock_start_mhz");
+  r.kernel_clock = text(member(in, ip, "kernel_clock"), ip + ".kernel_clock");
+  r.kernel_clock_floor_ms = num("kernel_clock_floor_ms");
+  r.kernel_records_dropped =
+      count(member(in, ip, "kernel_records_dropped"), ip + ".kernel_records_dropped");
 
   std::vector<cell_key> seen;
   const auto once = [&](const cell_key &k, const std::string &path) {
@@ -523,6 +576,7 @@ raw_run raw_from_json(const json &j, const std::vector<cell_key> &planned) {
     rec.spot_checks =
         static_cast<std::int64_t>(count(member(c, p, "spot_checks"), p + ".spot_checks"));
     rec.input_mutated = optional_text(c, p, "input_mutated");
+    read_kernel_facts(c, p, rec);
     raw.cells.push_back(std::move(rec));
   }
   seen.clear();

@@ -258,6 +258,8 @@ public:
     check_correctness();
     calibrate();
     time_cells();
+    if (!m_raw.instrument.kernel_clock.empty())
+      m_raw.instrument.kernel_records_dropped = m_dev.kernel_records_dropped();
     m_dev.finish_environment(m_raw.environment);
     if (json py = python_environment(); !py.is_null())
       m_raw.environment["python"] = std::move(py);
@@ -577,6 +579,7 @@ private:
     in.ceiling_gbps = in.ceiling_samples_gbps.empty() ? 0.0 : median(in.ceiling_samples_gbps);
     in.ceiling_bytes = bytes;
     in.clock_start_mhz = m_dev.clock_mhz();
+    start_kernel_clock(flush, ip);
     // The idle drain: a device-wide synchronise with nothing queued, the baseline of the
     // off-window check (median of 9).
     std::vector<double> idle;
@@ -587,6 +590,56 @@ private:
       m_idle_drain_ms = median(idle);
       m_raw.environment["off_window_idle_ms"] = m_idle_drain_ms;
     }
+  }
+
+  /// The kernel clock (docs/engine.md): on for every window from here (the untraced floor and
+  /// the ceiling are already measured), and the empty step timed again with it on, so that the
+  /// clock's own cost is in the record (kernel_clock_floor_ms against launch_floor_ms).
+  void start_kernel_clock(bool flush, const instrument_plan &ip) {
+    instrument_record &in = m_raw.instrument;
+    std::string why_not;
+    const auto clock = m_dev.kernel_clock(true, why_not);
+    if (!clock) {
+      m_raw.environment["kernel_clock"] = "unknown: " + why_not;
+      return;
+    }
+    m_raw.environment["kernel_clock"] = *clock;
+    in.kernel_clock = *clock;
+    m_progress.phase("kernel clock");
+    const std::function<void()> empty = [&] { m_dev.empty_step(); };
+    std::vector<double> floor;
+    for (int i = 0; i < ip.floor_warmup + ip.floor_steps; ++i) {
+      if (flush)
+        m_dev.flush();
+      const double ms = m_dev.timed(empty).ms;
+      (void)m_dev.last_window_kernels();
+      if (i >= ip.floor_warmup)
+        floor.push_back(ms);
+      m_progress.tick();
+    }
+    in.kernel_clock_floor_ms = floor.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                             : median(floor);
+  }
+
+  /// Appends one sample's kernel-clock facts to `rec` (names padded with zeros so that every
+  /// name has one value per sample).
+  static void add_kernels(cell_record &rec, const window_kernels &w) {
+    const std::size_t before = rec.kernel_ms.size();
+    rec.kernel_ms.push_back(w.kernel_ms);
+    rec.kernel_counts.push_back(w.count);
+    for (const auto &n : w.names) {
+      auto it = std::find_if(rec.kernel_names.begin(), rec.kernel_names.end(),
+                             [&](const kernel_name_record &r) { return r.name == n.name; });
+      if (it == rec.kernel_names.end()) {
+        rec.kernel_names.push_back({n.name, 0, std::vector<double>(before, 0.0)});
+        it = rec.kernel_names.end() - 1;
+      }
+      it->calls += n.calls;
+      it->samples_ms.push_back(n.ms);
+    }
+    for (auto &r : rec.kernel_names)
+      if (r.samples_ms.size() < before + 1)
+        r.samples_ms.push_back(0.0);
   }
 
   // --- the samples ----------------------------------------------------------------------------
@@ -900,6 +953,7 @@ private:
           std::optional<double> drained; // first: host work before it would hide pending work
           if (keep)
             drained = m_dev.drain();
+          const std::optional<window_kernels> kernels = m_dev.last_window_kernels();
           for (const auto &v : arm_args[ci][static_cast<std::size_t>(block)])
             if (v.bound)
               v.bound->after_window();
@@ -911,6 +965,8 @@ private:
             return;
           }
           c.record.samples_ms.push_back(w.ms);
+          if (kernels)
+            add_kernels(c.record, *kernels);
           ++c.samples;
           c.record.harness_bytes_in_window =
               std::max(c.record.harness_bytes_in_window, w.harness_growth);

@@ -84,6 +84,25 @@ report_cell to_report_cell(const cell_record &cell, const cell_statistics &stats
     c.warmup_calls = cell.warmup_calls;
     c.off_window_ms = cell.off_window_ms;
   }
+  if (schema_version >= 4 && stats.kernel) {
+    const kernel_statistics &k = *stats.kernel;
+    report_kernel_clock kc;
+    kc.kernel_ms = cell.kernel_ms;
+    kc.gap_ms = k.gap_ms;
+    kc.kernels = cell.kernel_counts;
+    kc.median_kernel_ms = k.median_kernel_ms;
+    kc.q1_kernel_ms = k.q1_kernel_ms;
+    kc.q3_kernel_ms = k.q3_kernel_ms;
+    kc.statistic_kernel_ms = k.statistic_kernel_ms;
+    kc.median_gap_ms = k.median_gap_ms;
+    kc.gap_share_pct = k.gap_share_pct;
+    kc.median_kernels = k.median_kernels;
+    for (std::size_t i = 0; i < cell.kernel_names.size(); ++i) {
+      const kernel_name_record &n = cell.kernel_names[i];
+      kc.names.push_back({n.name, n.calls, n.samples_ms, k.name_median_ms[i], k.name_share_pct[i]});
+    }
+    c.kernel_clock = std::move(kc);
+  }
   return c;
 }
 
@@ -118,6 +137,12 @@ raw_run report_to_raw(const report_document &r) {
       rec.warmup_calls = *c.warmup_calls;
     if (c.off_window_ms)
       rec.off_window_ms = *c.off_window_ms;
+    if (c.kernel_clock) {
+      rec.kernel_ms = c.kernel_clock->kernel_ms;
+      rec.kernel_counts = c.kernel_clock->kernels;
+      for (const auto &n : c.kernel_clock->names)
+        rec.kernel_names.push_back({n.name, n.calls, n.samples_ms});
+    }
     raw.cells.push_back(std::move(rec));
   }
   return raw;

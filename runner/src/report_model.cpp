@@ -205,9 +205,15 @@ json run_json(const report_run &run) {
   return j;
 }
 
-report_instrument read_instrument(const node &n) {
-  n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
-          "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz"});
+report_instrument read_instrument(const node &n, int version) {
+  if (version >= 4)
+    n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
+            "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz",
+            "kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped"});
+  else
+    n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
+            "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes",
+            "clock_start_mhz"});
   report_instrument in;
   in.ceiling_gbps = n["ceiling_gbps"].number_or_null();
   in.ceiling_samples_gbps = n["ceiling_samples_gbps"].numbers();
@@ -218,7 +224,54 @@ report_instrument read_instrument(const node &n) {
   in.flush_method = n["flush_method"].str();
   in.llc_bytes = n["llc_bytes"].count();
   in.clock_start_mhz = n["clock_start_mhz"].number_or_null();
+  if (version >= 4) {
+    in.kernel_clock = n["kernel_clock"].str();
+    in.kernel_clock_floor_ms = n["kernel_clock_floor_ms"].number_or_null();
+    in.kernel_records_dropped = n["kernel_records_dropped"].count();
+  }
   return in;
+}
+
+report_kernel_clock read_kernel_clock(const node &n, std::size_t samples) {
+  n.only({"kernel_ms", "gap_ms", "kernels", "median_kernel_ms", "q1_kernel_ms", "q3_kernel_ms",
+          "statistic_kernel_ms", "median_gap_ms", "gap_share_pct", "median_kernels", "names"});
+  report_kernel_clock k;
+  k.kernel_ms = n["kernel_ms"].numbers();
+  k.gap_ms = n["gap_ms"].numbers();
+  const node counts = n["kernels"];
+  for (std::size_t i = 0; i < counts.array_size(); ++i)
+    k.kernels.push_back(static_cast<std::int64_t>(counts.at(i).count()));
+  if (k.kernel_ms.size() != samples)
+    n["kernel_ms"].fail(fmt::format("has {} values for {} samples", k.kernel_ms.size(), samples));
+  if (k.gap_ms.size() != samples)
+    n["gap_ms"].fail(fmt::format("has {} values for {} samples", k.gap_ms.size(), samples));
+  if (k.kernels.size() != samples)
+    counts.fail(fmt::format("has {} values for {} samples", k.kernels.size(), samples));
+  for (std::size_t i = 0; i < samples; ++i)
+    if (k.kernel_ms[i] < 0)
+      n["kernel_ms"].at(i).fail("is negative");
+  k.median_kernel_ms = n["median_kernel_ms"].number_or_null();
+  k.q1_kernel_ms = n["q1_kernel_ms"].number_or_null();
+  k.q3_kernel_ms = n["q3_kernel_ms"].number_or_null();
+  k.statistic_kernel_ms = n["statistic_kernel_ms"].number_or_null();
+  k.median_gap_ms = n["median_gap_ms"].number_or_null();
+  k.gap_share_pct = n["gap_share_pct"].number_or_null();
+  k.median_kernels = n["median_kernels"].number_or_null();
+  const node names = n["names"];
+  for (std::size_t i = 0; i < names.array_size(); ++i) {
+    const node e = names.at(i);
+    e.only({"name", "calls", "samples_ms", "median_ms", "share_pct"});
+    report_kernel_name r;
+    r.name = e["name"].str();
+    r.calls = static_cast<std::int64_t>(e["calls"].count());
+    r.samples_ms = e["samples_ms"].numbers();
+    if (r.samples_ms.size() != samples)
+      e["samples_ms"].fail(fmt::format("has {} values for {} samples", r.samples_ms.size(), samples));
+    r.median_ms = e["median_ms"].number_or_null();
+    r.share_pct = e["share_pct"].number_or_null();
+    k.names.push_back(std::move(r));
+  }
+  return k;
 }
 
 bound_kind read_bound(const node &n) {
@@ -239,7 +292,7 @@ report_cell read_cell(const node &n, int version) {
             "bytes_per_step", "gbps",        "pct_ceiling",
             "bound",        "flags",         "error",
             "clock_mhz",    "harness_bytes_in_window", "first_call_ms",
-            "warmup_calls", "off_window_ms"});
+            "warmup_calls", "off_window_ms", "kernel_clock"});
   else if (version >= 2)
     n.only({"arm",
             "pass",
@@ -305,6 +358,8 @@ report_cell read_cell(const node &n, int version) {
     c.warmup_calls = static_cast<std::int64_t>(n["warmup_calls"].count());
     c.off_window_ms = n["off_window_ms"].number_or_null();
   }
+  if (version >= 4 && n.has("kernel_clock"))
+    c.kernel_clock = read_kernel_clock(n["kernel_clock"], c.samples_ms.size());
   return c;
 }
 
@@ -455,6 +510,27 @@ json to_json(const report_cell &c) {
     j["warmup_calls"] = *c.warmup_calls;
   if (c.off_window_ms)
     j["off_window_ms"] = finite_or_null(*c.off_window_ms);
+  if (c.kernel_clock) {
+    const report_kernel_clock &k = *c.kernel_clock;
+    json names = json::array();
+    for (const auto &n : k.names)
+      names.push_back({{"name", n.name},
+                       {"calls", n.calls},
+                       {"samples_ms", n.samples_ms},
+                       {"median_ms", finite_or_null(n.median_ms)},
+                       {"share_pct", finite_or_null(n.share_pct)}});
+    j["kernel_clock"] = {{"kernel_ms", k.kernel_ms},
+                         {"gap_ms", k.gap_ms},
+                         {"kernels", k.kernels},
+                         {"median_kernel_ms", finite_or_null(k.median_kernel_ms)},
+                         {"q1_kernel_ms", finite_or_null(k.q1_kernel_ms)},
+                         {"q3_kernel_ms", finite_or_null(k.q3_kernel_ms)},
+                         {"statistic_kernel_ms", finite_or_null(k.statistic_kernel_ms)},
+                         {"median_gap_ms", finite_or_null(k.median_gap_ms)},
+                         {"gap_share_pct", finite_or_null(k.gap_share_pct)},
+                         {"median_kernels", finite_or_null(k.median_kernels)},
+                         {"names", names}};
+  }
   return j;
 }
 
@@ -537,6 +613,12 @@ json to_json(const report_document &r) {
   if (r.tool.renderer != 1) // renderer 1 is recorded by its absence: earlier reports stay as they are
     out["tool"]["renderer"] = r.tool.renderer;
   if (r.exploratory) out["exploratory"] = true;
+  if (r.schema_version >= 4) {
+    json &ij = out["instrument"];
+    ij["kernel_clock"] = in.kernel_clock;
+    ij["kernel_clock_floor_ms"] = finite_or_null(in.kernel_clock_floor_ms);
+    ij["kernel_records_dropped"] = in.kernel_records_dropped;
+  }
   return out;
 }
 
@@ -568,7 +650,7 @@ report_document report_from_json(const json &root, const std::string &where, uns
   if (want(report_part::environment))
     r.environment = n["environment"].object().value();
   if (want(report_part::instrument))
-    r.instrument = read_instrument(n["instrument"]);
+    r.instrument = read_instrument(n["instrument"], read_schema_version(n));
   if (want(report_part::cells))
     r.cells = read_list<report_cell>(n["cells"],
                                      [&](const node &c) { return read_cell(c, r.schema_version); });

@@ -547,6 +547,19 @@ table instrument_table(const view &v) {
   const auto clock = finite(in.clock_start_mhz);
   t.rows.push_back({plain("SM clock at start"),
                     plain(clock ? fmt::format("{:.0f} MHz", *clock) : std::string("not read"))});
+  // The kernel clock (schema 4): shown where the report records one or why there is none.
+  const json &env = v.report->environment;
+  if (!in.kernel_clock.empty()) {
+    std::string k = in.kernel_clock;
+    if (const auto f = finite(in.kernel_clock_floor_ms))
+      k += "; empty step with it on " + time_text(f) + " (launch floor without it " +
+           time_text(finite(in.launch_floor_ms)) + ")";
+    if (in.kernel_records_dropped > 0)
+      k += fmt::format("; {} records dropped", in.kernel_records_dropped);
+    t.rows.push_back({plain("kernel clock"), plain(k)});
+  } else if (env.is_object() && env.contains("kernel_clock") && env["kernel_clock"].is_string()) {
+    t.rows.push_back({plain("kernel clock"), plain(env["kernel_clock"].get<std::string>())});
+  }
   return t;
 }
 
@@ -738,6 +751,65 @@ span pct_cell(const report_cell &c) {
   const std::string bound(to_string(c.bound));
   return plain(pct_text(*p) +
                (c.bound != bound_kind::neither ? " (" + bound + ")" : ""));
+}
+
+// The kernel clock's cell: kernel time per step (median) and the gap's share of the step.
+span kernel_cell(const report_cell &c) {
+  if (!c.kernel_clock)
+    return plain("—");
+  const auto k = finite(c.kernel_clock->median_kernel_ms);
+  const auto g = finite(c.kernel_clock->gap_share_pct);
+  if (!k)
+    return plain("no samples");
+  return plain(time_text(k) + (g ? fmt::format(", gap {:.0f}%", *g) : std::string()));
+}
+
+bool has_kernel_clock(const view &v) {
+  return std::any_of(v.report->cells.begin(), v.report->cells.end(),
+                     [](const report_cell &c) { return c.kernel_clock.has_value(); });
+}
+
+// The profile: per cell with a kernel clock, its kernels by share of the step time (at most
+// `per_cell`, the largest first), the table a kernel engineer starts from.
+table profile_table(const view &v, std::size_t per_cell = 8) {
+  table t{{plain("cell"), plain("kernel"), plain("calls/step"), plain("median/step"),
+           plain("share of step")},
+          {false, false, true, true, true},
+          {},
+          true,
+          "profile"};
+  for (const report_cell &c : v.report->cells) {
+    if (!c.kernel_clock || c.n == 0)
+      continue;
+    std::vector<const report_kernel_name *> names;
+    for (const auto &n : c.kernel_clock->names)
+      names.push_back(&n);
+    std::stable_sort(names.begin(), names.end(), [](const auto *a, const auto *b) {
+      return a->share_pct > b->share_pct;
+    });
+    const std::string where = fmt::format("{} {} {}", c.key.arm, to_string(c.key.pass),
+                                          shape_text(c.key.rows, c.key.cols));
+    double gap = 0;
+    if (const auto g = finite(c.kernel_clock->gap_share_pct))
+      gap = *g;
+    std::size_t shown = 0;
+    for (const auto *n : names) {
+      if (shown++ == per_cell)
+        break;
+      t.rows.push_back({code(where), code(n->name),
+                        plain(three_digits(static_cast<double>(n->calls) /
+                                           static_cast<double>(c.n))),
+                        plain(time_text(finite(n->median_ms))),
+                        plain(finite(n->share_pct) ? pct_text(n->share_pct) : "—")});
+    }
+    if (names.size() > per_cell)
+      t.rows.push_back({code(where), plain(fmt::format("({} more kernels)", names.size() - per_cell)),
+                        plain(""), plain(""), plain("")});
+    t.rows.push_back({code(where), plain("(gap: launch, events, host; median share)"), plain(""),
+                      plain(time_text(finite(c.kernel_clock->median_gap_ms))),
+                      plain(pct_text(gap))});
+  }
+  return t;
 }
 
 span peak_cell(const report_cell &c) {
@@ -999,6 +1071,10 @@ std::string render_markdown(const report_document &report) {
              to_markdown(results_table(v, pass, cols, pct_cell));
       out += "\nPeak memory (MB = 10^6 bytes):\n\n" +
              to_markdown(results_table(v, pass, cols, peak_cell));
+      if (has_kernel_clock(v))
+        out += "\nKernel time per step (kernel clock), median, and the gap's median share of the "
+               "step:\n\n" +
+               to_markdown(results_table(v, pass, cols, kernel_cell));
       const auto notes = flag_notes(v, pass, cols);
       if (!notes.empty()) {
         out += "\n⚠ Flagged cells:\n\n";
@@ -1020,6 +1096,11 @@ std::string render_markdown(const report_document &report) {
     out += "- **Verdict:** **" + md(verdict) + "** — " + md(p.reason) + "\n\n";
     out += to_markdown(prediction_cells(p)) + "\n";
   }
+
+  if (has_kernel_clock(v))
+    out += "## Profile (kernel clock)\n\nPer cell, its kernels by share of the step time "
+           "(summed device time / summed step time), and the gap the kernels leave:\n\n" +
+           to_markdown(profile_table(v)) + "\n";
 
   out += fmt::format("## Defects ({})\n\n", report.defects.size());
   out += report.defects.empty() ? "The instrument reported no defects.\n\n"
@@ -1678,7 +1759,12 @@ std::string render_html(const report_document &report) {
           "<div><p class=\"caption\">% of the copy ceiling (bound where launch or bandwidth)</p>" +
           to_html(results_table(v, pass, cols, pct_cell)) + "</div>";
       out += "<div><p class=\"caption\">Peak memory [MB = 10<sup>6</sup> bytes]</p>" +
-             to_html(results_table(v, pass, cols, peak_cell)) + "</div></div>\n";
+             to_html(results_table(v, pass, cols, peak_cell)) + "</div>";
+      if (has_kernel_clock(v))
+        out += "<div><p class=\"caption\">Kernel time per step (kernel clock), median, and the "
+               "gap's median share</p>" +
+               to_html(results_table(v, pass, cols, kernel_cell)) + "</div>";
+      out += "</div>\n";
       const auto notes = flag_notes(v, pass, cols);
       if (!notes.empty()) {
         std::vector<std::string> items;
@@ -1690,6 +1776,11 @@ std::string render_html(const report_document &report) {
     }
   out += "</section>\n";
 
+  if (has_kernel_clock(v))
+    out += "<section id=\"profile\">\n<h2>Profile (kernel clock)</h2>\n<p>Per cell, its kernels "
+           "by share of the step time (summed device time / summed step time), and the gap the "
+           "kernels leave.</p>\n" +
+           to_html(profile_table(v)) + "</section>\n";
   out += fmt::format("<section id=\"defects\">\n<h2>Defects ({})</h2>\n", n_defects);
   out +=
       n_defects == 0 ? "<p>The instrument reported no defects.</p>\n" : to_html(defects_table(v));

@@ -20,6 +20,11 @@ struct arm_cell {
   std::uint64_t bytes_per_step = 0;
   std::vector<double> resample; // scratch, reused across resamples
   double time_ms = 0;           // this resample's statistic
+  bool kernel = false;          // a kernel metric of this arm is read
+  std::vector<double> kernel_resample, share_resample, count_resample;
+  double kernel_ms = 0;  // this resample's statistic of kernel_ms
+  double gap_share = 0;  // ... median of per-sample gap shares [%]
+  double kernels = 0;    // ... median of per-sample kernel counts
 };
 
 std::string cell_label(pass_kind pass, std::int64_t rows, std::int64_t cols) {
@@ -109,6 +114,9 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
     }
     arm_cell a;
     a.spec = found;
+    for (const auto &r : check.refs)
+      if (r.arm == id && is_kernel_metric(r.what))
+        a.kernel = true;
     arms.push_back(std::move(a));
   }
 
@@ -129,6 +137,9 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
           a.bytes_per_step = bytes_per_step(proto.op, proto.type, pass, rows, cols, a.spec->repeat);
           for (auto &p : problems(proto, run, a, key, where))
             blocked.push_back(std::move(p));
+          if (a.kernel && a.record != nullptr && !a.record->samples_ms.empty() &&
+              a.record->kernel_ms.size() != a.record->samples_ms.size())
+            blocked.push_back(fmt::format("arm {} has no kernel clock at {}", a.spec->id, where));
           if (a.record == nullptr || a.record->samples_ms.empty())
             all_sampled = false;
         }
@@ -147,6 +158,12 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
               return gbps(a.bytes_per_step, a.time_ms);
             case metric::pct_ceiling:
               return pct_ceiling(gbps(a.bytes_per_step, a.time_ms), run.instrument.ceiling_gbps);
+            case metric::kernel_time:
+              return a.kernel_ms;
+            case metric::gap_share:
+              return a.gap_share;
+            case metric::kernels:
+              return a.kernels;
             }
             return 0.0;
           };
@@ -154,10 +171,31 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
           for (std::int64_t b = 0; b < resamples; ++b) {
             for (auto &a : arms) {
               const auto &samples = a.record->samples_ms;
-              a.resample.resize(samples.size());
-              for (auto &v : a.resample)
-                v = samples[gen.below(samples.size())];
+              const std::size_t n = samples.size();
+              a.resample.resize(n);
+              // One draw per resampled element, as always: a kernel metric reads the same
+              // resampled samples' kernel facts, so adding one changes no other p value.
+              const bool k = a.kernel && a.record->kernel_ms.size() == n;
+              if (k) {
+                a.kernel_resample.resize(n);
+                a.share_resample.resize(n);
+                a.count_resample.resize(n);
+              }
+              for (std::size_t i = 0; i < n; ++i) {
+                const std::size_t j = gen.below(n);
+                a.resample[i] = samples[j];
+                if (k) {
+                  a.kernel_resample[i] = a.record->kernel_ms[j];
+                  a.share_resample[i] = gap_share_pct(samples[j], a.record->kernel_ms[j]);
+                  a.count_resample[i] = static_cast<double>(a.record->kernel_counts[j]);
+                }
+              }
               a.time_ms = statistic(a.resample, proto.analysis.statistic);
+              if (k) {
+                a.kernel_ms = statistic(a.kernel_resample, proto.analysis.statistic);
+                a.gap_share = median(a.share_resample);
+                a.kernels = median(a.count_resample);
+              }
             }
             if (check.holds(lookup))
               ++hits;

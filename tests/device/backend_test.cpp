@@ -159,3 +159,49 @@ TEST_CASE("a tiny softmax plan through the engine: generic-seam arms, stream and
   check_run(raw, plan, p);
   CHECK(raw.deviations.empty());
 }
+
+TEST_CASE("the kernel clock times each sample's kernels on the H200 (CUPTI)") {
+  const protocol p = make_protocol("layernorm", dtype::fp32, {4096}, {1024},
+                                   {{"fused", "layernorm.fused", launch_mode::stream, 1},
+                                    {"unfused", "layernorm.unfused", launch_mode::stream, 1},
+                                    {"fused_graph", "layernorm.fused", launch_mode::graph, 2}},
+                                   8, 2);
+  const run_plan plan = make_plan(p, 0x77);
+  quiet_progress progress;
+  const raw_run raw = measure_on_cuda(plan, progress);
+  check_run(raw, plan, p);
+  INFO(raw.environment.value("kernel_clock", std::string("?")));
+  REQUIRE_FALSE(raw.instrument.kernel_clock.empty()); // this machine has libcupti
+  CHECK(raw.instrument.kernel_clock.find("CUPTI 13") == 0);
+  CHECK(raw.instrument.kernel_clock_floor_ms > 0);
+  CHECK(raw.instrument.kernel_records_dropped == 0);
+  for (const cell_record &c : raw.cells) {
+    CAPTURE(c.key.arm);
+    CAPTURE(to_string(c.key.pass));
+    REQUIRE(c.kernel_ms.size() == c.samples_ms.size());
+    REQUIRE(c.kernel_counts.size() == c.samples_ms.size());
+    // Kernels per step: fused fwd 1, its graph of 2 invocations 2, unfused fwd 3.
+    const std::int64_t fwd_kernels = c.key.arm == "fused" ? 1 : c.key.arm == "fused_graph" ? 2 : 3;
+    for (std::size_t i = 0; i < c.samples_ms.size(); ++i) {
+      CHECK(c.kernel_ms[i] > 0);
+      CHECK(c.kernel_ms[i] <= c.samples_ms[i] + raw.instrument.timer_resolution_ms);
+      if (c.key.pass == pass_kind::fwd)
+        CHECK(c.kernel_counts[i] == fwd_kernels);
+      else
+        CHECK(c.kernel_counts[i] > fwd_kernels);
+    }
+    REQUIRE_FALSE(c.kernel_names.empty());
+    bool instrument_kernel = false;
+    for (const auto &n : c.kernel_names) {
+      CHECK(n.samples_ms.size() == c.samples_ms.size());
+      instrument_kernel |= n.name.find("prereg_window") != std::string::npos ||
+                           n.name.find("read_sweep") != std::string::npos ||
+                           n.name.find("fill_kernel") != std::string::npos;
+    }
+    CHECK_FALSE(instrument_kernel); // marks, flush and fills are outside the window
+    if (c.key.arm != "unfused" && c.key.pass == pass_kind::fwd) {
+      REQUIRE(c.kernel_names.size() == 1);
+      CHECK(c.kernel_names[0].name.find("ln_fused_fwd") != std::string::npos);
+    }
+  }
+}

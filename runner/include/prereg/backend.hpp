@@ -41,6 +41,13 @@ struct run_plan {
   std::function<std::shared_ptr<outside_arm>(const arm_spec &)> load_outside;
 };
 
+/// The kernel clock's facts about one kernel name at one cell (docs/engine.md, kernel clock).
+struct kernel_name_record {
+  std::string name;               ///< the kernel's demangled name as the device reported it
+  std::int64_t calls = 0;         ///< its executions inside the cell's timed windows
+  std::vector<double> samples_ms; ///< per sample: the sum of its executions' device times
+};
+
 /// Raw facts about one cell.
 struct cell_record {
   cell_key key;
@@ -61,6 +68,12 @@ struct cell_record {
   /// The first input a spot-checked timed call changed ("x: element 3 (row 0, col 3) ..."),
   /// or nullopt.
   std::optional<std::string> input_mutated;
+  /// The kernel clock (docs/engine.md): per sample, the union of the device intervals of the
+  /// kernels that ran inside the window [ms], and how many kernels ran; both empty when the
+  /// device has no kernel clock (then the cell has no kernel facts at all).
+  std::vector<double> kernel_ms;
+  std::vector<std::int64_t> kernel_counts;
+  std::vector<kernel_name_record> kernel_names; ///< per distinct name, in first-seen order
 };
 
 /// Correctness of one arm x pass x shape against the float64 reference.
@@ -84,6 +97,12 @@ struct instrument_record {
   std::string flush_method;          ///< e.g. "read-sweep"
   std::uint64_t llc_bytes = 0;       ///< last-level cache size (0: unknown)
   double clock_start_mhz = std::numeric_limits<double>::quiet_NaN();
+  /// The kernel clock (docs/engine.md): what it is ("CUPTI 13.0 ...") or empty when the device
+  /// has none; the median empty step timed with it on [ms] (NaN: not measured); activity
+  /// records the clock dropped during the run.
+  std::string kernel_clock;
+  double kernel_clock_floor_ms = std::numeric_limits<double>::quiet_NaN();
+  std::uint64_t kernel_records_dropped = 0;
 };
 
 /// Everything a backend measured; analysis derives statistics, defects and verdicts from it.

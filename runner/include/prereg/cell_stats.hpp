@@ -8,6 +8,7 @@
 #include "prereg/report_model.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,7 +28,26 @@ inline constexpr double clock_throttle_ratio = 0.9;     ///< clock < 0.9 x clock
 inline constexpr double flush_llc_factor = 2.0;         ///< flush buffer >= 2 x last-level cache
 inline constexpr double off_window_min_ms = 0.05;       ///< off-window-work if pending work > 0.05 ms
 inline constexpr double off_window_ratio = 0.1;         ///< ... and > 0.1 x the cell's median
+inline constexpr double launch_gap_share_pct = 50.0;    ///< with a kernel clock: launch if the
+                                                        ///< median gap share >= 50%
 } // namespace thresholds
+
+/// The kernel clock's derived numbers of one cell (docs/analysis.md).
+struct kernel_statistics {
+  std::vector<double> gap_ms; ///< per sample: step minus kernel time
+  double median_kernel_ms = 0;
+  double q1_kernel_ms = 0;
+  double q3_kernel_ms = 0;
+  double statistic_kernel_ms = 0; ///< the protocol's statistic of kernel_ms
+  double median_gap_ms = 0;
+  double gap_share_pct = 0; ///< median over samples of 100 x gap / step (0 where step is 0)
+  double median_kernels = 0;
+  std::vector<double> name_median_ms; ///< per kernel name, as the record's kernel_names
+  std::vector<double> name_share_pct; ///< 100 x the name's summed time / summed step time
+};
+
+/// 100 x (step - kernel) / step, 0 for a zero step: one sample's gap share.
+[[nodiscard]] double gap_share_pct(double step_ms, double kernel_ms);
 
 /// The derived numbers of one cell. Times are NaN when the cell has no samples.
 struct cell_statistics {
@@ -48,6 +68,7 @@ struct cell_statistics {
   bool unstable = false;
   bound_kind bound = bound_kind::neither;
   std::vector<std::string> flags; ///< in the documented order
+  std::optional<kernel_statistics> kernel; ///< the cell has kernel-clock facts
 };
 
 /// True if a cell with this IQR and median is unstable: iqr/median > ratio when median > 0;

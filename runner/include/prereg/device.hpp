@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace prereg {
 
@@ -38,6 +39,19 @@ public:
 struct window_result {
   double ms = 0;                     ///< the window's elapsed time
   std::uint64_t harness_growth = 0;  ///< device memory gained in the window that no arm holds
+};
+
+/// The kernel clock's account of one timed window (docs/engine.md, kernel clock): the kernels
+/// whose device start lies inside the window, as the device's own activity records saw them.
+struct window_kernels {
+  double kernel_ms = 0;    ///< union of their [start, end] intervals
+  std::int64_t count = 0;  ///< how many ran
+  struct by_name {
+    std::string name;
+    std::int64_t calls = 0;
+    double ms = 0; ///< sum of their durations
+  };
+  std::vector<by_name> names; ///< in first-start order
 };
 
 /// A captured step (CUDA graph); opaque to the engine.
@@ -131,6 +145,21 @@ public:
   [[nodiscard]] virtual bool broken() const { return false; }
   /// The stream an arm's step is queued on (cudaStream_t; null on the CPU).
   [[nodiscard]] virtual void *stream() const = 0;
+
+  // --- the kernel clock (a second, independent clock; docs/engine.md) -----------------------
+  /// Turns the kernel clock on or off for the following windows; returns what the clock is
+  /// ("CUPTI 13.0 (API 130001), activity kind CONCURRENT_KERNEL"), or nullopt with `why_not`
+  /// set when the device has none (the CPU; CUDA without a loadable libcupti).
+  [[nodiscard]] virtual std::optional<std::string> kernel_clock(bool on, std::string &why_not) {
+    (void)on;
+    why_not = "this device has no kernel clock";
+    return std::nullopt;
+  }
+  /// The last timed window's kernels (after timed(), outside every window; waits for the
+  /// device's records of it), or nullopt while the clock is off.
+  [[nodiscard]] virtual std::optional<window_kernels> last_window_kernels() { return std::nullopt; }
+  /// Activity records the kernel clock dropped so far (its buffers overflowed).
+  [[nodiscard]] virtual std::uint64_t kernel_records_dropped() { return 0; }
 
   // --- capture ------------------------------------------------------------------------------
   /// Why this device cannot capture a step (graph launch), or nullopt if it can.

@@ -12,12 +12,15 @@
 
 namespace prereg {
 
-/// A per-arm quantity an expression can read. An arm id alone means `time`.
-enum class metric { time, peak_mb, gbps, pct_ceiling };
+/// A per-arm quantity an expression can read. An arm id alone means `time`. The kernel clock's
+/// kernel_time, gap_share and kernels need prereg: 2 (docs/protocol.md).
+enum class metric { time, peak_mb, gbps, pct_ceiling, kernel_time, gap_share, kernels };
+/// True for the metrics only the kernel clock can supply.
+[[nodiscard]] bool is_kernel_metric(metric m);
 [[nodiscard]] std::string_view to_string(metric m);
 
 /// The words of the language: `and`, `abs` and the metric functions `time`, `peak_mb`, `gbps`,
-/// `pct_ceiling`. An arm id may not be one of them.
+/// `pct_ceiling`, `kernel_time`, `gap_share`, `kernels`. An arm id may not be one of them.
 [[nodiscard]] std::span<const std::string_view> expression_keywords();
 [[nodiscard]] bool is_expression_keyword(std::string_view word);
 

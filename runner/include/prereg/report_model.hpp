@@ -15,9 +15,10 @@
 namespace prereg {
 
 /// The schema_version new reports are written with.
-inline constexpr int report_schema_version = 3;
+inline constexpr int report_schema_version = 4;
 /// The oldest schema_version the parser reads (version 1: cells carry no clock_mhz and no
-/// harness_bytes_in_window; before version 3 no first_call_ms, warmup_calls, off_window_ms).
+/// harness_bytes_in_window; before version 3 no first_call_ms, warmup_calls, off_window_ms;
+/// before version 4 no kernel clock: no cells[].kernel_clock, no instrument.kernel_*).
 inline constexpr int report_schema_version_min = 1;
 /// The newest layout of report.md/html (report_text.hpp); a new report records it in
 /// tool.renderer, and the audit regenerates each report's pages with the renderer it names.
@@ -69,6 +70,32 @@ struct report_run {
 /// The instrument's own measured properties. NaN stands for null (not measured).
 using report_instrument = instrument_record;
 
+/// One kernel name of a cell's kernel clock: raw calls and per-sample times, and derived from
+/// them its median per sample and its share of the cell's step time.
+struct report_kernel_name {
+  std::string name;
+  std::int64_t calls = 0;
+  std::vector<double> samples_ms;
+  double median_ms = std::numeric_limits<double>::quiet_NaN();
+  double share_pct = std::numeric_limits<double>::quiet_NaN(); ///< 100 x sum / sum of samples_ms
+};
+
+/// Version 4: a cell's kernel clock (docs/report.md): raw per-sample kernel time and count,
+/// the gap (step minus kernel time) and the statistics derived from them.
+struct report_kernel_clock {
+  std::vector<double> kernel_ms;
+  std::vector<double> gap_ms; ///< samples_ms[i] - kernel_ms[i]
+  std::vector<std::int64_t> kernels;
+  double median_kernel_ms = std::numeric_limits<double>::quiet_NaN();
+  double q1_kernel_ms = std::numeric_limits<double>::quiet_NaN();
+  double q3_kernel_ms = std::numeric_limits<double>::quiet_NaN();
+  double statistic_kernel_ms = std::numeric_limits<double>::quiet_NaN();
+  double median_gap_ms = std::numeric_limits<double>::quiet_NaN();
+  double gap_share_pct = std::numeric_limits<double>::quiet_NaN(); ///< median of 100 x gap/step
+  double median_kernels = std::numeric_limits<double>::quiet_NaN();
+  std::vector<report_kernel_name> names;
+};
+
 /// One cells[] entry: the raw record and every statistic derived from it. NaN stands for null.
 struct report_cell {
   cell_key key;
@@ -100,6 +127,8 @@ struct report_cell {
   /// Version 3: work found pending after a window [ms] (NaN: null, the device cannot tell);
   /// absent before v3.
   std::optional<double> off_window_ms;
+  /// Version 4: the kernel clock's facts; absent where the run had no kernel clock.
+  std::optional<report_kernel_clock> kernel_clock;
 };
 
 /// One correctness[] entry. NaN stands for null.

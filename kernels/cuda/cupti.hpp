@@ -1,0 +1,44 @@
+// The kernel clock: CUPTI activity records of every kernel the device runs, loaded with dlopen
+// (docs/engine.md, "The kernel clock"). Without a loadable libcupti.so.13 the clock is unknown
+// and a run goes on without it.
+#pragma once
+
+#include "prereg/device.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace prereg::cuda {
+
+/// The process's one CUPTI activity session (CUPTI is per process).
+class kernel_tracer {
+public:
+  /// The tracer, loading libcupti on first use ($PREREG_CUPTI, else libcupti.so.13 on the
+  /// loader's path, else the toolkit's lib folders under $CUDA_HOME or /usr/local/cuda).
+  [[nodiscard]] static kernel_tracer &instance();
+
+  /// Enables (or disables) CONCURRENT_KERNEL activity. Returns the clock's description, or
+  /// nullopt with `why_not` when CUPTI cannot serve (not loadable, wrong version, an enable
+  /// call failed: e.g. another profiler such as Nsight Compute holds the device).
+  [[nodiscard]] std::optional<std::string> enable(bool on, std::string &why_not);
+  [[nodiscard]] bool enabled() const { return m_enabled; }
+
+  /// Delivers the records so far and returns the kernels of the last window: those whose
+  /// start lies between the end of the last prereg_window_open mark and the start of the
+  /// prereg_window_close mark after it. Records up to that close mark are discarded. nullopt
+  /// when no complete pair of marks was seen (the caller treats it as a broken clock).
+  [[nodiscard]] std::optional<window_kernels> take_window();
+
+  /// Records CUPTI reported dropped (its buffers were full).
+  [[nodiscard]] std::uint64_t dropped();
+
+  kernel_tracer(const kernel_tracer &) = delete;
+  kernel_tracer &operator=(const kernel_tracer &) = delete;
+
+private:
+  kernel_tracer() = default;
+  bool m_enabled = false;
+};
+
+} // namespace prereg::cuda
