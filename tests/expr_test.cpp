@@ -281,3 +281,14 @@ TEST_CASE("expressions are limited to 1024 terms") {
   CHECK_FALSE(parse_error(sum + " > 0")); // exactly 1024 nodes
   check_rejects(sum + "+1 > 0", "expression has more than 1024 terms at offset 1027");
 }
+
+TEST_CASE("a kernel count is a whole number: an exact count is not a constant outcome") {
+  const std::vector<std::string> arms{"fused", "unfused"};
+  const auto exact = prereg::expectation::parse("kernels(fused) >= 1 and kernels(fused) <= 1",
+                                                arms, "t");
+  CHECK_FALSE(exact.constant_outcome().has_value());
+  const auto never = prereg::expectation::parse("time(fused) >= 1 and time(fused) <= 1", arms, "t");
+  CHECK(never.constant_outcome() == std::optional<bool>(false));
+  const auto half = prereg::expectation::parse("kernels(fused) > 1 and kernels(fused) < 2", arms, "t");
+  CHECK(half.constant_outcome() == std::optional<bool>(false)); // no whole number between
+}

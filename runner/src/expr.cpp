@@ -552,8 +552,13 @@ std::optional<bool> expectation::constant_outcome(std::size_t trials) const {
   std::vector<double> values(m_refs.size());
   std::optional<bool> first;
   for (std::size_t t = 0; t < trials; ++t) {
-    for (auto &v : values)
-      v = std::pow(10.0, -6.0 + 12.0 * next_unit());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const double u = next_unit();
+      // A kernel count is a whole number (1 to 999 here), so `kernels(a) >= 1 and kernels(a)
+      // <= 1` can hold; every other metric is a positive real, log-uniform over 1e-6..1e6.
+      values[i] = m_refs[i].what == metric::kernels ? std::floor(std::pow(10.0, 3.0 * u))
+                                                    : std::pow(10.0, -6.0 + 12.0 * u);
+    }
     const bool now = holds([&](const metric_ref &r) {
       const auto it = std::find(m_refs.begin(), m_refs.end(), r);
       return values[static_cast<std::size_t>(it - m_refs.begin())];

@@ -48,7 +48,8 @@ public:
   /// The distinct arms the expression involves, in first-use order.
   [[nodiscard]] std::vector<std::string> arms() const;
   /// The outcome if it is the same for `trials` seeded random positive values of every
-  /// reference (log-uniform over 1e-6..1e6): such an expectation never depends on the data
+  /// reference (log-uniform over 1e-6..1e6; a `kernels` count: a whole number 1..999): such
+  /// an expectation never depends on the data
   /// (e.g. `a <= b / (b - b)` never holds, `a <= 1e308 * 1e308` always does). Else nullopt.
   [[nodiscard]] std::optional<bool> constant_outcome(std::size_t trials = 4096) const;
 
