@@ -57,7 +57,7 @@ def planted(report, protocol):
     edit("a cell without median_ms", report, lambda r: r["cells"][0].pop("median_ms"))
     edit("an unknown cell member", report, lambda r: r["cells"][0].__setitem__("note", 1))
     edit("an unknown top-level member", report, lambda r: r.__setitem__("note", 1))
-    edit("schema_version 4", report, lambda r: r.__setitem__("schema_version", 4))
+    edit("schema_version 5", report, lambda r: r.__setitem__("schema_version", 5))
     edit("a verdict outside the vocabulary", report,
          lambda r: r["predictions"][0].__setitem__("verdict", "maybe"))
     edit("p above 1", report, lambda r: r["predictions"][0]["cells"][0].__setitem__("p", 1.5))
