@@ -5,6 +5,7 @@
 # run-to-run disagreement of identical code (three back-to-back ln_batch1 runs, scratch store).
 # Usage: bash tools/device_s4a.sh BIN_DIR   Results: $OUT/results.tgz, $OUT/summary.txt
 set -uo pipefail
+SECONDS=0
 bin=${1:-.devbin}
 final=${OUT:-out}
 out=$PWD/device-logs
@@ -42,17 +43,6 @@ step "ncu agreement: without the flush (exploratory try)"
 sed 's/^  order: sequential/  order: sequential\n  l2_flush: false/' protocols/validity/ncu_agreement.yaml >/tmp/noflush.yaml
 nf=$(timeout 120 "$bin/prereg" try /tmp/noflush.yaml --quiet --out /tmp/try 2>>"$out/run.err" | tail -n 1)
 echo "noflush try rc=$? $nf" | tee -a "$S"
-step "ncu agreement: under Nsight Compute (scratch store)"
-rm -rf /tmp/ncu-store && cp -r .prereg /tmp/ncu-store
-h=$("$bin/prereg" check protocols/validity/ncu_agreement.yaml | tail -n 1)
-timeout 330 env PREREG_STORE=/tmp/ncu-store PREREG_WINDOW_MARKS=1 ncu --clock-control none \
-  --cache-control all --metrics gpu__time_duration.sum --csv --page raw --target-processes all \
-  --log-file "$out/ncu.csv" "$bin/prereg" run "$h" --quiet --out /tmp/ncu-reports >"$out/ncu.out" 2>&1
-echo "ncu rc=$?" | tee -a "$S"; tail -n 3 "$out/ncu.out" | tee -a "$S"; wc -l "$out/ncu.csv" | tee -a "$S"
-[ -n "$alone" ] && python3 tools/ncu_agreement.py "$alone/report.json" "${nf:-/nonexistent}/report.json" "$out/ncu.csv" \
-  >"$out/ncu_agreement.md" 2>&1; echo "analysis rc=$?" | tee -a "$S"; cat "$out/ncu_agreement.md" | tee -a "$S"
-[ -n "$nf" ] && cp "$nf/report.json" "$out/noflush_report.json"
-
 step "launch-bound protocol"
 run_committed protocols/validity/launch_bound.yaml 120 >/dev/null
 
@@ -72,6 +62,20 @@ done
 g compare "${r[0]}" "${r[1]}" --vs "${r[2]}" >"$out/r2r_01v2.txt" 2>&1; tail -n 2 "$out/r2r_01v2.txt" | tee -a "$S"
 g compare "${r[0]}" "${r[1]}" "${r[2]}" --vs "${r[3]}" >"$out/r2r_012v3_clockoff.txt" 2>&1; tail -n 2 "$out/r2r_012v3_clockoff.txt" | tee -a "$S"
 mkdir -p "$out/r2r" && for d in "${r[@]}"; do cp "$d/report.json" "$out/r2r/$(basename "$d").json"; done
+step "qwen arms smoke (outside prereg, no times; issue 13, branch h/seeds-s4)"
+[ -f tools/qwen_smoke.py ] && timeout ${SMOKE_LIMIT:-150} python3 tools/qwen_smoke.py >"$out/qwen_smoke.txt" 2>&1
+echo "smoke rc=$?" | tee -a "$S"; tail -n 20 "$out/qwen_smoke.txt" | tee -a "$S"
+step "ncu agreement: under Nsight Compute (scratch store)"
+rm -rf /tmp/ncu-store && cp -r .prereg /tmp/ncu-store
+h=$("$bin/prereg" check protocols/validity/ncu_agreement.yaml | tail -n 1)
+timeout $(( ${BUDGET:-560} - SECONDS > 60 ? ${BUDGET:-560} - SECONDS : 60 )) env PREREG_STORE=/tmp/ncu-store PREREG_WINDOW_MARKS=1 ncu --clock-control none \
+  --cache-control all --metrics gpu__time_duration.sum --csv --page raw --target-processes all \
+  --log-file "$out/ncu.csv" "$bin/prereg" run "$h" --quiet --out /tmp/ncu-reports >"$out/ncu.out" 2>&1
+echo "ncu rc=$?" | tee -a "$S"; tail -n 3 "$out/ncu.out" | tee -a "$S"; wc -l "$out/ncu.csv" | tee -a "$S"
+[ -n "$alone" ] && python3 tools/ncu_agreement.py "$alone/report.json" "${nf:-/nonexistent}/report.json" "$out/ncu.csv" \
+  >"$out/ncu_agreement.md" 2>&1; echo "analysis rc=$?" | tee -a "$S"; cat "$out/ncu_agreement.md" | tee -a "$S"
+[ -n "$nf" ] && cp "$nf/report.json" "$out/noflush_report.json"
+
 tail -n 5 "$out/run.err" | tee -a "$S"
 tar czf "$final/results.tgz" device-logs reports .prereg
 cp "$S" "$final/summary.txt"
