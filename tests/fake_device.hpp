@@ -195,7 +195,8 @@ public:
   void prepare_flush() override {}
   void flush() override {}
   [[nodiscard]] window_result timed(const std::function<void()> &step) override {
-    m_last_kernels = window_kernels{};
+    if (m_clock)
+      m_windows.emplace_back(); // no kernels, unless a kept sample's planted ones
     m_next = window_kind::step;
     step();
     const window_kind kind = m_next;
@@ -221,8 +222,8 @@ public:
     m_state->last = k;
     m_state->drained_last = false;
     const std::size_t i = m_state->next_sample(k);
-    if (m_plants.kernels)
-      m_last_kernels = m_plants.kernels(k, i);
+    if (m_plants.kernels && m_clock)
+      m_windows.back() = m_plants.kernels(k, i);
     const std::vector<double> s = m_plants.samples ? m_plants.samples(k, m_reps)
                                                    : default_samples(k, m_reps);
     return {s.at(i % s.size()),
@@ -257,10 +258,8 @@ public:
     m_clock = on;
     return "fake kernel clock";
   }
-  [[nodiscard]] std::optional<window_kernels> last_window_kernels() override {
-    if (!m_clock)
-      return std::nullopt;
-    return m_last_kernels;
+  [[nodiscard]] std::vector<window_kernels> take_window_kernels() override {
+    return std::exchange(m_windows, {});
   }
   [[nodiscard]] std::uint64_t kernel_records_dropped() override {
     return m_plants.kernel_records_dropped;
@@ -333,7 +332,7 @@ private:
   window_kind m_next = window_kind::step;
   std::size_t m_copies = 0;
   bool m_clock = false;
-  window_kernels m_last_kernels;
+  std::vector<window_kernels> m_windows; ///< timed with the clock on, not yet taken
 };
 
 /// Sets run options to measure on a fake with `plants` (for any device name): the device, the

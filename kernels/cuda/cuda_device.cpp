@@ -427,16 +427,12 @@ public:
     PREREG_CUDA_CALL(cudaStreamSynchronize(m_stream));
     return kernel_tracer::instance().enable(on, why_not);
   }
-  [[nodiscard]] std::optional<window_kernels> last_window_kernels() override {
+  [[nodiscard]] std::vector<window_kernels> take_window_kernels() override {
     kernel_tracer &t = kernel_tracer::instance();
     if (!t.enabled())
-      return std::nullopt;
-    PREREG_CUDA_CALL(cudaStreamSynchronize(m_stream)); // the close mark
-    auto w = t.take_window();
-    if (!w)
-      throw io_error("the kernel clock has no record of the window's marks (prereg_window_open "
-                     "and prereg_window_close)");
-    return w;
+      return {};
+    PREREG_CUDA_CALL(cudaStreamSynchronize(m_stream)); // the last close mark
+    return t.take_windows();
   }
   [[nodiscard]] std::uint64_t kernel_records_dropped() override {
     return kernel_tracer::instance().dropped();

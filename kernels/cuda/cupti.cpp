@@ -214,83 +214,86 @@ std::optional<std::string> kernel_tracer::enable(bool on, std::string &why_not) 
                      a.library);
 }
 
-std::optional<window_kernels> kernel_tracer::take_window() {
+std::vector<window_kernels> kernel_tracer::take_windows() {
   if (!m_enabled || g_api == nullptr)
-    return std::nullopt;
-  const auto find = [](const std::vector<kernel_event> &ev, const kernel_event *&open,
-                       const kernel_event *&close) {
-    open = close = nullptr;
-    for (const auto &e : ev)
-      if (e.end != 0 && is_mark(e.name, "prereg_window_close") &&
-          (close == nullptr || e.start > close->start))
-        close = &e;
-    if (close == nullptr)
-      return;
-    for (const auto &e : ev)
-      if (e.end != 0 && is_mark(e.name, "prereg_window_open") && e.start <= close->start &&
-          (open == nullptr || e.start > open->start))
-        open = &e;
-  };
+    return {};
+  // The device is synchronised, so every record is complete: one default flush delivers them
+  // (a forced one also returns buffers still being filled).
+  (void)g_api->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::vector<kernel_event> events;
-  const kernel_event *open = nullptr;
-  const kernel_event *close = nullptr;
-  for (const std::uint32_t flag : {0u, static_cast<std::uint32_t>(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)}) {
-    (void)g_api->flush_all(flag);
-    {
-      const std::lock_guard<std::mutex> lock(g_mutex);
-      events = g_events;
-    }
-    find(events, open, close);
-    if (open != nullptr && close != nullptr)
-      break;
+  {
+    const std::lock_guard<std::mutex> lock(g_mutex);
+    events.swap(g_events);
   }
-  if (open == nullptr || close == nullptr)
-    return std::nullopt;
-  const std::uint64_t lo = open->end;
-  const std::uint64_t hi = close->start;
-  std::vector<kernel_event> in;
-  for (const auto &e : events) {
-    if (&e == open || &e == close || is_mark(e.name, "prereg_window_open") ||
-        is_mark(e.name, "prereg_window_close"))
-      continue;
-    if (e.end != 0 && e.end > lo && e.start < hi)
-      in.push_back(e);
-  }
-  std::sort(in.begin(), in.end(),
+  events.erase(std::remove_if(events.begin(), events.end(),
+                              [](const kernel_event &e) { return e.end == 0 || e.end < e.start; }),
+               events.end());
+  std::sort(events.begin(), events.end(),
             [](const kernel_event &a, const kernel_event &b) { return a.start < b.start; });
-  window_kernels w;
-  w.count = static_cast<std::int64_t>(in.size());
-  std::uint64_t union_ns = 0, cur_lo = 0, cur_hi = 0;
-  bool any = false;
-  for (const auto &e : in) {
-    if (!any || e.start > cur_hi) {
-      if (any)
-        union_ns += cur_hi - cur_lo;
-      cur_lo = e.start;
-      cur_hi = e.end;
-      any = true;
-    } else {
-      cur_hi = std::max(cur_hi, e.end);
+  // The windows: each open mark with the first close mark after it.
+  struct bounds {
+    std::uint64_t lo, hi;
+  };
+  std::vector<bounds> windows;
+  std::optional<std::uint64_t> open_end;
+  for (const auto &e : events) {
+    if (is_mark(e.name, "prereg_window_open")) {
+      open_end = e.end;
+    } else if (is_mark(e.name, "prereg_window_close") && open_end) {
+      windows.push_back({*open_end, e.start});
+      open_end.reset();
     }
-    const std::string name = demangled(e.name);
-    auto it = std::find_if(w.names.begin(), w.names.end(),
-                           [&](const window_kernels::by_name &n) { return n.name == name; });
-    if (it == w.names.end()) {
-      w.names.push_back({name, 0, 0.0});
-      it = w.names.end() - 1;
-    }
-    ++it->calls;
-    it->ms += static_cast<double>(e.end - e.start) * 1e-6;
   }
-  if (any)
-    union_ns += cur_hi - cur_lo;
-  w.kernel_ms = static_cast<double>(union_ns) * 1e-6;
-  // Keep only what started after the close mark (the next window's).
-  const std::lock_guard<std::mutex> lock(g_mutex);
-  g_events.erase(std::remove_if(g_events.begin(), g_events.end(),
-                                [&](const kernel_event &e) { return e.start <= hi; }),
-                 g_events.end());
-  return w;
+  std::vector<window_kernels> out(windows.size());
+  std::vector<std::uint64_t> cur_lo(windows.size()), cur_hi(windows.size());
+  std::vector<bool> any(windows.size(), false);
+  std::size_t first = 0; // windows are disjoint and sorted: a sliding start
+  for (const auto &e : events) {
+    if (is_mark(e.name, "prereg_window_open") || is_mark(e.name, "prereg_window_close"))
+      continue;
+    while (first < windows.size() && windows[first].hi <= e.start)
+      ++first; // events come by start time: no later one can overlap that window
+    for (std::size_t w = first; w < windows.size() && windows[w].lo < e.end; ++w) {
+      if (!(e.end > windows[w].lo && e.start < windows[w].hi))
+        continue;
+      window_kernels &k = out[w];
+      ++k.count;
+      if (!any[w] || e.start > cur_hi[w]) {
+        if (any[w])
+          k.kernel_ms += static_cast<double>(cur_hi[w] - cur_lo[w]) * 1e-6;
+        cur_lo[w] = e.start;
+        cur_hi[w] = e.end;
+        any[w] = true;
+      } else {
+        cur_hi[w] = std::max(cur_hi[w], e.end);
+      }
+      const std::string name = demangled(e.name);
+      auto it = std::find_if(k.names.begin(), k.names.end(),
+                             [&](const window_kernels::by_name &n) { return n.name == name; });
+      if (it == k.names.end()) {
+        k.names.push_back({name, 0, 0.0});
+        it = k.names.end() - 1;
+      }
+      ++it->calls;
+      it->ms += static_cast<double>(e.end - e.start) * 1e-6;
+      break; // a kernel belongs to one window (they are disjoint)
+    }
+  }
+  for (std::size_t w = 0; w < windows.size(); ++w)
+    if (any[w])
+      out[w].kernel_ms += static_cast<double>(cur_hi[w] - cur_lo[w]) * 1e-6;
+  // Records after the last close mark belong to windows still to come (none, when the device
+  // was synchronised after a window): keep them.
+  if (!windows.empty()) {
+    const std::uint64_t last = windows.back().hi;
+    std::vector<kernel_event> later;
+    for (const auto &e : events)
+      if (e.start > last)
+        later.push_back(e);
+    const std::lock_guard<std::mutex> lock(g_mutex);
+    g_events.insert(g_events.begin(), later.begin(), later.end());
+  }
+  return out;
 }
 
 std::uint64_t kernel_tracer::dropped() {

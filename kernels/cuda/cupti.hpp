@@ -24,11 +24,11 @@ public:
   [[nodiscard]] std::optional<std::string> enable(bool on, std::string &why_not);
   [[nodiscard]] bool enabled() const { return m_enabled; }
 
-  /// Delivers the records so far and returns the kernels of the last window: those whose
-  /// start lies between the end of the last prereg_window_open mark and the start of the
-  /// prereg_window_close mark after it. Records up to that close mark are discarded. nullopt
-  /// when no complete pair of marks was seen (the caller treats it as a broken clock).
-  [[nodiscard]] std::optional<window_kernels> take_window();
+  /// Delivers the records so far (one CUPTI flush) and returns, per complete pair of marks in
+  /// time order (a prereg_window_open, then the next prereg_window_close), the kernels that
+  /// overlap the time between the open mark's end and the close mark's start. Records up to
+  /// the last close mark are discarded.
+  [[nodiscard]] std::vector<window_kernels> take_windows();
 
   /// Records CUPTI reported dropped (its buffers were full).
   [[nodiscard]] std::uint64_t dropped();

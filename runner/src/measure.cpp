@@ -612,13 +612,13 @@ private:
       if (flush)
         m_dev.flush();
       const double ms = m_dev.timed(empty).ms;
-      (void)m_dev.last_window_kernels();
       if (i >= ip.floor_warmup)
         floor.push_back(ms);
       m_progress.tick();
     }
     in.kernel_clock_floor_ms = floor.empty() ? std::numeric_limits<double>::quiet_NaN()
                                              : median(floor);
+    (void)m_dev.take_window_kernels();
   }
 
   /// Appends one sample's kernel-clock facts to `rec` (names padded with zeros so that every
@@ -905,11 +905,44 @@ private:
       };
       // One window: fresh inputs (or a spot check's host inputs and poisoned outputs) in the
       // block this call uses, the flush, the timed step, then the off-window drain.
+      // The kernel clock's windows not yet taken from the device, in timing order; taken in one
+      // batch before a cell is finished and every 256 windows (docs/engine.md).
+      struct pending_window {
+        std::size_t ci;
+        bool keep; ///< a kept sample (else warm-up: discarded)
+      };
+      std::vector<pending_window> pending;
+      const bool clock_on = !m_raw.instrument.kernel_clock.empty();
+      const auto clock_lost = [&](cell_state &c) {
+        c.record.kernel_ms.clear();
+        c.record.kernel_counts.clear();
+        c.record.kernel_names.clear();
+        if (!c.record.error)
+          c.record.error = "the kernel clock lost the records of some of this cell's windows";
+      };
+      const auto collect = [&] {
+        if (pending.empty())
+          return;
+        std::vector<window_kernels> got = m_dev.take_window_kernels();
+        const bool complete = got.size() == pending.size();
+        for (std::size_t i = 0; i < pending.size(); ++i) {
+          cell_state &c = cells[pending[i].ci];
+          if (!pending[i].keep)
+            continue;
+          if (complete)
+            add_kernels(c.record, got[i]);
+          else
+            clock_lost(c);
+        }
+        pending.clear();
+      };
       const auto window = [&](std::size_t ci, bool keep, std::int64_t slot) {
         cell_state &c = cells[ci];
         if (c.failed)
           return;
         try {
+          if (pending.size() >= 256)
+            collect(); // host work before the flush is queued, never between it and the window
           if (keep && m_hooks.on_sample)
             m_hooks.on_sample(c.record.key);
           if (!keep && m_hooks.on_warmup)
@@ -950,10 +983,11 @@ private:
                         [&] { m_dev.replay(*c.graphs[static_cast<std::size_t>(block)]); })
                   : step_of(ci, block);
           const window_result w = m_dev.timed(step);
+          if (clock_on)
+            pending.push_back({ci, false});
           std::optional<double> drained; // first: host work before it would hide pending work
           if (keep)
             drained = m_dev.drain();
-          const std::optional<window_kernels> kernels = m_dev.last_window_kernels();
           for (const auto &v : arm_args[ci][static_cast<std::size_t>(block)])
             if (v.bound)
               v.bound->after_window();
@@ -965,8 +999,8 @@ private:
             return;
           }
           c.record.samples_ms.push_back(w.ms);
-          if (kernels)
-            add_kernels(c.record, *kernels);
+          if (clock_on)
+            pending.back().keep = true; // this window's kernels are this sample's
           ++c.samples;
           c.record.harness_bytes_in_window =
               std::max(c.record.harness_bytes_in_window, w.harness_growth);
@@ -984,6 +1018,9 @@ private:
         }
       };
       const auto finish = [&](cell_state &c) {
+        collect();
+        if (!c.record.kernel_ms.empty() && c.record.kernel_ms.size() != c.record.samples_ms.size())
+          clock_lost(c);
         if (!c.failed) {
           try {
             c.record.clock_mhz = m_dev.clock_mhz();

@@ -155,9 +155,11 @@ public:
     why_not = "this device has no kernel clock";
     return std::nullopt;
   }
-  /// The last timed window's kernels (after timed(), outside every window; waits for the
-  /// device's records of it), or nullopt while the clock is off.
-  [[nodiscard]] virtual std::optional<window_kernels> last_window_kernels() { return std::nullopt; }
+  /// The kernels of every window timed with the clock on since the last call, in the order
+  /// the windows were timed (outside every window; waits for the device's records of them).
+  /// Fewer entries than windows: the clock lost some (the caller fails those cells). Asking
+  /// once per many windows keeps the clock's delivery cost (a CUPTI flush) off each sample.
+  [[nodiscard]] virtual std::vector<window_kernels> take_window_kernels() { return {}; }
   /// Activity records the kernel clock dropped so far (its buffers overflowed).
   [[nodiscard]] virtual std::uint64_t kernel_records_dropped() { return 0; }
 
