@@ -537,13 +537,14 @@ json to_json(const report_document &r) {
   if (r.tool.renderer != 1) // renderer 1 is recorded by its absence: earlier reports stay as they are
     out["tool"]["renderer"] = r.tool.renderer;
   if (r.exploratory) out["exploratory"] = true;
+  if (r.shard) out["shard"] = to_json(*r.shard);
   return out;
 }
 
 void check_report_members(const json &root, const std::string &where) {
   const node n(root, "", where);
   n.only({"schema_version", "tool", "protocol", "run", "environment", "instrument", "cells",
-          "correctness", "predictions", "defects", "deviations", "attempt", "exploratory"});
+          "correctness", "predictions", "defects", "deviations", "attempt", "exploratory", "shard"});
   (void)read_schema_version(n);
 }
 
@@ -586,6 +587,8 @@ report_document report_from_json(const json &root, const std::string &where, uns
     r.exploratory = n["exploratory"].boolean();
     if (!r.exploratory) n["exploratory"].fail("must be true when present");
   }
+  if (root.is_object() && root.contains("shard"))
+    r.shard = shard_from_json(root.at("shard"), where.empty() ? "shard" : where + "#/shard");
   return r;
 }
 
