@@ -54,7 +54,10 @@ json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr
 
 std::string list_some(const std::vector<std::string> &items, std::size_t max = 8) {
   std::string out;
-  for (std::size_t i = 0; i < items.size() && i < max; ++i) out += (i ? ", " : "") + items[i];
+  for (std::size_t i = 0; i < items.size() && i < max; ++i) {
+    if (i != 0) out += ", ";
+    out += items[i];
+  }
   if (items.size() > max) out += fmt::format(" and {} more", items.size() - max);
   return out;
 }
@@ -520,13 +523,13 @@ std::string render_merged_markdown(const json &m) {
   out += fmt::format("\nHypothesis: {}\n", md_cell(body.value("hypothesis", "")));
   for (const auto &t : merged_tables(m)) {
     out += fmt::format("\n## {}\n\n|", t.title);
-    for (const auto &h : t.header) out += " " + md_cell(h) + " |";
+    for (const auto &h : t.header) out += fmt::format(" {} |", md_cell(h));
     out += "\n|";
     for (std::size_t i = 0; i < t.header.size(); ++i) out += " --- |";
     out += "\n";
     for (const auto &row : t.rows) {
       out += "|";
-      for (const auto &c : row) out += " " + md_cell(c) + " |";
+      for (const auto &c : row) out += fmt::format(" {} |", md_cell(c));
       out += "\n";
     }
   }
@@ -548,12 +551,12 @@ std::string render_merged_html(const json &m) {
            "</code> of " + std::to_string(r->value("devices", 0)) + " devices (" +
            std::to_string(r->value("threshold", 0)) + " confirmation(s) needed).</p>\n";
   for (const auto &t : merged_tables(m)) {
-    out += "<h2>" + html_escape(t.title) + "</h2>\n<table><tr>";
-    for (const auto &h : t.header) out += "<th>" + html_escape(h) + "</th>";
+    out += fmt::format("<h2>{}</h2>\n<table><tr>", html_escape(t.title));
+    for (const auto &h : t.header) out += fmt::format("<th>{}</th>", html_escape(h));
     out += "</tr>\n";
     for (const auto &row : t.rows) {
       out += "<tr>";
-      for (const auto &c : row) out += "<td>" + html_escape(c) + "</td>";
+      for (const auto &c : row) out += fmt::format("<td>{}</td>", html_escape(c));
       out += "</tr>\n";
     }
     out += "</table>\n";
