@@ -13,8 +13,13 @@ work=$(mktemp -d /tmp/prereg-slurm.XXXXXX)
 chmod 755 "$work"
 started=()
 cleanup() {
+  local rc=$?
   for pid in "${started[@]}"; do kill "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
+  for pid in "${started[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  done
+  rm -rf "$work" 2>/dev/null || { sleep 1; rm -rf "$work" 2>/dev/null || true; }
+  exit "$rc"
 }
 trap cleanup EXIT
 die() { echo "slurm CI: $*" >&2; for f in "$work"/slurm/*.log "$work"/log/*; do [ -f "$f" ] && { echo "== $f"; tail -20 "$f"; }; done >&2; exit 1; }
@@ -27,7 +32,10 @@ if [ "${PREREG_SLURM_RUNNING:-0}" != 1 ]; then
   # munge: a fresh key, the daemon as root (-f: this container's folders are not munge-owned).
   [ -s /etc/munge/munge.key ] || dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=1024 status=none
   chmod 400 /etc/munge/munge.key
-  munged -f --force >/dev/null 2>&1 || die "munged did not start"
+  if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
+    munged -f --force >/dev/null 2>&1 || die "munged did not start"
+    [ -s /run/munge/munged.pid ] && started+=("$(cat /run/munge/munged.pid)")
+  fi
   munge -n | unmunge >/dev/null || die "munge does not round-trip"
   host=$(hostname -s)
   cpus=$(nproc)
