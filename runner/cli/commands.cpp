@@ -17,12 +17,20 @@
 #include "prereg/report_model.hpp"
 #include "prereg/report_text.hpp"
 #include "prereg/store.hpp"
+#include "prereg/bundle.hpp"
+#include "prereg/merge.hpp"
+#include "prereg/shard.hpp"
+#include "prereg/slurm.hpp"
+#include "prereg/ledger.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <filesystem>
 #include <span>
 #include <string>
@@ -363,6 +371,201 @@ int cmd_devices(args_t args) {
   return all_usable ? 0 : static_cast<int>(exit_code::environment);
 }
 
+/// The path of this binary, for the processes it starts.
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw io_error("cannot find this program's own path (/proc/self/exe)");
+  return p.string();
+}
+
+/// `run --devices`: shard i/N on device devices[i-1], each in a child `prereg run`, at once;
+/// then the merge. A failed shard: its exit code, the merge not attempted.
+int run_on_devices(const run_options &r, const std::vector<int> &devices) {
+  const store s(r.store_root);
+  const frozen_protocol fp = resolve_for_run(s, r.target, r.key_path);
+  const auto n = static_cast<std::int64_t>(devices.size());
+  (void)shard_cells(fp.proto, {1, n}); // too many shards: exit 2 before anything starts
+  (void)load_or_create_key(r.key_path); // once, before the children race to create it
+  const std::string exe = self_exe();
+  struct child {
+    pid_t pid;
+    int out;
+    std::string text;
+  };
+  std::vector<child> children;
+  for (std::int64_t k = 1; k <= n; ++k) {
+    std::vector<std::string> argv{exe,       "run",        fp.hash,
+                                  "--shard", to_string(shard_spec{k, n}),
+                                  "--device", std::to_string(devices[static_cast<std::size_t>(k - 1)]),
+                                  "--store", r.store_root.string(),
+                                  "--key",   r.key_path.string(),
+                                  "--out",   r.out_dir.string(),
+                                  "--quiet"};
+    int fds[2];
+    if (::pipe(fds) != 0) throw io_error("cannot create a pipe for a shard process");
+    const pid_t pid = ::fork();
+    if (pid < 0) throw io_error("cannot fork a shard process");
+    if (pid == 0) {
+      ::dup2(fds[1], STDOUT_FILENO);
+      ::close(fds[0]);
+      ::close(fds[1]);
+      std::vector<char *> cargv;
+      for (auto &a : argv) cargv.push_back(a.data());
+      cargv.push_back(nullptr);
+      ::execv(exe.c_str(), cargv.data());
+      std::_Exit(127);
+    }
+    ::close(fds[1]);
+    children.push_back({pid, fds[0], {}});
+    fmt::print(stderr, "prereg: shard {}/{} on device {}: pid {}\n", k, n,
+               devices[static_cast<std::size_t>(k - 1)], pid);
+  }
+  int worst = 0;
+  std::vector<std::filesystem::path> parts;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    auto &c = children[i];
+    char buf[4096];
+    ssize_t got;
+    while ((got = ::read(c.out, buf, sizeof buf)) != 0) {
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) break;
+      c.text.append(buf, static_cast<std::size_t>(got));
+    }
+    ::close(c.out);
+    int status = 0;
+    while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    if (code != 0) {
+      fmt::print(stderr, "prereg: shard {}/{} failed (exit {}); rerun it with `prereg run {} "
+                         "--shard {}/{}`, then `prereg merge` the shards' folders\n",
+                 i + 1, n, code, fp.hash.substr(0, 12), i + 1, n);
+      worst = worst == 0 ? code : worst;
+      continue;
+    }
+    while (!c.text.empty() && c.text.back() == '\n') c.text.pop_back();
+    const auto nl = c.text.rfind('\n');
+    parts.emplace_back(nl == std::string::npos ? c.text : c.text.substr(nl + 1));
+  }
+  if (worst != 0) return worst;
+  const signing_key key = load_or_create_key(r.key_path);
+  const auto dir = merge_reports(s, {parts, merge_kind::shards, r.out_dir}, resolve_trust({}, s),
+                                 key);
+  for (const auto &p : parts) fmt::print("{}\n", p.string());
+  fmt::print("{}\n", dir.string());
+  return 0;
+}
+
+int cmd_export(args_t args) {
+  CLI::App app{"write a frozen protocol as a self-contained, verifiable JSON bundle", "export"};
+  common_options o;
+  std::string hash;
+  o.add_store(app);
+  app.add_option("HASH", hash, "hash, unique prefix or id")->required();
+  if (!parse(app, args)) return 0;
+  const store s = o.open_store();
+  fmt::print("{}\n", canonical_json(export_bundle(s, s.resolve(hash))));
+  return 0;
+}
+
+int cmd_import(args_t args) {
+  CLI::App app{"verify a bundle from `prereg export` and store its frozen protocol", "import"};
+  common_options o;
+  std::string file;
+  std::vector<std::string> trust;
+  o.add_store(app);
+  o.add_key(app);
+  app.add_option("FILE", file, "a bundle written by `prereg export`")->required();
+  app.add_option("--trust", trust,
+                 "accept only this freeze signer: a PEM FILE, a DIR of *.pub or a FINGERPRINT "
+                 "(repeatable; default: the store's trust.json, if any)");
+  if (!parse(app, args)) return 0;
+  const store s = o.open_store();
+  const json bundle = parse_json_strict(read_file(file, 1 << 24), file);
+  const signing_key key = load_or_create_key(default_key_path(o.key_file));
+  s.add_key(key.public_part());
+  const trust_root t = resolve_trust(trust, s);
+  const import_outcome r = import_bundle(s, bundle, file, t, key);
+  if (r.already_present)
+    fmt::print("{} is already in this store (nothing written)\n", r.protocol_id);
+  else
+    fmt::print("imported {} frozen by {} into {}{}\n", r.protocol_id, r.signer.substr(0, 16),
+               s.root().string(), t.pinned() ? "" : " (signer not pinned: no trust.json, no --trust)");
+  fmt::print("{}\n", r.hash);
+  return 0;
+}
+
+int cmd_merge(args_t args) {
+  CLI::App app{"merge the shards of one protocol (or, with --replication, complete reports from "
+               "several devices) into one signed report",
+               "merge"};
+  common_options o;
+  std::vector<std::string> dirs;
+  std::vector<std::string> trust;
+  std::string out_dir = "reports";
+  bool replication = false;
+  o.add_store(app);
+  o.add_key(app);
+  app.add_option("DIRS", dirs, "report folders")->required();
+  app.add_option("--out", out_dir, "reports folder (default ./reports)");
+  app.add_flag("--replication", replication,
+               "pool complete reports by the protocol's frozen replication rule");
+  app.add_option("--trust", trust, "accept only these signers in the parts (as for audit)");
+  if (!parse(app, args)) return 0;
+  const store s = o.open_store();
+  const trust_root t = resolve_trust(trust, s);
+  const signing_key key = load_or_create_key(default_key_path(o.key_file));
+  merge_options m;
+  for (const auto &d : dirs) m.parts.emplace_back(d);
+  m.kind = replication ? merge_kind::replication : merge_kind::shards;
+  m.out_dir = out_dir;
+  fmt::print("{}\n", merge_reports(s, m, t, key).string());
+  return 0;
+}
+
+int cmd_slurm(args_t args) {
+  CLI::App app{"write a Slurm submit script: a job array of shards, then a dependent merge job",
+               "slurm"};
+  common_options o;
+  std::string hash;
+  std::string out_dir = "reports";
+  std::string work;
+  std::string script;
+  slurm_options so;
+  bool gpus_given = false;
+  o.add_store(app);
+  o.add_key(app);
+  app.add_option("HASH", hash, "hash, unique prefix or id")->required();
+  app.add_option("--shards", so.shards, "N: one task per shard")->required();
+  app.add_option("--partition", so.partition, "the Slurm partition (default: the cluster's)");
+  app.add_option("--gpus-per-task", so.gpus_per_task,
+                 "GPUs per task (default 1 for a cuda protocol, none for cpu)")
+      ->each([&](const std::string &) { gpus_given = true; });
+  app.add_option("--out", out_dir, "reports folder (default ./reports)");
+  app.add_option("--work", work, "folder for logs and results (default ./slurm-<id>)");
+  app.add_option("-o,--script", script, "write the script to FILE (else stdout)");
+  if (!parse(app, args)) return 0;
+  const store s = o.open_store();
+  const frozen_protocol fp = s.load(s.resolve(hash));
+  (void)shard_cells(fp.proto, {1, so.shards});
+  if (!gpus_given) so.gpus_per_task = fp.proto.device == "cuda" ? 1 : 0;
+  so.prereg = self_exe();
+  so.hash = fp.hash;
+  so.protocol_id = fp.proto.id;
+  so.store = std::filesystem::absolute(s.root()).lexically_normal();
+  so.key = std::filesystem::absolute(default_key_path(o.key_file)).lexically_normal();
+  so.out = std::filesystem::absolute(out_dir).lexically_normal();
+  so.work = std::filesystem::absolute(work.empty() ? "slurm-" + fp.proto.id : work)
+                .lexically_normal();
+  const std::string text = slurm_script(so);
+  if (script.empty())
+    fmt::print("{}", text);
+  else
+    write_file_atomic(script, text);
+  return 0;
+}
+
 int cmd_run(args_t args) {
   CLI::App app{"verify, measure, judge, write and sign a report", "run"};
   common_options o;
@@ -376,10 +579,19 @@ int cmd_run(args_t args) {
   app.add_option("--device", r.device_ordinal, "CUDA device ordinal (default 0)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--quiet,-q", r.quiet, "no progress on stderr");
+  std::string shard;
+  std::string devices;
+  app.add_option("--shard", shard, "K/N: run shard K of N only (docs/scale-out.md)");
+  app.add_option("--devices", devices,
+                 "ORD,ORD,...: one process per listed device, each a shard, merged at the end");
   if (!parse(app, args)) return 0;
+  if (!shard.empty() && !devices.empty())
+    throw invalid_input("run: --shard and --devices exclude each other");
+  if (!shard.empty()) r.shard = parse_shard(shard);
   r.store_root = store::default_root(o.store_dir);
   r.key_path = default_key_path(o.key_file);
   r.out_dir = out_dir;
+  if (!devices.empty()) return run_on_devices(r, parse_device_list(devices));
   r.make_device = make_default_device;
   r.resolve_arm = builtin_resolver();
   r.isolate = true; // measure in a child that never holds the key (docs/engine.md)
@@ -435,8 +647,10 @@ int cmd_audit(args_t args) {
   app.add_flag("--json", as_json, "print the checks as JSON");
   if (!parse(app, args)) return 0;
   const store s = o.open_store();
-  const audit_result r = audit_report(dir, s, resolve_trust(trust, s),
-                                      {checkpoints.begin(), checkpoints.end()});
+  const std::vector<std::filesystem::path> cps(checkpoints.begin(), checkpoints.end());
+  const audit_result r = is_merged_report(dir)
+                             ? audit_merged_report(dir, s, resolve_trust(trust, s), cps)
+                             : audit_report(dir, s, resolve_trust(trust, s), cps);
   fmt::print("{}", as_json ? render_audit_json(r) : render_audit_text(r));
   return static_cast<int>(r.exit());
 }
@@ -533,6 +747,10 @@ constexpr command commands[] = {
     {"audit", "re-check a report from its raw data", cmd_audit},
     {"report", "regenerate report.md / report.html from report.json", cmd_report},
     {"compare", "compare two reports cell by cell", cmd_compare},
+    {"merge", "merge shards (or replications) into one signed report", cmd_merge},
+    {"export", "write a frozen protocol as a verifiable bundle", cmd_export},
+    {"import", "verify and store a bundle from `prereg export`", cmd_import},
+    {"slurm", "write a Slurm job-array script of shards and a merge", cmd_slurm},
     {"keygen", "create an Ed25519 signing key pair", cmd_keygen},
     {"list", "list frozen protocols", cmd_list},
     {"show", "show a frozen protocol, its freeze record and its runs", cmd_show},

@@ -473,8 +473,9 @@ std::string check_freeze(const audit_context &ctx) {
 /// FAILs unless the report's cells are plan cells in plan order and every plan cell that is
 /// absent is named by a deviation (skipped).
 void check_cell_coverage(const protocol &proto, const raw_run &raw,
-                         const std::vector<report_deviation> &deviations) {
-  const auto plan = all_cells(proto);
+                         const std::vector<report_deviation> &deviations,
+                         const std::optional<shard_spec> &shard) {
+  const auto plan = shard ? shard_cells(proto, *shard) : all_cells(proto); // a shard: its cells
   std::size_t next = 0;
   std::vector<bool> present(plan.size(), false);
   for (const auto &c : raw.cells) {
@@ -499,7 +500,15 @@ std::string check_statistics(const audit_context &ctx) {
   const protocol proto = ctx.proto();
   const raw_run raw = ctx.raw();
   const report_document &doc = ctx.doc(report_part::cells | report_part::deviations);
-  check_cell_coverage(proto, raw, doc.deviations);
+  std::optional<shard_spec> shard;
+  if (const auto it = ctx.report().find("shard"); it != ctx.report().end()) {
+    try {
+      shard = shard_from_json(*it, "report.json");
+    } catch (const error &e) {
+      fail(e.what());
+    }
+  }
+  check_cell_coverage(proto, raw, doc.deviations, shard);
   std::vector<std::string> bad;
   for (std::size_t i = 0; i < raw.cells.size(); ++i) {
     const cell_statistics st =
@@ -779,7 +788,7 @@ run_history read_history(const audit_context &ctx) {
     }
     const std::string event = e.value("event", "");
     const std::string id = e.value("run_id", "");
-    if (event == ledger_event::freeze) {
+    if (event == ledger_event::freeze || event == ledger_event::import) {
       frozen = true;
     } else if (event == ledger_event::run_start) {
       const std::int64_t number = numbers[i];

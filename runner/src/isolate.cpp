@@ -183,7 +183,8 @@ public:
     out.environment = m_device->probe();
     m_environment = out.environment;
     const operation_desc &op = operation_named(m_proto.op);
-    for (const auto &c : all_cells(m_proto)) {
+    for (const auto &c :
+         m_options.shard ? shard_cells(m_proto, *m_options.shard) : all_cells(m_proto)) {
       const arm_spec &spec = *find_arm_spec(m_proto, c.arm);
       if (spec.outside()) { // known once loaded (by the engine, here): the engine checks it
         out.cells.push_back(c);

@@ -398,8 +398,10 @@ std::vector<std::string_view> top_keys(std::int64_t schema) {
           "arms",       "measurement",
           "analysis",   "correctness",
           "predictions"};
-  if (schema >= 2)
+  if (schema >= 2) {
     keys.push_back("revision");
+    keys.push_back("replication");
+  }
   return keys;
 }
 
@@ -472,6 +474,33 @@ std::vector<std::pair<std::string, double>> as_free_options(const node *n,
   return out;
 }
 
+// prereg: 2 `replication: {devices: N, rule: all | majority | "at least K"}`.
+replication_spec as_replication(const node &n) {
+  const fields r(n, "replication", {"devices", "rule"});
+  replication_spec out;
+  out.devices = as_int(r.required("devices"), "replication.devices", 2, 1000);
+  const node &rule = r.required("rule");
+  const std::string text = as_string(rule, "replication.rule");
+  if (text == "all") {
+    out.threshold = out.devices;
+  } else if (text == "majority") {
+    out.threshold = out.devices / 2 + 1;
+  } else if (text.starts_with("at least ") && text.size() > 9 && text.size() <= 13 &&
+             std::all_of(text.begin() + 9, text.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+             text[9] != '0') {
+    out.threshold = std::stoll(text.substr(9));
+    if (out.threshold > out.devices)
+      fail(rule, fmt::format("replication.rule {} asks more devices than replication.devices {}",
+                             message_excerpt(text), out.devices));
+  } else {
+    fail(rule, fmt::format("replication.rule must be all | majority | \"at least K\" (K from 1 "
+                           "to devices), got {}",
+                           strict_yaml::describe(rule)));
+  }
+  out.rule = text;
+  return out;
+}
+
 protocol validate(const node &root, const kernel_lookup &lookup) {
   // The version decides which keys are allowed, so it is read first.
   std::int64_t schema = 1; // a missing prereg is reported below, as a missing required key
@@ -489,6 +518,8 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
   if (const node *k = schema == 1 ? key_node(root, "revision") : nullptr)
     fail(*k, "revision needs prereg: 2 (a prereg: 1 file becomes prereg: 2 by renaming shapes: "
              "to axes:)");
+  if (const node *k = schema == 1 ? key_node(root, "replication") : nullptr)
+    fail(*k, "replication needs prereg: 2");
   if (const node *k = schema == 2 ? key_node(root, "shapes") : nullptr)
     fail(*k, "shapes is prereg: 1; prereg: 2 names the operation's axes: use axes: {rows: [...], "
              "cols: [...]}");
@@ -781,6 +812,8 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
                   static_cast<double>(p.measurement.repetitions) * assumed_resample_s;
     p.predictions.push_back(std::move(s));
   }
+  if (const node *r = top.optional("replication"))
+    p.replication = as_replication(*r);
   if (analysis_s > max_estimated_s)
     fail(top.required("predictions"),
          fmt::format("the analysis alone would take {} (bootstrap: {} resamples of {} samples "
@@ -910,6 +943,8 @@ json to_json(const protocol &p) {
   }
   if (p.revision > 1) // revision 1 is the first version: absent, so earlier hashes stay
     out["revision"] = p.revision;
+  if (p.replication) // absent when not declared: every earlier hash stays
+    out["replication"] = {{"devices", p.replication->devices}, {"rule", p.replication->rule}};
   return out;
 }
 

@@ -168,6 +168,7 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   for (const auto &d : raw.deviations) r.deviations.push_back(report_deviation_of(d));
   for (const auto &d : meta.deviations) r.deviations.push_back(report_deviation_of(d));
   r.attempt = meta.attempt;
+  r.shard = meta.shard;
   return r;
 }
 

@@ -619,13 +619,14 @@ json to_json(const report_document &r) {
     ij["kernel_clock_floor_ms"] = finite_or_null(in.kernel_clock_floor_ms);
     ij["kernel_records_dropped"] = in.kernel_records_dropped;
   }
+  if (r.shard) out["shard"] = to_json(*r.shard);
   return out;
 }
 
 void check_report_members(const json &root, const std::string &where) {
   const node n(root, "", where);
   n.only({"schema_version", "tool", "protocol", "run", "environment", "instrument", "cells",
-          "correctness", "predictions", "defects", "deviations", "attempt", "exploratory"});
+          "correctness", "predictions", "defects", "deviations", "attempt", "exploratory", "shard"});
   (void)read_schema_version(n);
 }
 
@@ -668,6 +669,8 @@ report_document report_from_json(const json &root, const std::string &where, uns
     r.exploratory = n["exploratory"].boolean();
     if (!r.exploratory) n["exploratory"].fail("must be true when present");
   }
+  if (root.is_object() && root.contains("shard"))
+    r.shard = shard_from_json(root.at("shard"), where.empty() ? "shard" : where + "#/shard");
   return r;
 }
 

@@ -257,6 +257,7 @@ fs::path run_protocol(const run_options &o) {
   const frozen_protocol fp = resolve_for_run(s, o.target, o.key_path);
   if (!fp.note.empty()) fmt::print(stderr, "prereg: {}\n", fp.note);
   const protocol &proto = fp.proto;
+  if (o.shard) (void)shard_cells(proto, *o.shard); // an empty shard: exit 2, before anything
   // The measuring side (device, plan, measurement) starts before the key is loaded: with
   // o.isolate it is a forked child that never holds the key (isolate.hpp).
   run_options measuring = o;
@@ -278,6 +279,7 @@ fs::path run_protocol(const run_options &o) {
   run_meta meta;
   meta.device_ordinal = o.device_ordinal;
   meta.deviations = planned.skipped;
+  meta.shard = o.shard;
   const std::string device_name = planned.environment.value("device_name", "unknown");
 
   // 4. Run start: attempt number and a unique run id, under the store lock.
@@ -324,15 +326,16 @@ fs::path run_protocol(const run_options &o) {
     const auto [head_seq, head_sha] = l.head();
     meta.ledger_head = report_ledger_head{head_seq, head_sha};
     try {
-    l.append({{"event", ledger_event::run_start},
-              {"protocol_hash", fp.hash},
-              {"run_id", run_id},
-              {"attempt", attempt},
-              {"pid", static_cast<std::int64_t>(::getpid())},
-              {"host", host_name()},
-              {"device_name", device_name},
-              {"started_at", meta.started_at}},
-             key);
+    json start = {{"event", ledger_event::run_start},
+                  {"protocol_hash", fp.hash},
+                  {"run_id", run_id},
+                  {"attempt", attempt},
+                  {"pid", static_cast<std::int64_t>(::getpid())},
+                  {"host", host_name()},
+                  {"device_name", device_name},
+                  {"started_at", meta.started_at}};
+    if (o.shard) start["shard"] = to_string(*o.shard);
+    l.append(std::move(start), key);
     } catch (...) {
       std::error_code ec;
       fs::remove(partial_dir(folder, run_id), ec); // ours, empty
@@ -372,23 +375,25 @@ fs::path run_protocol(const run_options &o) {
     rename_no_replace(temp_dir, final_dir); // never over another run's report
     published = true;
     file_lock lock(s.lock_path());
-    s.get_ledger().append({{"event", ledger_event::run_complete},
-                           {"protocol_hash", fp.hash},
-                           {"run_id", run_id},
-                           {"attempt", meta.attempt},
-                           {"report_sha256", sha256_hex(payload)}},
-                          key);
+    json complete = {{"event", ledger_event::run_complete},
+                     {"protocol_hash", fp.hash},
+                     {"run_id", run_id},
+                     {"attempt", meta.attempt},
+                     {"report_sha256", sha256_hex(payload)}};
+    if (o.shard) complete["shard"] = to_string(*o.shard);
+    s.get_ledger().append(std::move(complete), key);
   } catch (const std::exception &e) {
     std::error_code ec;
     fs::remove_all(temp_dir, ec);
     if (published) fs::remove_all(final_dir, ec);
     file_lock lock(s.lock_path());
-    s.get_ledger().append({{"event", ledger_event::run_aborted},
-                           {"protocol_hash", fp.hash},
-                           {"run_id", run_id},
-                           {"attempt", meta.attempt},
-                           {"reason", e.what()}},
-                          key);
+    json aborted = {{"event", ledger_event::run_aborted},
+                    {"protocol_hash", fp.hash},
+                    {"run_id", run_id},
+                    {"attempt", meta.attempt},
+                    {"reason", e.what()}};
+    if (o.shard) aborted["shard"] = to_string(*o.shard);
+    s.get_ledger().append(std::move(aborted), key);
     throw;
   }
   return final_dir;

@@ -73,8 +73,9 @@ store::store(std::filesystem::path root)
 
 bool ledger_records_freeze(std::span<const json> entries, std::string_view hash) {
   return std::any_of(entries.begin(), entries.end(), [&](const json &e) {
-    return e.is_object() && e.value("event", "") == ledger_event::freeze &&
-           e.value("protocol_hash", "") == hash;
+    if (!e.is_object() || e.value("protocol_hash", "") != hash) return false;
+    const std::string event = e.value("event", "");
+    return event == ledger_event::freeze || event == ledger_event::import; // imported: frozen
   });
 }
 

@@ -24,6 +24,10 @@ inline constexpr const char *freeze = "freeze";
 inline constexpr const char *run_start = "run-start";
 inline constexpr const char *run_complete = "run-complete";
 inline constexpr const char *run_aborted = "run-aborted";
+/// A protocol frozen elsewhere, verified and stored by `prereg import` (docs/scale-out.md).
+inline constexpr const char *import = "import";
+/// A merged report of shards or replications, written by `prereg merge` (docs/scale-out.md).
+inline constexpr const char *merge = "merge";
 } // namespace ledger_event
 
 /// The SHA-256 `prev` of the first entry: 64 zeros.

@@ -81,6 +81,14 @@ struct correctness_spec {
   double atol = 0;
 };
 
+/// prereg: 2 `replication` (docs/scale-out.md): how many devices' complete reports
+/// `prereg merge --replication` pools, and the rule that pools their verdicts.
+struct replication_spec {
+  std::int64_t devices = 0;   ///< N, 2 to 1000
+  std::string rule;           ///< normalised: "all" | "majority" | "at least K"
+  std::int64_t threshold = 0; ///< devices that must confirm: N, N/2+1 or K (1 <= K <= N)
+};
+
 /// A validated protocol; every field holds its explicit or default value.
 struct protocol {
   std::int64_t schema = 1; ///< `prereg`: 1 or 2
@@ -100,6 +108,7 @@ struct protocol {
   analysis_spec analysis;
   correctness_spec correctness;
   std::vector<prediction_spec> predictions;
+  std::optional<replication_spec> replication; ///< prereg: 2 only; absent: no rule frozen
 };
 
 /// The arm of `p` with id `id`, or null (the one lookup of an arm by id).

@@ -25,6 +25,7 @@ struct run_meta {
   int device_ordinal = 0;
   std::optional<report_ledger_head> ledger_head; ///< the entry the run-start extended
   std::vector<json> deviations; ///< found by the engine (skipped cells, device changes, ...)
+  std::optional<shard_spec> shard; ///< `run --shard K/N`: the report is shard K's part
 };
 
 /// The prediction checks of a protocol: each `expect` parsed against its arm ids.

@@ -4,6 +4,7 @@
 
 #include "prereg/backend.hpp"
 #include "prereg/json.hpp"
+#include "prereg/shard.hpp"
 
 #include <cstdint>
 #include <limits>
@@ -185,6 +186,9 @@ struct report_document {
   /// Made by `prereg try` from an unfrozen protocol: unsigned, outside the ledger, never
   /// confirmatory (the member is present only when true).
   bool exploratory = false;
+  /// `prereg run --shard K/N`: a partial report holding shard K's cells only (the member is
+  /// present only in a shard's report; docs/scale-out.md).
+  std::optional<shard_spec> shard;
 };
 
 /// The top-level members of a report, for parsing some of them only.

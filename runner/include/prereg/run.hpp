@@ -7,6 +7,7 @@
 #include "prereg/device.hpp"
 #include "prereg/measure.hpp"
 #include "prereg/operation.hpp"
+#include "prereg/shard.hpp"
 #include "prereg/store.hpp"
 
 #include <filesystem>
@@ -23,6 +24,8 @@ struct run_options {
   std::filesystem::path out_dir;     ///< reports root (default ./reports)
   int device_ordinal = 0;
   bool quiet = false;
+  /// `--shard K/N`: measure only the cells of shard K (shard.hpp) and mark the report partial.
+  std::optional<shard_spec> shard;
   /// Measure in a forked child that never holds the signing key (docs/engine.md, "The
   /// measuring process"); the CLI sets it, unit tests leave it off.
   bool isolate = false;

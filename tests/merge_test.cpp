@@ -1,0 +1,115 @@
+// Tests of `prereg merge` on the fake backend: two shards merged and audited, the refusals
+// (a missing shard naming its cells, a shard twice, a non-shard), atomic placement, tampering.
+#include "fake_device.hpp"
+
+#include "prereg/audit.hpp"
+#include "prereg/fs.hpp"
+#include "prereg/merge.hpp"
+#include "prereg/run.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace prereg;
+using namespace prereg::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path run_shard(temp_lab &lab, std::int64_t k, std::int64_t n) {
+  run_options o = lab.options();
+  o.shard = shard_spec{k, n};
+  return run_protocol(o);
+}
+
+fs::path merge(temp_lab &lab, std::vector<fs::path> parts, merge_kind kind = merge_kind::shards) {
+  const store s = lab.st();
+  return merge_reports(s, {std::move(parts), kind, lab.out_dir}, resolve_trust({}, s), lab.key());
+}
+
+} // namespace
+
+TEST_CASE("two shards merge into one report that audits clean") {
+  temp_lab lab;
+  (void)lab.freeze();
+  const fs::path one = run_shard(lab, 1, 2);
+  const fs::path two = run_shard(lab, 2, 2);
+  const json r1 = read_report(one);
+  CHECK(r1.at("shard") == json{{"index", 1}, {"count", 2}});
+  REQUIRE(r1.at("cells").size() == 2); // both arms at rows 64
+  for (const auto &c : r1.at("cells")) CHECK(c.at("rows") == 64);
+  const store s = lab.st();
+  CHECK(audit_report(one, s, resolve_trust({}, s)).passed());
+  int shard_entries = 0;
+  for (const auto &e : s.get_ledger().entries())
+    if (e.value("shard", "") == "2/2") ++shard_entries;
+  CHECK(shard_entries == 2); // run-start and run-complete
+
+  SUBCASE("merged and audited") {
+    const fs::path m = merge(lab, {two, one}); // any order
+    CHECK(m.parent_path() == lab.out_dir / "fake_ln");
+    CHECK(m.filename().string().starts_with("MERGE-"));
+    const json r = read_report(m);
+    REQUIRE(r.at("cells").size() == 4);
+    CHECK(r.at("cells")[0].at("arm") == "unfused");
+    CHECK(r.at("cells")[0].at("rows") == 64);
+    CHECK(r.at("cells")[1].at("rows") == 128);
+    CHECK(r.at("cells")[2].at("arm") == "fused");
+    CHECK(r.at("cells")[0] == r1.at("cells")[0]); // copied through unchanged
+    CHECK(r.at("parts")[0].at("shard").at("index") == 1);
+    CHECK(fs::exists(m / "parts" / "fake_ln" / one.filename() / "report.dsse.json"));
+    const audit_result a = audit_merged_report(m, s, resolve_trust({}, s), {});
+    CHECK(a.passed());
+    CHECK(a.checks.size() == 6);
+    // Tampering with report.json fails the signature and the rebuild.
+    std::string bytes = read_file(m / "report.json");
+    const auto at = bytes.find("\"confirmed\"");
+    const auto at2 = bytes.find("\"refuted\"");
+    REQUIRE((at != std::string::npos || at2 != std::string::npos));
+    if (at != std::string::npos)
+      bytes.replace(at, 11, "\"refuted\"  ");
+    else
+      bytes.replace(at2, 9, "\"ok\"     ");
+    write_file_atomic(m / "report.json", bytes);
+    const audit_result bad = audit_merged_report(m, s, resolve_trust({}, s), {});
+    CHECK(!bad.passed());
+    CHECK(!bad.checks[0].passed);
+  }
+  SUBCASE("a missing shard is refused, naming its cells") {
+    CHECK_THROWS_WITH((void)merge(lab, {one}),
+                      doctest::Contains("shard(s) 2/2 missing, so 2 cell(s) are missing: unfused "
+                                        "fwd 128x256, fused fwd 128x256"));
+    try {
+      (void)merge(lab, {one});
+    } catch (const error &e) {
+      CHECK(e.code() == exit_code::integrity);
+    }
+    // Nothing was written.
+    for (const auto &e : fs::directory_iterator(lab.out_dir / "fake_ln"))
+      CHECK(!e.path().filename().string().starts_with("MERGE"));
+  }
+  SUBCASE("a shard twice, or a complete report, is refused") {
+    CHECK_THROWS_WITH((void)merge(lab, {one, one, two}), doctest::Contains("is given twice"));
+    const fs::path full = lab.run();
+    CHECK_THROWS_WITH((void)merge(lab, {one, full}), doctest::Contains("is not a shard"));
+    CHECK_THROWS_WITH((void)merge(lab, {full}, merge_kind::replication),
+                      doctest::Contains("declares no replication rule"));
+  }
+}
+
+TEST_CASE("merged pages escape what they quote") {
+  const json m = {{"kind", "shards"},
+                  {"protocol", {{"hash", "ab"}, {"body", {{"id", "x"}, {"hypothesis", "<b>|"}}}}},
+                  {"merge", {{"merge_id", "MERGE-1"}, {"merged_at", "t"}}},
+                  {"parts", json::array()},
+                  {"cells", json::array()},
+                  {"predictions", json::array({{{"id", "P1"},
+                                                {"verdict", "confirmed"},
+                                                {"claim", "a < b & c"},
+                                                {"expect", "a|b"},
+                                                {"reason", "r"}}})}};
+  const std::string html = render_merged_html(m);
+  CHECK(html.find("a &lt; b &amp; c") != std::string::npos);
+  CHECK(html.find("<b>|") == std::string::npos);
+  const std::string md = render_merged_markdown(m);
+  CHECK(md.find("a\\|b") != std::string::npos);
+}
