@@ -15,6 +15,7 @@ a window is the sum of its kernels' gpu__time_duration (ncu serialises kernels, 
 their union).
 """
 import csv
+import os
 import json
 import statistics
 import sys
@@ -57,7 +58,7 @@ def signature(w):
 
 def main(alone_path, noflush_path, ncu_csv):
     alone = json.load(open(alone_path))
-    noflush = json.load(open(noflush_path)) if noflush_path != "-" else None
+    noflush = json.load(open(noflush_path)) if noflush_path not in ("-", "") and os.path.exists(noflush_path) else None
     body = alone["protocol"]["body"]
     reps = body["measurement"]["repetitions"]
     arms = [a["id"] for a in body["arms"]]
