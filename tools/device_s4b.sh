@@ -20,6 +20,10 @@ step() { echo "== $* ($(date +%T), ${SECONDS}s)" | tee -a "$S"; }
 left() { echo $(( ${BUDGET:-440} - SECONDS )); }
 "$bin/prereg" --version | tee -a "$S"
 
+step "GPU test of the kernel clock (batched records)"
+[ -x "$bin/prereg_device_tests" ] && timeout 60 "$bin/prereg_device_tests" --test-case='*kernel clock*,a tiny*' >"$out/device_tests.log" 2>&1
+echo "device_tests rc=$?" | tee -a "$S"; tail -n 3 "$out/device_tests.log" | tee -a "$S"
+
 step "run-to-run: ln_batch1 (scratch store): clock on, on, off"
 export SCRATCH=/tmp/r2r && rm -rf $SCRATCH && mkdir -p $SCRATCH
 g() { PREREG_STORE=$SCRATCH/store PREREG_KEY=$SCRATCH/key "$bin/prereg" "$@"; }
