@@ -56,17 +56,22 @@ def signature(w):
     return tuple(sorted((n, g, b) for n, g, b, _ in w))
 
 
-def main(alone_path, noflush_path, ncu_csv):
+def main(alone_path, noflush_path, ncu_csv, under_path=None):
     alone = json.load(open(alone_path))
     noflush = json.load(open(noflush_path)) if noflush_path not in ("-", "") and os.path.exists(noflush_path) else None
-    body = alone["protocol"]["body"]
+    # The run under ncu: the protocol itself (then its plan is ALONE's) or, when given, a smaller
+    # exploratory variant of it (`prereg try`; its report names the cells and repetitions ncu saw).
+    under = json.load(open(under_path)) if under_path else alone
+    body = under["protocol"]["body"]
     reps = body["measurement"]["repetitions"]
     arms = [a["id"] for a in body["arms"]]
     passes = body["passes"]
     rows = body["axes"]["rows"]
     cols = body["axes"]["cols"]
-    order = sorted(alone["cells"], key=lambda c: (passes.index(c["pass"]), rows.index(c["rows"]),
-                                                   cols.index(c["cols"]), arms.index(c["arm"])))
+    by_key = {(c["arm"], c["pass"], c["rows"], c["cols"]): c for c in alone["cells"]}
+    order = sorted((by_key[(c["arm"], c["pass"], c["rows"], c["cols"])] for c in under["cells"]),
+                   key=lambda c: (passes.index(c["pass"]), rows.index(c["rows"]),
+                                  cols.index(c["cols"]), arms.index(c["arm"])))
     groups = []
     for w in ncu_windows(ncu_csv):
         if not w or all(n.startswith(INSTRUMENT) for n, _, _, _ in w):
@@ -113,6 +118,6 @@ def main(alone_path, noflush_path, ncu_csv):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
-        sys.exit("usage: ncu_agreement.py ALONE/report.json NOFLUSH/report.json|- NCU.csv")
+    if len(sys.argv) not in (4, 5):
+        sys.exit("usage: ncu_agreement.py ALONE/report.json NOFLUSH/report.json|- NCU.csv [UNDER_NCU/report.json]")
     main(*sys.argv[1:])
