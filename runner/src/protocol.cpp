@@ -764,8 +764,12 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
     s.expect = as_text(expect_node, pred.path("expect"), max_expect_bytes);
     std::size_t involved = 1;
     try {
-      involved = std::max<std::size_t>(
-          1, expectation::parse(s.expect, arm_ids, expect_node.where).arms().size());
+      const expectation e = expectation::parse(s.expect, arm_ids, expect_node.where);
+      involved = std::max<std::size_t>(1, e.arms().size());
+      if (p.schema == 1)
+        for (const auto &r : e.references())
+          if (r.what == metric::share)
+            throw invalid_input("share(arm, \"label\") needs prereg: 2", expect_node.where);
     } catch (const error &e) {
       throw invalid_input(fmt::format("prediction {}: expect: {}", s.id, e.what()), e.where());
     }

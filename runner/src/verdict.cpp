@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace prereg {
 namespace {
@@ -19,6 +20,8 @@ struct arm_cell {
   const cell_record *record = nullptr;
   std::uint64_t bytes_per_step = 0;
   std::vector<double> resample; // scratch, reused across resamples
+  std::vector<std::size_t> picked; // the resample's sample indices (kept when a share is read)
+  bool reads_share = false;
   double time_ms = 0;           // this resample's statistic
 };
 
@@ -109,6 +112,9 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
     }
     arm_cell a;
     a.spec = found;
+    a.reads_share = std::any_of(check.refs.begin(), check.refs.end(), [&](const metric_ref &r) {
+      return r.arm == id && r.what == metric::share;
+    });
     arms.push_back(std::move(a));
   }
 
@@ -129,6 +135,12 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
           a.bytes_per_step = bytes_per_step(proto.op, proto.type, pass, rows, cols, a.spec->repeat);
           for (auto &p : problems(proto, run, a, key, where))
             blocked.push_back(std::move(p));
+          if (a.record != nullptr && !a.record->samples_ms.empty())
+            for (const auto &r : check.refs)
+              if (r.what == metric::share && r.arm == a.spec->id &&
+                  !a.record->regions_ms.contains(r.label))
+                blocked.push_back(fmt::format("arm {} has no region \"{}\" at {}", r.arm,
+                                              r.label, where));
           if (a.record == nullptr || a.record->samples_ms.empty())
             all_sampled = false;
         }
@@ -147,6 +159,12 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
               return gbps(a.bytes_per_step, a.time_ms);
             case metric::pct_ceiling:
               return pct_ceiling(gbps(a.bytes_per_step, a.time_ms), run.instrument.ceiling_gbps);
+            case metric::share: {
+              const auto r = a.record->regions_ms.find(ref.label);
+              if (r == a.record->regions_ms.end())
+                return std::numeric_limits<double>::quiet_NaN();
+              return region_share_pct(a.record->samples_ms, r->second, a.picked);
+            }
             }
             return 0.0;
           };
@@ -155,8 +173,13 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
             for (auto &a : arms) {
               const auto &samples = a.record->samples_ms;
               a.resample.resize(samples.size());
-              for (auto &v : a.resample)
-                v = samples[gen.below(samples.size())];
+              a.picked.resize(a.reads_share ? samples.size() : 0);
+              for (std::size_t j = 0; j < a.resample.size(); ++j) {
+                const auto at = static_cast<std::size_t>(gen.below(samples.size()));
+                a.resample[j] = samples[at];
+                if (a.reads_share)
+                  a.picked[j] = at;
+              }
               a.time_ms = statistic(a.resample, proto.analysis.statistic);
             }
             if (check.holds(lookup))

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,6 +62,10 @@ struct cell_record {
   /// The first input a spot-checked timed call changed ("x: element 3 (row 0, col 3) ..."),
   /// or nullopt.
   std::optional<std::string> input_mutated;
+  /// Named regions inside the step (docs/python-arms.md, "Regions"): label -> the region's
+  /// time summed over the step, one per sample (same order and length as samples_ms) [ms].
+  /// Empty when the arm marks no region.
+  std::map<std::string, std::vector<double>> regions_ms;
 };
 
 /// Correctness of one arm x pass x shape against the float64 reference.

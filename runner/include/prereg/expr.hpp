@@ -13,18 +13,19 @@
 namespace prereg {
 
 /// A per-arm quantity an expression can read. An arm id alone means `time`.
-enum class metric { time, peak_mb, gbps, pct_ceiling };
+enum class metric { time, peak_mb, gbps, pct_ceiling, share };
 [[nodiscard]] std::string_view to_string(metric m);
 
 /// The words of the language: `and`, `abs` and the metric functions `time`, `peak_mb`, `gbps`,
-/// `pct_ceiling`. An arm id may not be one of them.
+/// `pct_ceiling`, `share`. An arm id may not be one of them.
 [[nodiscard]] std::span<const std::string_view> expression_keywords();
 [[nodiscard]] bool is_expression_keyword(std::string_view word);
 
-/// One (metric, arm) pair an expression reads.
+/// One (metric, arm) pair an expression reads; `share` also names a region label.
 struct metric_ref {
   metric what;
   std::string arm;
+  std::string label; ///< share(arm, "label"): the region; empty for every other metric
   friend bool operator==(const metric_ref &, const metric_ref &) = default;
 };
 

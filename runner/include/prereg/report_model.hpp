@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -69,6 +70,17 @@ struct report_run {
 /// The instrument's own measured properties. NaN stands for null (not measured).
 using report_instrument = instrument_record;
 
+/// One named region's share of a cell's step (docs/analysis.md, "Region shares"): 100 x the
+/// region's summed time / the step's summed time over the samples, with a seeded
+/// percentile-bootstrap interval at the protocol's confidence [%].
+struct region_share {
+  std::string label;
+  double share_pct = std::numeric_limits<double>::quiet_NaN();
+  double lo_pct = std::numeric_limits<double>::quiet_NaN();
+  double hi_pct = std::numeric_limits<double>::quiet_NaN();
+  friend bool operator==(const region_share &, const region_share &) = default;
+};
+
 /// One cells[] entry: the raw record and every statistic derived from it. NaN stands for null.
 struct report_cell {
   cell_key key;
@@ -100,6 +112,10 @@ struct report_cell {
   /// Version 3: work found pending after a window [ms] (NaN: null, the device cannot tell);
   /// absent before v3.
   std::optional<double> off_window_ms;
+  /// Version 3, only when the arm marked regions: label -> ms per sample (raw), and each
+  /// label's share of the step (derived). Both empty (absent from the JSON) otherwise.
+  std::map<std::string, std::vector<double>> regions_ms;
+  std::vector<region_share> region_shares;
 };
 
 /// One correctness[] entry. NaN stands for null.
