@@ -38,6 +38,10 @@ q "$dir" "[d['message'] for d in r['deviations'] if d['kind']=='arm-error' and d
   || fail "predictions: $(q "$dir" "[(p['id'], p['verdict'], p['reason']) for p in r['predictions']]")"
 q "$dir" "[p['reason'] for p in r['predictions'] if p['id']=='R2'][0]" | grep -q 'arm marked has no region "attention"' \
   && pass "the inconclusive reason names the missing region" || fail "R2 reason: $(q "$dir" "[p['reason'] for p in r['predictions'] if p['id']=='R2']")"
+if "$py" -c 'import jsonschema' 2>/dev/null; then
+  "$py" "$PREREG_SOURCE_DIR/tests/schemas/validate.py" "$PREREG_SOURCE_DIR/docs/schema" report "$dir/report.json" >"$work/val" 2>&1 \
+    && pass "the report with regions validates against report.schema.json" || fail "schema: $(grep -v '^ok' "$work/val" | head -3)"
+fi
 grep -q "Region shares" "$dir/report.md" && pass "report.md shows the region shares" || fail "no region shares in report.md"
 
 # share() is prereg: 2 only
