@@ -18,13 +18,24 @@ using namespace prereg;
 namespace {
 
 /// reports/*/*/report.json of the repository, sorted.
+// Every committed run report: a merged report (docs/scale-out.md, its own format with
+// `merge_version`, audited by `prereg audit`) stands for the run reports it keeps under parts/.
 std::vector<fs::path> committed_reports() {
   std::vector<fs::path> out;
-  for (const auto &proto : fs::directory_iterator(fs::path(PREREG_SOURCE_DIR) / "reports"))
-    if (proto.is_directory())
-      for (const auto &run : fs::directory_iterator(proto.path()))
-        if (fs::is_regular_file(run.path() / "report.json"))
-          out.push_back(run.path() / "report.json");
+  const auto add_runs = [&](const fs::path &root, const auto &self) -> void {
+    for (const auto &proto : fs::directory_iterator(root))
+      if (proto.is_directory())
+        for (const auto &run : fs::directory_iterator(proto.path())) {
+          const fs::path f = run.path() / "report.json";
+          if (!fs::is_regular_file(f))
+            continue;
+          if (read_file(f).find("\"merge_version\"") != std::string::npos)
+            self(run.path() / "parts", self);
+          else
+            out.push_back(f);
+        }
+  };
+  add_runs(fs::path(PREREG_SOURCE_DIR) / "reports", add_runs);
   std::sort(out.begin(), out.end());
   return out;
 }

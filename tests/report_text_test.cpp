@@ -375,6 +375,10 @@ TEST_CASE("every committed report's pages are what its renderer makes (renderer 
                                                    : fs::directory_iterator()) {
       if (!fs::exists(run.path() / "report.json"))
         continue;
+      // A merged report (docs/scale-out.md) has its own pages, checked by its audit.
+      if (prereg::read_file(run.path() / "report.json").find("\"merge_version\"") !=
+          std::string::npos)
+        continue;
       CAPTURE(run.path().string());
       const json r = prereg::parse_json_strict(prereg::read_file(run.path() / "report.json"),
                                                "report.json");
