@@ -199,3 +199,44 @@ TEST_CASE("every cell of a run, in order") {
   CHECK_FALSE(v1.contains("clock_mhz"));
   CHECK_FALSE(v1.contains("harness_bytes_in_window"));
 }
+
+TEST_CASE("region shares: point, interval, seeded, and refused when malformed") {
+  const protocol p = make_protocol();
+  cell_record c = make_cell("a", {1.0, 2.0, 1.0, 2.0});
+  c.regions_ms["x"] = {0.5, 0.5, 0.5, 0.5}; // 2 of 6 ms
+  c.regions_ms["y"] = {0.0, 1.0, 0.0, 1.0}; // 2 of 6 ms, all in the slow samples
+  const auto st = compute_cell_statistics(c, p, make_instrument(), {});
+  REQUIRE(st.region_shares.size() == 2);
+  CHECK(st.region_shares[0].label == "x");
+  CHECK(st.region_shares[0].share_pct == doctest::Approx(100.0 / 3));
+  CHECK(st.region_shares[1].share_pct == doctest::Approx(100.0 / 3));
+  for (const auto &r : st.region_shares) {
+    CHECK(r.lo_pct <= r.share_pct);
+    CHECK(r.share_pct <= r.hi_pct);
+  }
+  // x's share is 0.5/1 = 50% in a fast sample and 25% in a slow one: resamples spread it
+  CHECK(st.region_shares[0].lo_pct < st.region_shares[0].hi_pct);
+  CHECK(st.region_shares[0].lo_pct >= 25.0);
+  CHECK(st.region_shares[0].hi_pct <= 50.0);
+  // the same cell gives the same interval (the seed is the cell key and label)
+  const auto again = compute_cell_statistics(c, p, make_instrument(), {});
+  CHECK(again.region_shares == st.region_shares);
+  // no regions: no shares, and the report cell carries neither field
+  const cell_record plain = make_cell("a", {1.0, 2.0, 1.0, 2.0});
+  const auto ps = compute_cell_statistics(plain, p, make_instrument(), {});
+  CHECK(ps.region_shares.empty());
+  const json j = to_json(to_report_cell(plain, ps));
+  CHECK_FALSE(j.contains("regions"));
+  CHECK_FALSE(j.contains("region_shares"));
+  const json jr = to_json(to_report_cell(c, st));
+  CHECK(jr.at("regions").at("x").size() == 4);
+  CHECK(jr.at("region_shares").at("y").at("share_pct").get<double>() ==
+        doctest::Approx(100.0 / 3));
+  // malformed: one time too few; a negative time
+  cell_record shortc = c;
+  shortc.regions_ms["x"].pop_back();
+  CHECK_THROWS_AS((void)compute_cell_statistics(shortc, p, make_instrument(), {}), error);
+  cell_record neg = c;
+  neg.regions_ms["x"][0] = -1.0;
+  CHECK_THROWS_AS((void)compute_cell_statistics(neg, p, make_instrument(), {}), error);
+}

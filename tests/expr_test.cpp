@@ -35,6 +35,8 @@ struct values {
       return 100 / t;
     case metric::pct_ceiling:
       return 10 * t;
+    case metric::share:
+      return r.label == "attn" ? 40 : 5;
     }
     return 0;
   }
@@ -202,7 +204,7 @@ TEST_CASE("errors carry the caller's where and the offset") {
   }
   SUBCASE("unknown function") {
     check_rejects("median(fused) > 1",
-                  "unknown function 'median' (functions: time, peak_mb, gbps, pct_ceiling, kernel_time, gap_share, kernels, abs) "
+                  "unknown function 'median' (functions: time, peak_mb, gbps, pct_ceiling, kernel_time, gap_share, kernels, share, abs) "
                   "at offset 0");
     check_rejects("fused(unfused) > 1", "'fused' is an arm, not a function at offset 0");
   }
@@ -291,4 +293,34 @@ TEST_CASE("a kernel count is a whole number: an exact count is not a constant ou
   CHECK(never.constant_outcome() == std::optional<bool>(false));
   const auto half = prereg::expectation::parse("kernels(fused) > 1 and kernels(fused) < 2", arms, "t");
   CHECK(half.constant_outcome() == std::optional<bool>(false)); // no whole number between
+}
+
+TEST_CASE("share(arm, \"label\") reads a region's share") {
+  const auto e = parse("share(fused, \"attn\") > 30 and share(fused, \"rms.norm-1\") < 10");
+  REQUIRE(e.references().size() == 2);
+  CHECK(e.references()[0] == metric_ref{metric::share, "fused", "attn"});
+  CHECK(e.references()[1] == metric_ref{metric::share, "fused", "rms.norm-1"});
+  CHECK(e.holds(values{{{"fused", 1.0}}}));
+  CHECK_FALSE(parse("share(fused, \"attn\") < 30").holds(values{{{"fused", 1.0}}}));
+  // the same arm under two labels is two references; under time it is a third
+  CHECK(parse("share(b, \"x\") + share(b, \"y\") < b").references().size() == 3);
+  CHECK(prereg::is_expression_keyword("share"));
+}
+
+TEST_CASE("share's malformed forms are refused with their offsets") {
+  check_rejects("share(fused) > 1",
+                "expected ',' and a region label after share's arm, got ')' at offset 11");
+  check_rejects("share(fused, attn) > 1",
+                "share() takes a quoted region label, got 'attn' at offset 13");
+  check_rejects("share(fused, \"\") > 1", "a region label is 1 to 64 characters at offset 13");
+  check_rejects("share(fused, \"a b\") > 1",
+                "a region label holds only A-Z a-z 0-9 _ . - at offset 15");
+  check_rejects("share(fused, \"attn) > 1",
+                "a region label holds only A-Z a-z 0-9 _ . - at offset 18");
+  check_rejects("share(fused, \"attn", "unterminated region label at offset 13");
+  check_rejects("share(\"attn\", fused) > 1",
+                "share() takes an arm id, got 'attn' at offset 6");
+  check_rejects("time(fused, \"x\") > 1", "expected ')', got ',' at offset 10");
+  check_rejects("share(fused, \"" + std::string(65, 'a') + "\") > 1",
+                "a region label is 1 to 64 characters at offset 13");
 }

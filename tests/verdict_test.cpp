@@ -371,3 +371,46 @@ TEST_CASE("kernel metrics: read with the samples' own draws, inconclusive withou
     CHECK(judge(p, ktime, run).verdict == verdict_kind::confirmed);
   }
 }
+
+TEST_CASE("share(arm, label) resamples the region with the arm's sample indices") {
+  protocol p = make_protocol();
+  p.predictions[0].at.rows = {128};
+  raw_run run = make_run();
+  // region = 0.4 x the sample in every sample: every resample's share is 40.
+  run.cells[0].regions_ms["attn"] = {0.8, 0.84, 0.76, 0.8, 0.82};
+  std::vector<double> seen;
+  const prediction_check check{[&](const metric_lookup &v) {
+                                 seen.push_back(v({metric::share, "a", "attn"}));
+                                 return v({metric::share, "a", "attn"}) > 39.9;
+                               },
+                               {{metric::share, "a", "attn"}}};
+  const auto r = judge(p, check, run);
+  CHECK(r.verdict == verdict_kind::confirmed);
+  REQUIRE(!seen.empty());
+  for (const double v : seen)
+    CHECK(v == doctest::Approx(40.0));
+
+  // a share read does not change the draws of a time read beside it
+  const auto t_only = judge(p, slower("a", "b"), run);
+  const prediction_check both{[&](const metric_lookup &v) {
+                                return v({metric::time, "a"}) > v({metric::time, "b"}) &&
+                                       v({metric::share, "a", "attn"}) >= 0;
+                              },
+                              {{metric::time, "a"}, {metric::time, "b"},
+                               {metric::share, "a", "attn"}}};
+  CHECK(ps(judge(p, both, run)) == ps(t_only));
+}
+
+TEST_CASE("a share of a region the arm did not mark is inconclusive, naming it") {
+  protocol p = make_protocol();
+  p.predictions[0].at.rows = {128};
+  raw_run run = make_run();
+  run.cells[0].regions_ms["attn"] = {0.8, 0.84, 0.76, 0.8, 0.82};
+  const prediction_check check{[&](const metric_lookup &v) {
+                                 return v({metric::share, "a", "mlp"}) > 1;
+                               },
+                               {{metric::share, "a", "mlp"}}};
+  const auto r = judge(p, check, run);
+  CHECK(r.verdict == verdict_kind::inconclusive);
+  CHECK(r.reason.find("arm a has no region \"mlp\" at fwd 128x1024") != std::string::npos);
+}

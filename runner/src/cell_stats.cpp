@@ -3,12 +3,14 @@
 
 #include "prereg/bytes_model.hpp"
 #include "prereg/error.hpp"
+#include "prereg/rng.hpp"
 #include "prereg/stats.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace prereg {
 namespace {
@@ -19,10 +21,88 @@ const arm_spec &spec_of(const protocol &proto, const std::string &id) {
   throw invalid_input(fmt::format("cell names arm '{}', which the protocol lacks", id));
 }
 
+// FNV-1a over the bytes of the cell key and the label: the seed of a region's bootstrap.
+std::uint64_t region_seed(const cell_key &key, const std::string &label) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const auto mix = [&](std::string_view s) {
+    for (const unsigned char c : s) {
+      h ^= c;
+      h *= 0x100000001b3ull;
+    }
+    h ^= 0xff; // separator
+    h *= 0x100000001b3ull;
+  };
+  mix(key.arm);
+  mix(to_string(key.pass));
+  mix(std::to_string(key.rows));
+  mix(std::to_string(key.cols));
+  mix(label);
+  return stream_seed(h, stream_id::bootstrap);
+}
+
 } // namespace
 
 double gap_share_pct(double step_ms, double kernel_ms) {
   return step_ms > 0.0 ? 100.0 * (step_ms - kernel_ms) / step_ms : 0.0;
+}
+
+double region_share_pct(std::span<const double> samples, std::span<const double> region,
+                        std::span<const std::size_t> pick) {
+  double step = 0, part = 0;
+  if (pick.empty()) {
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      step += samples[i];
+      part += region[i];
+    }
+  } else {
+    for (const std::size_t i : pick) {
+      step += samples[i];
+      part += region[i];
+    }
+  }
+  return step > 0.0 ? 100.0 * part / step : std::numeric_limits<double>::quiet_NaN();
+}
+
+std::vector<region_share> compute_region_shares(const cell_record &cell, std::int64_t resamples,
+                                                double confidence) {
+  std::vector<region_share> out;
+  const std::span<const double> s = cell.samples_ms;
+  for (const auto &[label, times] : cell.regions_ms) {
+    if (times.size() != s.size())
+      throw invalid_input(fmt::format("cell {} {} {}x{}: region '{}' has {} times for {} samples",
+                                      cell.key.arm, to_string(cell.key.pass), cell.key.rows,
+                                      cell.key.cols, label, times.size(), s.size()));
+    for (const double t : times)
+      if (!std::isfinite(t) || t < 0.0)
+        throw invalid_input(fmt::format("cell {} {} {}x{}: region '{}' holds a time that is not "
+                                        "finite and non-negative",
+                                        cell.key.arm, to_string(cell.key.pass), cell.key.rows,
+                                        cell.key.cols, label));
+    region_share r;
+    r.label = label;
+    r.share_pct = region_share_pct(s, times);
+    if (!s.empty() && resamples > 0) {
+      rng gen(region_seed(cell.key, label));
+      std::vector<std::size_t> pick(s.size());
+      std::vector<double> shares;
+      shares.reserve(static_cast<std::size_t>(resamples));
+      for (std::int64_t b = 0; b < resamples; ++b) {
+        for (auto &i : pick)
+          i = static_cast<std::size_t>(gen.below(s.size()));
+        const double v = region_share_pct(s, times, pick);
+        if (std::isfinite(v))
+          shares.push_back(v);
+      }
+      if (!shares.empty()) {
+        std::sort(shares.begin(), shares.end());
+        const double tail = (1.0 - confidence) / 2.0;
+        r.lo_pct = quantile_sorted(shares, tail);
+        r.hi_pct = quantile_sorted(shares, 1.0 - tail);
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 bool is_unstable(double iqr_ms, double median_ms, double ratio) {
@@ -145,6 +225,8 @@ cell_statistics compute_cell_statistics(const cell_record &cell, const protocol 
   }
   if (cell.harness_bytes_in_window > 0)
     out.flags.emplace_back("harness-allocation");
+  out.region_shares =
+      compute_region_shares(cell, proto.analysis.bootstrap_resamples, proto.analysis.confidence);
   return out;
 }
 

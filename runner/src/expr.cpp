@@ -34,6 +34,8 @@ enum class token_kind {
   le,
   gt,
   ge,
+  comma,
+  string,
   end
 };
 
@@ -48,8 +50,13 @@ bool word_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-constexpr std::array<std::string_view, 9> keywords{
-    "and", "abs", "time", "peak_mb", "gbps", "pct_ceiling", "kernel_time", "gap_share", "kernels"};
+constexpr std::array<std::string_view, 10> keywords{
+    "and",         "abs",       "time",    "peak_mb", "gbps", "pct_ceiling",
+    "kernel_time", "gap_share", "kernels", "share"};
+
+/// A region label in share(arm, "label"): 1 to 64 of A-Z a-z 0-9 _ . - (docs/python-arms.md).
+bool label_char(char c) { return word_char(c) || c == '.' || c == '-'; }
+constexpr std::size_t max_label = 64;
 
 std::optional<metric> function_metric(std::string_view name) {
   if (name == "time")
@@ -66,6 +73,8 @@ std::optional<metric> function_metric(std::string_view name) {
     return metric::gap_share;
   if (name == "kernels")
     return metric::kernels;
+  if (name == "share")
+    return metric::share;
   return std::nullopt;
 }
 
@@ -173,6 +182,23 @@ private:
       return followed_by_eq ? single(token_kind::le, 2) : single(token_kind::lt, 1);
     case '>':
       return followed_by_eq ? single(token_kind::ge, 2) : single(token_kind::gt, 1);
+    case ',':
+      return single(token_kind::comma, 1);
+    case '"': {
+      std::size_t end = i + 1;
+      while (end < m_text.size() && m_text[end] != '"') {
+        if (!label_char(m_text[end]))
+          fail(end, "a region label holds only A-Z a-z 0-9 _ . -");
+        ++end;
+      }
+      if (end >= m_text.size())
+        fail(start, "unterminated region label");
+      const std::size_t len = end - i - 1;
+      if (len == 0 || len > max_label)
+        fail(start, fmt::format("a region label is 1 to {} characters", max_label));
+      i = end + 1;
+      return {token_kind::string, start, std::string(m_text.substr(start + 1, len)), 0};
+    }
     default:
       break;
     }
@@ -288,8 +314,9 @@ private:
     return static_cast<int>(m_result.m_nodes.size() - 1);
   }
 
-  int add_ref(metric what, const std::string &arm, std::size_t offset) {
-    const metric_ref ref{what, arm};
+  int add_ref(metric what, const std::string &arm, std::size_t offset,
+              const std::string &label = {}) {
+    const metric_ref ref{what, arm, label};
     auto &refs = m_result.m_refs;
     auto it = std::find(refs.begin(), refs.end(), ref);
     if (it == refs.end())
@@ -429,14 +456,22 @@ private:
       const token &arg = take();
       if (arg.kind != token_kind::arm)
         fail(arg.offset, fmt::format("{}() takes an arm id, got {}", t.text, describe(arg)));
+      std::string label;
+      if (*what == metric::share) {
+        expect(token_kind::comma, "',' and a region label after share's arm");
+        const token &l = take();
+        if (l.kind != token_kind::string)
+          fail(l.offset, fmt::format("share() takes a quoted region label, got {}", describe(l)));
+        label = l.text;
+      }
       expect(token_kind::rparen, "')'");
-      return add_ref(*what, arg.text, t.offset);
+      return add_ref(*what, arg.text, t.offset, label);
     }
     if (t.text == "and")
       fail(t.offset, "unexpected 'and'");
     if (peek().kind == token_kind::lparen)
       fail(t.offset, fmt::format("unknown function '{}' (functions: time, peak_mb, gbps, "
-                                 "pct_ceiling, kernel_time, gap_share, kernels, abs)",
+                                 "pct_ceiling, kernel_time, gap_share, kernels, share, abs)",
                                  message_excerpt(t.text)));
     std::string arms;
     for (const auto &a : m_arms)
@@ -468,6 +503,8 @@ std::string_view to_string(metric m) {
     return "gap_share";
   case metric::kernels:
     return "kernels";
+  case metric::share:
+    return "share";
   }
   return "?";
 }

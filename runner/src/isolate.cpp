@@ -7,6 +7,8 @@
 #include "prereg/operation.hpp"
 #include "prereg/registry.hpp"
 
+#include "prereg/outside_arm.hpp"
+
 #include "outside_common.hpp"
 
 #include <fmt/format.h>
@@ -204,8 +206,10 @@ public:
     return out;
   }
   raw_run measure(progress_sink &progress) override {
-    return prereg::measure(*m_device, m_environment, m_plan, m_options.resolve_arm, progress,
-                           m_options.hooks);
+    raw_run raw = prereg::measure(*m_device, m_environment, m_plan, m_options.resolve_arm,
+                                  progress, m_options.hooks);
+    attach_regions(raw);
+    return raw;
   }
 
 private:
@@ -477,7 +481,7 @@ void read_kernel_facts(const json &c, const std::string &p, cell_record &rec) {
 
 json raw_to_json(const raw_run &raw) {
   json cells = json::array();
-  for (const auto &c : raw.cells)
+  for (const auto &c : raw.cells) {
     cells.push_back({{"key", cell_json(c.key)},
                      {"samples_ms", c.samples_ms},
                      {"peak_bytes", c.peak_bytes},
@@ -492,6 +496,9 @@ json raw_to_json(const raw_run &raw) {
                      {"kernel_ms", c.kernel_ms},
                      {"kernel_counts", c.kernel_counts},
                      {"kernel_names", kernel_names_json(c.kernel_names)}});
+    if (!c.regions_ms.empty())
+      cells.back()["regions_ms"] = c.regions_ms;
+  }
   json correctness = json::array();
   for (const auto &c : raw.correctness)
     correctness.push_back({{"key", cell_json(c.key)},
@@ -578,6 +585,19 @@ raw_run raw_from_json(const json &j, const std::vector<cell_key> &planned) {
         static_cast<std::int64_t>(count(member(c, p, "spot_checks"), p + ".spot_checks"));
     rec.input_mutated = optional_text(c, p, "input_mutated");
     read_kernel_facts(c, p, rec);
+    if (const auto r = c.find("regions_ms"); r != c.end()) {
+      if (!r->is_object())
+        bad(p + ".regions_ms", "is not an object");
+      for (const auto &[label, times] : r->items()) {
+        const std::string rp = fmt::format("{}.regions_ms.{}", p, label);
+        rec.regions_ms[label] = numbers(times, rp);
+        if (rec.regions_ms[label].size() != rec.samples_ms.size())
+          bad(rp, "is not one time per sample");
+        for (const double t : rec.regions_ms[label])
+          if (!std::isfinite(t) || t < 0)
+            bad(rp, "holds a time that is not finite and non-negative");
+      }
+    }
     raw.cells.push_back(std::move(rec));
   }
   seen.clear();

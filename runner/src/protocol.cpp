@@ -803,6 +803,10 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
             throw invalid_input(fmt::format("{}() reads the kernel clock and needs prereg: 2",
                                             to_string(ref.what)),
                                 expect_node.where);
+      if (p.schema == 1)
+        for (const auto &r : parsed.references())
+          if (r.what == metric::share)
+            throw invalid_input("share(arm, \"label\") needs prereg: 2", expect_node.where);
     } catch (const error &e) {
       throw invalid_input(fmt::format("prediction {}: expect: {}", s.id, e.what()), e.where());
     }

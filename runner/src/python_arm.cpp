@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -108,6 +109,77 @@ def _numpy_view(cap):
                 a.__array_interface__["data"][0]))))
     return a
 
+_LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+class _Region:
+    """One `with t.region(label):` block: CUDA events on the current stream, or perf_counter."""
+    __slots__ = ("rec", "label", "pair", "t0")
+    def __init__(self, rec, label):
+        if (not isinstance(label, str) or not 1 <= len(label) <= 64
+                or not _LABEL_CHARS.issuperset(label)):
+            raise ValueError(f"t.region: the label {label!r} is not 1 to 64 of A-Z a-z 0-9 _ . -")
+        self.rec, self.label, self.pair, self.t0 = rec, label, None, 0.0
+    def __enter__(self):
+        rec = self.rec
+        if rec.torch is not None:
+            if rec.torch.cuda.is_current_stream_capturing():
+                return self  # captured into a graph: events there cannot be timed; not a region
+            i = rec.used
+            if i == len(rec.pool):
+                E = rec.torch.cuda.Event
+                rec.pool.append((E(enable_timing=True), E(enable_timing=True)))
+            rec.used = i + 1
+            self.pair = rec.pool[i]
+            self.pair[0].record()
+        else:
+            self.t0 = rec.clock()
+        return self
+    def __exit__(self, *exc):
+        rec = self.rec
+        if rec.torch is not None:
+            if self.pair is not None:
+                self.pair[1].record()
+                rec.marks.append((self.label, self.pair))
+        else:
+            rec.marks.append((self.label, (rec.clock() - self.t0) * 1e3))
+        return False
+
+class _Regions:
+    """The named regions a step marked since the last window opened (docs/python-arms.md)."""
+    __slots__ = ("torch", "clock", "marks", "pool", "used")
+    def __init__(self, cuda):
+        import time
+        self.torch = None
+        if cuda:
+            import torch
+            self.torch = torch
+        self.clock = time.perf_counter
+        self.marks, self.pool, self.used = [], [], 0
+    def region(self, label):
+        return _Region(self, label)
+
+def regions_reset(rec):
+    rec.marks = []
+    rec.used = 0
+
+def regions_take(rec):
+    """label -> ms summed over the marks since the reset, as JSON; None when nothing was marked."""
+    marks = rec.marks
+    rec.marks = []
+    rec.used = 0
+    if not marks:
+        return None
+    import json
+    out = {}
+    if rec.torch is not None:
+        for label, (a, b) in marks:
+            b.synchronize()
+            out[label] = out.get(label, 0.0) + a.elapsed_time(b)
+    else:
+        for label, ms in marks:
+            out[label] = out.get(label, 0.0) + ms
+    return json.dumps(out)
+
 def bind(fn, meta, caps, device, ordinal, stream_ptr):
     t = types.SimpleNamespace()
     if device == "cuda":
@@ -121,10 +193,12 @@ def bind(fn, meta, caps, device, ordinal, stream_ptr):
             setattr(t, name, None if cap is None else _numpy_view(cap))
     for k, v in meta.items():
         setattr(t, k, v)
+    rec = _Regions(device == "cuda")
+    t.region = rec.region
     step = fn(t)
     if not callable(step):
         raise TypeError(f"the arm function returned {type(step).__name__}, not a step callable")
-    return (t, step)
+    return (t, step, rec)
 
 def collect(t, result, device):
     if result is None:
@@ -141,8 +215,9 @@ def collect(t, result, device):
             import numpy
             numpy.copyto(dst, numpy.asarray(v).reshape(dst.shape), casting="unsafe")
 
-def window_open(ordinal):
+def window_open(ordinal, rec):
     import torch
+    regions_reset(rec)
     torch.cuda.reset_peak_memory_stats(ordinal)
     return torch.cuda.memory_allocated(ordinal)
 
@@ -450,15 +525,36 @@ void capsule_destructor(PyObject *cap) {
   }
 }
 
+// --- named regions (docs/python-arms.md, "Regions") -------------------------------------------
+
+/// The region sums of one cell's timed windows, in window order (warm-up windows first: the
+/// engine runs a cell's warm-up before its samples in either order).
+struct region_log {
+  cell_key key;
+  std::vector<std::map<std::string, double>> windows; ///< label -> ms, one per closed window
+  bool pending = false;  ///< a window opened and no instance of it has closed it yet
+  bool poisoned = false; ///< a harvest failed: the windows no longer line up with the samples
+};
+
+std::vector<region_log> g_region_logs; // the measuring process is single-threaded
+
+region_log &log_of(const cell_key &key) {
+  for (auto &l : g_region_logs)
+    if (l.key == key)
+      return l;
+  g_region_logs.push_back({key, {}, false, false});
+  return g_region_logs.back();
+}
+
 class python_instance final : public bound_arm_instance {
 public:
-  python_instance(PyObject *t, PyObject *step, std::string device, int ordinal,
-                  crash_text step_crash)
-      : m_t(t), m_step(step), m_device(std::move(device)), m_ordinal(ordinal),
-        m_step_crash(std::move(step_crash)) {}
+  python_instance(PyObject *t, PyObject *step, PyObject *regions, std::string device,
+                  int ordinal, crash_text step_crash, cell_key key)
+      : m_t(t), m_step(step), m_regions(regions), m_device(std::move(device)),
+        m_ordinal(ordinal), m_step_crash(std::move(step_crash)), m_key(std::move(key)) {}
   ~python_instance() override {
     auto &api = runtime::get().api();
-    for (PyObject *o : {m_last, m_step, m_t})
+    for (PyObject *o : {m_last, m_step, m_t, m_regions})
       if (o != nullptr)
         api.Py_DecRef(o);
   }
@@ -481,23 +577,52 @@ public:
     rt.api().Py_DecRef(rt.call("collect", rt.tuple({m_t, m_last, rt.str(m_device)})));
   }
   void before_window() override {
-    if (m_device != "cuda")
-      return;
     auto &rt = runtime::get();
-    PyObject *r = rt.call("window_open", rt.tuple({rt.api().PyLong_FromLongLong(m_ordinal)}));
+    log_of(m_key).pending = true;
+    rt.api().Py_IncRef(m_regions);
+    if (m_device != "cuda") {
+      rt.api().Py_DecRef(rt.call("regions_reset", rt.tuple({m_regions})));
+      return;
+    }
+    PyObject *r = rt.call("window_open",
+                          rt.tuple({rt.api().PyLong_FromLongLong(m_ordinal), m_regions}));
     m_base = rt.api().PyLong_AsLongLong(r);
     rt.api().Py_DecRef(r);
   }
   void after_window() override {
-    if (m_device != "cuda")
-      return;
     auto &rt = runtime::get();
-    PyObject *r = rt.call("window_peak", rt.tuple({rt.api().PyLong_FromLongLong(m_ordinal),
-                                                   rt.api().PyLong_FromLongLong(m_base)}));
-    const long long peak = rt.api().PyLong_AsLongLong(r);
-    rt.api().Py_DecRef(r);
-    m_peak = std::max<std::uint64_t>(m_peak, peak > 0 ? static_cast<std::uint64_t>(peak) : 0);
-    m_measured = true;
+    if (m_device == "cuda") {
+      PyObject *r = rt.call("window_peak", rt.tuple({rt.api().PyLong_FromLongLong(m_ordinal),
+                                                     rt.api().PyLong_FromLongLong(m_base)}));
+      const long long peak = rt.api().PyLong_AsLongLong(r);
+      rt.api().Py_DecRef(r);
+      m_peak = std::max<std::uint64_t>(m_peak, peak > 0 ? static_cast<std::uint64_t>(peak) : 0);
+      m_measured = true;
+    }
+    region_log &log = log_of(m_key);
+    std::map<std::string, double> sums;
+    try {
+      rt.api().Py_IncRef(m_regions);
+      PyObject *r = rt.call("regions_take", rt.tuple({m_regions}));
+      if (r != rt.api().none) {
+        const char *text = rt.api().PyUnicode_AsUTF8(r);
+        const json j = json::parse(text != nullptr ? text : "{}");
+        for (const auto &[label, ms] : j.items())
+          sums[label] = ms.get<double>();
+      }
+      rt.api().Py_DecRef(r);
+    } catch (const std::exception &e) {
+      log.poisoned = true;
+      throw io_error(fmt::format("the step's regions could not be read: {}", e.what()));
+    }
+    if (log.pending) { // the first instance of this window to close it
+      log.windows.emplace_back();
+      log.pending = false;
+    }
+    if (log.windows.empty())
+      return;
+    for (const auto &[label, ms] : sums)
+      log.windows.back()[label] += ms;
   }
   std::optional<std::uint64_t> own_peak_bytes() override {
     if (!m_measured)
@@ -506,11 +631,12 @@ public:
   }
 
 private:
-  PyObject *m_t, *m_step;
+  PyObject *m_t, *m_step, *m_regions;
   PyObject *m_last = nullptr;
   std::string m_device;
   int m_ordinal;
   crash_text m_step_crash;
+  cell_key m_key;
   long long m_base = 0;
   std::uint64_t m_peak = 0;
   bool m_measured = false;
@@ -576,14 +702,17 @@ public:
     } catch (const error &e) {
       throw io_error(fmt::format("setup ({}(t)) raised: {}", m_function, e.what()));
     }
-    // r is (t, step): keep both
+    // r is (t, step, regions): keep all three
     PyObject *tt = api.PyTuple_GetItem(r, 0); // borrowed
     PyObject *step = api.PyTuple_GetItem(r, 1);
+    PyObject *regions = api.PyTuple_GetItem(r, 2);
     api.Py_IncRef(tt);
     api.Py_IncRef(step);
+    api.Py_IncRef(regions);
     api.Py_DecRef(r);
-    return std::make_unique<python_instance>(tt, step, call.device, call.device_ordinal,
-                                             crash_message(m_id, label, "step"));
+    return std::make_unique<python_instance>(tt, step, regions, call.device, call.device_ordinal,
+                                             crash_message(m_id, label, "step"),
+                                             cell_key{m_id, call.pass, call.rows, call.cols});
   }
 
   json environment() const override {
@@ -633,6 +762,31 @@ std::shared_ptr<outside_arm> load_python_arm(const fs::path &file, const std::st
                                {dtype::fp32, dtype::fp16, dtype::bf16},
                                {pass_kind::fwd, pass_kind::fwd_bwd}, "python", sha, file);
   return std::make_shared<python_arm>(fn, std::move(info), arm_id, file, function, sha);
+}
+
+void attach_regions(raw_run &raw) {
+  for (auto &cell : raw.cells) {
+    const auto it = std::find_if(g_region_logs.begin(), g_region_logs.end(),
+                                 [&](const region_log &l) { return l.key == cell.key; });
+    if (it == g_region_logs.end() || it->poisoned)
+      continue;
+    const std::size_t n = cell.samples_ms.size();
+    if (it->windows.size() < n)
+      continue; // cannot line up (not seen): no regions rather than wrong ones
+    const std::size_t first = it->windows.size() - n; // the warm-up windows come first
+    std::map<std::string, std::vector<double>> out;
+    for (std::size_t i = 0; i < n; ++i)
+      for (const auto &[label, ms] : it->windows[first + i])
+        out[label].resize(n, 0.0);
+    for (auto &[label, times] : out)
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto &w = it->windows[first + i];
+        const auto found = w.find(label);
+        times[i] = found == w.end() ? 0.0 : found->second;
+      }
+    cell.regions_ms = std::move(out);
+  }
+  g_region_logs.clear();
 }
 
 json python_environment() {

@@ -83,6 +83,8 @@ report_cell to_report_cell(const cell_record &cell, const cell_statistics &stats
     c.first_call_ms = cell.first_call_ms;
     c.warmup_calls = cell.warmup_calls;
     c.off_window_ms = cell.off_window_ms;
+    c.regions_ms = cell.regions_ms;
+    c.region_shares = stats.region_shares;
   }
   if (schema_version >= 4 && stats.kernel) {
     const kernel_statistics &k = *stats.kernel;
@@ -143,6 +145,7 @@ raw_run report_to_raw(const report_document &r) {
       for (const auto &n : c.kernel_clock->names)
         rec.kernel_names.push_back({n.name, n.calls, n.samples_ms});
     }
+    rec.regions_ms = c.regions_ms;
     raw.cells.push_back(std::move(rec));
   }
   return raw;

@@ -282,6 +282,41 @@ bound_kind read_bound(const node &n) {
   n.fail(fmt::format("is '{}', not launch, bandwidth or neither", message_excerpt(s)));
 }
 
+// A version-3 cell's optional `regions` (label -> ms per sample) and `region_shares` (label ->
+// {share_pct, lo_pct, hi_pct}); absent when the arm marked no region.
+void read_regions(const node &n, report_cell &c) {
+  if (n.value().contains("regions")) {
+    const node r = n["regions"];
+    if (!r.value().is_object() || r.value().empty())
+      r.fail("is not a non-empty object of region labels");
+    for (const auto &[label, _] : r.value().items()) {
+      const node times = r[label];
+      auto ms = times.numbers();
+      if (ms.size() != c.samples_ms.size())
+        times.fail(fmt::format("has {} times for {} samples", ms.size(), c.samples_ms.size()));
+      for (const double t : ms)
+        if (!std::isfinite(t) || t < 0.0)
+          times.fail("holds a time that is not finite and non-negative");
+      c.regions_ms[label] = std::move(ms);
+    }
+  }
+  if (n.value().contains("region_shares")) {
+    const node r = n["region_shares"];
+    if (!r.value().is_object())
+      r.fail("is not an object of region labels");
+    for (const auto &[label, _] : r.value().items()) {
+      const node one = r[label];
+      one.only({"share_pct", "lo_pct", "hi_pct"});
+      region_share sh;
+      sh.label = label;
+      sh.share_pct = one["share_pct"].number_or_null();
+      sh.lo_pct = one["lo_pct"].number_or_null();
+      sh.hi_pct = one["hi_pct"].number_or_null();
+      c.region_shares.push_back(std::move(sh));
+    }
+  }
+}
+
 report_cell read_cell(const node &n, int version) {
   if (version >= 3)
     n.only({"arm",          "pass",          "rows",
@@ -292,7 +327,8 @@ report_cell read_cell(const node &n, int version) {
             "bytes_per_step", "gbps",        "pct_ceiling",
             "bound",        "flags",         "error",
             "clock_mhz",    "harness_bytes_in_window", "first_call_ms",
-            "warmup_calls", "off_window_ms", "kernel_clock"});
+            "warmup_calls", "off_window_ms", "kernel_clock", "regions",
+            "region_shares"});
   else if (version >= 2)
     n.only({"arm",
             "pass",
@@ -357,6 +393,7 @@ report_cell read_cell(const node &n, int version) {
     c.first_call_ms = n["first_call_ms"].number_or_null();
     c.warmup_calls = static_cast<std::int64_t>(n["warmup_calls"].count());
     c.off_window_ms = n["off_window_ms"].number_or_null();
+    read_regions(n, c);
   }
   if (version >= 4 && n.has("kernel_clock"))
     c.kernel_clock = read_kernel_clock(n["kernel_clock"], c.samples_ms.size());
@@ -530,6 +567,16 @@ json to_json(const report_cell &c) {
                          {"gap_share_pct", finite_or_null(k.gap_share_pct)},
                          {"median_kernels", finite_or_null(k.median_kernels)},
                          {"names", names}};
+  }
+  if (!c.regions_ms.empty())
+    j["regions"] = c.regions_ms;
+  if (!c.region_shares.empty()) {
+    json shares = json::object();
+    for (const auto &r : c.region_shares)
+      shares[r.label] = {{"share_pct", finite_or_null(r.share_pct)},
+                         {"lo_pct", finite_or_null(r.lo_pct)},
+                         {"hi_pct", finite_or_null(r.hi_pct)}};
+    j["region_shares"] = shares;
   }
   return j;
 }

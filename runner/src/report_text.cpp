@@ -3,6 +3,7 @@
 
 #include "prereg/error.hpp"
 #include "prereg/report_model.hpp"
+#include "prereg/stats.hpp"
 
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -1083,6 +1085,33 @@ std::string render_markdown(const report_document &report) {
       }
       out += "\n";
     }
+  }
+
+  // Only reports with regions get this section: every other report renders as before.
+  if (std::any_of(report.cells.begin(), report.cells.end(),
+                  [](const report_cell &c) { return !c.region_shares.empty(); })) {
+    out += "## Region shares\n\n";
+    out += "Each named region's time as a share of the step: 100 x its summed time / the "
+           "step's summed time over the samples, with the percentile-bootstrap interval at the "
+           "protocol's confidence. Regions may nest, so shares need not sum to 100.\n\n";
+    out += "| arm | pass | shape | region | share | interval | median region time |\n"
+           "| --- | --- | --- | --- | ---: | ---: | ---: |\n";
+    for (const report_cell &c : report.cells)
+      for (const region_share &r : c.region_shares) {
+        const auto ms = c.regions_ms.find(r.label);
+        const double med = ms == c.regions_ms.end() || ms->second.empty()
+                               ? std::numeric_limits<double>::quiet_NaN()
+                               : median(ms->second);
+        const auto pct = [](double x) {
+          return std::isfinite(x) ? pct_text(x) : std::string("n/a");
+        };
+        out += fmt::format("| {} | {} | {} | {} | {} | {} .. {} | {} |\n", md_code(c.key.arm),
+                           md(std::string(to_string(c.key.pass))),
+                           md(shape_text(c.key.rows, c.key.cols)), md_code(r.label),
+                           pct(r.share_pct), pct(r.lo_pct), pct(r.hi_pct),
+                           std::isfinite(med) ? md(time_text(med)) : std::string("n/a"));
+      }
+    out += "\n";
   }
 
   out += "## Predictions\n\n";

@@ -450,7 +450,8 @@ fs::path try_protocol(const run_options &o) {
   try {
     signal_guard guard;
     terminal_progress progress(!o.quiet && ::isatty(STDERR_FILENO));
-    const raw_run raw = measure(*dev, environment, plan, o.resolve_arm, progress, o.hooks);
+    raw_run raw = measure(*dev, environment, plan, o.resolve_arm, progress, o.hooks);
+    attach_regions(raw);
     throw_if_signalled();
     meta.finished_at = utc_now_rfc3339();
     report_document report = build_report_document(fp, raw, meta);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace prereg {
 namespace {
@@ -19,6 +20,8 @@ struct arm_cell {
   const cell_record *record = nullptr;
   std::uint64_t bytes_per_step = 0;
   std::vector<double> resample; // scratch, reused across resamples
+  std::vector<std::size_t> picked; // the resample's sample indices (kept when a share is read)
+  bool reads_share = false;
   double time_ms = 0;           // this resample's statistic
   bool kernel = false;          // a kernel metric of this arm is read
   std::vector<double> kernel_resample, share_resample, count_resample;
@@ -117,6 +120,9 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
     for (const auto &r : check.refs)
       if (r.arm == id && is_kernel_metric(r.what))
         a.kernel = true;
+    a.reads_share = std::any_of(check.refs.begin(), check.refs.end(), [&](const metric_ref &r) {
+      return r.arm == id && r.what == metric::share;
+    });
     arms.push_back(std::move(a));
   }
 
@@ -140,6 +146,12 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
           if (a.kernel && a.record != nullptr && !a.record->samples_ms.empty() &&
               a.record->kernel_ms.size() != a.record->samples_ms.size())
             blocked.push_back(fmt::format("arm {} has no kernel clock at {}", a.spec->id, where));
+          if (a.record != nullptr && !a.record->samples_ms.empty())
+            for (const auto &r : check.refs)
+              if (r.what == metric::share && r.arm == a.spec->id &&
+                  !a.record->regions_ms.contains(r.label))
+                blocked.push_back(fmt::format("arm {} has no region \"{}\" at {}", r.arm,
+                                              r.label, where));
           if (a.record == nullptr || a.record->samples_ms.empty())
             all_sampled = false;
         }
@@ -164,6 +176,12 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
               return a.gap_share;
             case metric::kernels:
               return a.kernels;
+            case metric::share: {
+              const auto r = a.record->regions_ms.find(ref.label);
+              if (r == a.record->regions_ms.end())
+                return std::numeric_limits<double>::quiet_NaN();
+              return region_share_pct(a.record->samples_ms, r->second, a.picked);
+            }
             }
             return 0.0;
           };
@@ -173,8 +191,9 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
               const auto &samples = a.record->samples_ms;
               const std::size_t n = samples.size();
               a.resample.resize(n);
-              // One draw per resampled element, as always: a kernel metric reads the same
-              // resampled samples' kernel facts, so adding one changes no other p value.
+              a.picked.resize(a.reads_share ? n : 0);
+              // One draw per resampled element, as always: a kernel metric or a region's share
+              // reads the same resampled samples, so adding one changes no other p value.
               const bool k = a.kernel && a.record->kernel_ms.size() == n;
               if (k) {
                 a.kernel_resample.resize(n);
@@ -184,6 +203,8 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
               for (std::size_t i = 0; i < n; ++i) {
                 const std::size_t j = gen.below(n);
                 a.resample[i] = samples[j];
+                if (a.reads_share)
+                  a.picked[i] = j;
                 if (k) {
                   a.kernel_resample[i] = a.record->kernel_ms[j];
                   a.share_resample[i] = gap_share_pct(samples[j], a.record->kernel_ms[j]);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,6 +75,10 @@ struct cell_record {
   std::vector<double> kernel_ms;
   std::vector<std::int64_t> kernel_counts;
   std::vector<kernel_name_record> kernel_names; ///< per distinct name, in first-seen order
+  /// Named regions inside the step (docs/python-arms.md, "Regions"): label -> the region's
+  /// time summed over the step, one per sample (same order and length as samples_ms) [ms].
+  /// Empty when the arm marks no region.
+  std::map<std::string, std::vector<double>> regions_ms;
 };
 
 /// Correctness of one arm x pass x shape against the float64 reference.

@@ -69,7 +69,22 @@ struct cell_statistics {
   bound_kind bound = bound_kind::neither;
   std::vector<std::string> flags; ///< in the documented order
   std::optional<kernel_statistics> kernel; ///< the cell has kernel-clock facts
+  std::vector<region_share> region_shares; ///< one per label of cell.regions_ms, in label order
 };
+
+/// 100 x sum(region[i]) / sum(samples[i]) over the indices `pick` (every sample when empty)
+/// [%]; NaN when the step's sum is not positive.
+[[nodiscard]] double region_share_pct(std::span<const double> samples,
+                                      std::span<const double> region,
+                                      std::span<const std::size_t> pick = {});
+
+/// The share of each region of `cell` with its interval: `resamples` percentile-bootstrap
+/// resamples of the sample indices (seeded from the cell key and label), at `confidence`.
+/// Throws `error` (exit 2) when a region's list is not as long as samples_ms or holds a
+/// negative or non-finite time.
+[[nodiscard]] std::vector<region_share> compute_region_shares(const cell_record &cell,
+                                                              std::int64_t resamples,
+                                                              double confidence);
 
 /// True if a cell with this IQR and median is unstable: iqr/median > ratio when median > 0;
 /// when median <= 0, iqr > 0. False for NaN (no samples).

@@ -13,21 +13,23 @@
 namespace prereg {
 
 /// A per-arm quantity an expression can read. An arm id alone means `time`. The kernel clock's
-/// kernel_time, gap_share and kernels need prereg: 2 (docs/protocol.md).
-enum class metric { time, peak_mb, gbps, pct_ceiling, kernel_time, gap_share, kernels };
+/// kernel_time, gap_share and kernels and a region's share need prereg: 2 (docs/protocol.md).
+enum class metric { time, peak_mb, gbps, pct_ceiling, kernel_time, gap_share, kernels, share };
 /// True for the metrics only the kernel clock can supply.
 [[nodiscard]] bool is_kernel_metric(metric m);
 [[nodiscard]] std::string_view to_string(metric m);
 
 /// The words of the language: `and`, `abs` and the metric functions `time`, `peak_mb`, `gbps`,
-/// `pct_ceiling`, `kernel_time`, `gap_share`, `kernels`. An arm id may not be one of them.
+/// `pct_ceiling`, `kernel_time`, `gap_share`, `kernels`, `share`. An arm id may not be one of
+/// them.
 [[nodiscard]] std::span<const std::string_view> expression_keywords();
 [[nodiscard]] bool is_expression_keyword(std::string_view word);
 
-/// One (metric, arm) pair an expression reads.
+/// One (metric, arm) pair an expression reads; `share` also names a region label.
 struct metric_ref {
   metric what;
   std::string arm;
+  std::string label; ///< share(arm, "label"): the region; empty for every other metric
   friend bool operator==(const metric_ref &, const metric_ref &) = default;
 };
 

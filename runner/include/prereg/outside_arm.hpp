@@ -4,6 +4,7 @@
 #pragma once
 
 #include "prereg/arm.hpp"
+#include "prereg/backend.hpp"
 #include "prereg/json.hpp"
 #include "prereg/registry.hpp"
 
@@ -105,6 +106,13 @@ struct plugin_listing {
                                                            const std::string &function,
                                                            const protocol &p,
                                                            const std::string &arm_id);
+
+/// Moves the named regions Python arms' steps marked in the timed windows of this process
+/// (`with t.region(label)`, docs/python-arms.md) into the cells of `raw`: label -> ms per
+/// sample, from the last samples_ms.size() windows of each cell (its warm-up windows come
+/// first), a label a window did not mark counting 0. Cells without regions are left as they
+/// are. Then forgets every window.
+void attach_regions(raw_run &raw);
 
 /// The runtime's versions for the report (python, numpy, torch, triton, libpython), or null
 /// when no Python arm was loaded.

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -97,6 +98,17 @@ struct report_kernel_clock {
   std::vector<report_kernel_name> names;
 };
 
+/// One named region's share of a cell's step (docs/analysis.md, "Region shares"): 100 x the
+/// region's summed time / the step's summed time over the samples, with a seeded
+/// percentile-bootstrap interval at the protocol's confidence [%].
+struct region_share {
+  std::string label;
+  double share_pct = std::numeric_limits<double>::quiet_NaN();
+  double lo_pct = std::numeric_limits<double>::quiet_NaN();
+  double hi_pct = std::numeric_limits<double>::quiet_NaN();
+  friend bool operator==(const region_share &, const region_share &) = default;
+};
+
 /// One cells[] entry: the raw record and every statistic derived from it. NaN stands for null.
 struct report_cell {
   cell_key key;
@@ -130,6 +142,10 @@ struct report_cell {
   std::optional<double> off_window_ms;
   /// Version 4: the kernel clock's facts; absent where the run had no kernel clock.
   std::optional<report_kernel_clock> kernel_clock;
+  /// Version 3, only when the arm marked regions: label -> ms per sample (raw), and each
+  /// label's share of the step (derived). Both empty (absent from the JSON) otherwise.
+  std::map<std::string, std::vector<double>> regions_ms;
+  std::vector<region_share> region_shares;
 };
 
 /// One correctness[] entry. NaN stands for null.
