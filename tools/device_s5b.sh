@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Session 5, device call B (the build with the seeds' regions merged): the quick GPU tests, the
 # kernel clock against Nsight Compute on a small exploratory variant of ncu_agreement (issue 14:
-# the frozen protocol under ncu needs more than 220 s, ~0.12 s per profiled kernel), the qwen
-# arms' smoke, then ln_batch1_peers (frozen) in the committed store (issue 13).
+# the frozen protocol under ncu needs more than 220 s, ~0.12 s per profiled kernel), after the
+# qwen arms' smoke; then ln_batch1_peers (frozen) in the committed store if 230 s are left (issue 13).
 # Logs go under $OUT/logs as they are written; the committed store is saved after each run.
 # Usage: BUDGET=SECONDS bash tools/device_s5b.sh BIN_DIR
 set -uo pipefail
@@ -23,19 +23,23 @@ left() { echo $(( ${BUDGET:-560} - SECONDS )); }
 which python3 | tee -a "$S"
 
 step "GPU tests"
-timeout 90 "$bin/prereg_device_tests" >"$out/device_tests.log" 2>&1
+timeout 45 "$bin/prereg_device_tests" --test-case='*kernel clock*,a tiny*' >"$out/device_tests.log" 2>&1
 echo "device_tests rc=$?" | tee -a "$S"; tail -n 3 "$out/device_tests.log" | tee -a "$S"
+
+step "qwen arms smoke (outside prereg, no times)"
+timeout 260 python3 tools/qwen_smoke.py >"$out/qwen_smoke.txt" 2>&1
+echo "smoke rc=$?" | tee -a "$S"; tail -n 15 "$out/qwen_smoke.txt" | tee -a "$S"
 
 step "ncu agreement: a small exploratory variant under Nsight Compute"
 python3 - <<'PY'
 s = open("protocols/validity/ncu_agreement.yaml").read()
-s = s.replace("  rows: [4096, 16384, 65536]", "  rows: [16384, 65536]")
+s = s.replace("  rows: [4096, 16384, 65536]", "  rows: [16384, 65536]").replace("passes: [fwd, fwd+bwd]", "passes: [fwd]")
 s = s.replace("  repetitions: 40", "  repetitions: 15").replace("  warmup: 5", "  warmup: 2")
 a, b = s.index("  - id: K3"), s.index("  - id: K4")
 open("/tmp/ncu_small.yaml", "w").write(s[:a] + s[b:])
 PY
 s0=$SECONDS
-timeout 170 env PREREG_WINDOW_MARKS=1 ncu --clock-control none --cache-control all \
+timeout 150 env PREREG_WINDOW_MARKS=1 ncu --clock-control none --cache-control all \
   --kernel-name regex:'ln_|prereg_window' --metrics gpu__time_duration.sum --csv --page raw \
   --target-processes all --log-file "$out/ncu_small.csv" \
   "$bin/prereg" try /tmp/ncu_small.yaml --quiet --out /tmp/ncu-try >"$out/ncu_small.out" 2>&1
@@ -62,11 +66,7 @@ python3 tools/ncu_agreement.py "$alone/report.json" tools/../docs/evidence/ncu_n
 echo "analysis rc=$?" | tee -a "$S"; head -n 20 "$out/ncu_agreement.md" | tee -a "$S"
 rm -f "$out/ncu_small.csv"
 
-step "qwen arms smoke (outside prereg, no times)"
-timeout 260 python3 tools/qwen_smoke.py >"$out/qwen_smoke.txt" 2>&1
-echo "smoke rc=$?" | tee -a "$S"; tail -n 15 "$out/qwen_smoke.txt" | tee -a "$S"
-
-if [ "$(left)" -gt 120 ]; then
+if [ "$(left)" -gt 230 ]; then
   step "ln_batch1_peers (committed store)"
   h=$("$bin/prereg" check protocols/ln_batch1_peers.yaml | tail -n 1)
   s0=$SECONDS
