@@ -935,6 +935,57 @@ TEST_CASE("a version-4 report with a kernel clock: its facts, statistics and def
     resign(dir, report, key);
     CHECK_FALSE(audit(lab, dir).passed());
   }
+  SUBCASE("regions with kernel times: the kernel shares are recomputed from them") {
+    // What a Python arm's regions with the kernel clock add to a cell (docs/python-arms.md):
+    // the events' region times and the kernels' region times, and the shares of both.
+    json &c = cell_of(report, "fused", 64);
+    const auto samples = c.at("samples_ms").get<std::vector<double>>();
+    const auto kernels = c.at("kernel_clock").at("kernel_ms").get<std::vector<double>>();
+    cell_record rec;
+    rec.key = {"fused", pass_kind::fwd, 64, c.at("cols").get<std::int64_t>()};
+    rec.samples_ms = samples;
+    rec.kernel_ms = kernels;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      rec.regions_ms["norm"].push_back(0.5 * samples[i]);
+      rec.region_kernels_ms["norm"].push_back(0.25 * kernels[i]);
+    }
+    const protocol proto = protocol_from_json(report.at("protocol").at("body"), "body");
+    const auto shares = compute_region_shares(rec, proto.analysis.bootstrap_resamples,
+                                              proto.analysis.confidence);
+    REQUIRE(shares.size() == 1);
+    CHECK(shares[0].kernel_share_pct == doctest::Approx(25.0));
+    c["regions"] = rec.regions_ms;
+    c["region_kernels"] = rec.region_kernels_ms;
+    c["region_shares"] = {{"norm",
+                           {{"share_pct", shares[0].share_pct},
+                            {"lo_pct", shares[0].lo_pct},
+                            {"hi_pct", shares[0].hi_pct},
+                            {"kernel_share_pct", shares[0].kernel_share_pct},
+                            {"kernel_lo_pct", shares[0].kernel_lo_pct},
+                            {"kernel_hi_pct", shares[0].kernel_hi_pct}}}};
+    SUBCASE("consistent: only the ledger's hash of the report disagrees") {
+      resign(dir, report, key);
+      CHECK(list(audit(lab, dir).failed()) == "ledger");
+      const std::string md = read_file(dir / "report.md");
+      CHECK(md.find("By the kernel clock: the kernels that ran between each region's marks") !=
+            std::string::npos);
+    }
+    SUBCASE("a kernel share changed") {
+      c.at("region_shares").at("norm").at("kernel_share_pct") = 50.0;
+      resign(dir, report, key);
+      CHECK(list(audit(lab, dir).failed()) == "statistics, ledger");
+    }
+    SUBCASE("a raw region kernel time changed") {
+      c.at("region_kernels").at("norm")[0] = 0.0;
+      resign(dir, report, key);
+      CHECK(list(audit(lab, dir).failed()) == "statistics, ledger");
+    }
+    SUBCASE("kernel times of a region the events did not time") {
+      c.at("region_kernels")["other"] = c.at("region_kernels").at("norm");
+      resign(dir, report, key);
+      CHECK_FALSE(audit(lab, dir).passed());
+    }
+  }
 }
 
 TEST_CASE("a version-4 report without a kernel clock says why and has no kernel facts") {

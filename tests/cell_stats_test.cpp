@@ -240,3 +240,46 @@ TEST_CASE("region shares: point, interval, seeded, and refused when malformed") 
   neg.regions_ms["x"][0] = -1.0;
   CHECK_THROWS_AS((void)compute_cell_statistics(neg, p, make_instrument(), {}), error);
 }
+
+TEST_CASE("region shares by the kernel clock: the kernels' share of the step's kernel time") {
+  const protocol p = make_protocol();
+  cell_record c = make_cell("a", {1.0, 2.0, 1.0, 2.0});
+  c.kernel_ms = {0.2, 0.2, 0.2, 0.2};                // 0.8 ms of kernels in 6 ms of steps
+  c.kernel_counts = {2, 2, 2, 2};
+  c.regions_ms["x"] = {0.5, 0.5, 0.5, 0.5};          // events: a third of the step
+  c.regions_ms["y"] = {0.0, 1.0, 0.0, 1.0};
+  c.region_kernels_ms["x"] = {0.05, 0.05, 0.05, 0.05}; // kernels: a quarter of the kernel time
+  const auto st = compute_cell_statistics(c, p, make_instrument(), {});
+  REQUIRE(st.region_shares.size() == 2);
+  const region_share &x = st.region_shares[0];
+  CHECK(x.kernel);
+  CHECK(x.share_pct == doctest::Approx(100.0 / 3));
+  CHECK(x.kernel_share_pct == doctest::Approx(25.0));
+  CHECK(x.kernel_lo_pct == doctest::Approx(25.0)); // constant ratio: every resample agrees
+  CHECK(x.kernel_hi_pct == doctest::Approx(25.0));
+  CHECK_FALSE(st.region_shares[1].kernel); // y has no kernel times: events only
+  // the events' interval is the one computed without the kernel clock (the same draws)
+  cell_record events_only = c;
+  events_only.region_kernels_ms.clear();
+  const auto eo = compute_cell_statistics(events_only, p, make_instrument(), {});
+  CHECK(eo.region_shares[0].lo_pct == st.region_shares[0].lo_pct);
+  CHECK(eo.region_shares[0].hi_pct == st.region_shares[0].hi_pct);
+  // in the report cell and back
+  const json j = to_json(to_report_cell(c, st));
+  CHECK(j.at("region_kernels").at("x").size() == 4);
+  CHECK_FALSE(j.at("region_kernels").contains("y"));
+  CHECK(j.at("region_shares").at("x").at("kernel_share_pct").get<double>() ==
+        doctest::Approx(25.0));
+  CHECK_FALSE(j.at("region_shares").at("y").contains("kernel_share_pct"));
+  // refused: kernel times of a region without event times; one kernel time too few
+  cell_record orphan = c;
+  orphan.region_kernels_ms["z"] = {0.0, 0.0, 0.0, 0.0};
+  CHECK_THROWS_AS((void)compute_cell_statistics(orphan, p, make_instrument(), {}), error);
+  cell_record shortk = c;
+  shortk.region_kernels_ms["x"].pop_back();
+  CHECK_THROWS_AS((void)compute_cell_statistics(shortk, p, make_instrument(), {}), error);
+  cell_record noclock = c;
+  noclock.kernel_ms.clear();
+  noclock.kernel_counts.clear();
+  CHECK_THROWS_AS((void)compute_cell_statistics(noclock, p, make_instrument(), {}), error);
+}

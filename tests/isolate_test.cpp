@@ -37,6 +37,8 @@ raw_run sample_run() {
   a.spot_checks = 2;
   a.input_mutated =
       "timed sample 0: x: element 1 (row 0, col 1) was 1 before the call and 2 after it";
+  a.regions_ms["mlp"] = {0.05, 0.1, 0.0};
+  a.region_kernels_ms["mlp"] = {0.01, 0.02, 0.0};
   cell_record b;
   b.key = planned[1];
   b.error = "measurement: planted";
@@ -73,6 +75,9 @@ TEST_CASE("isolate: the raw run crosses the pipe unchanged (NaN and inf as null)
   CHECK(back.cells[0].off_window_ms == 0.5);
   CHECK(back.cells[0].spot_checks == 2);
   CHECK(back.cells[0].input_mutated == r.cells[0].input_mutated);
+  CHECK(back.cells[0].regions_ms == r.cells[0].regions_ms);
+  CHECK(back.cells[0].region_kernels_ms == r.cells[0].region_kernels_ms);
+  CHECK(back.cells[1].region_kernels_ms.empty());
   CHECK(std::isnan(back.cells[1].clock_mhz));
   CHECK(std::isnan(back.cells[1].off_window_ms));
   CHECK(back.cells[1].error == r.cells[1].error);
@@ -111,6 +116,11 @@ TEST_CASE("isolate: the parent rejects a raw run it did not plan or cannot trust
         prefix + "raw.correctness[0] has a non-boolean flag");
   CHECK(with([](json &j) { j["deviations"][0]["kind"] = "arm-excluded"; }) ==
         prefix + "raw.deviations[0].kind is not a deviation the engine records");
+  CHECK(with([](json &j) { j["cells"][0]["region_kernels_ms"]["mlp"].erase(0); }) ==
+        prefix + "raw.cells[0].region_kernels_ms.mlp is not one time per sample");
+  CHECK(with([](json &j) {
+          j["cells"][0]["region_kernels_ms"]["attention"] = json::array({0.0, 0.0, 0.0});
+        }) == prefix + "raw.cells[0].region_kernels_ms.attention names a region the arm did not time");
   CHECK(with([](json &j) { j["environment"] = 1; }) == prefix + "raw.environment is not an object");
   CHECK(with([](json &j) { j["instrument"].erase("flush_method"); }) ==
         prefix + "raw.instrument.flush_method is missing");

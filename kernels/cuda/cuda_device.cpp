@@ -437,6 +437,18 @@ public:
   [[nodiscard]] std::uint64_t kernel_records_dropped() override {
     return kernel_tracer::instance().dropped();
   }
+  [[nodiscard]] region_mark_fn region_marker() override {
+    if (!kernel_tracer::instance().enabled())
+      return nullptr;
+    return [](int open, void *stream) noexcept -> int {
+      try {
+        launch_region_mark(open != 0, static_cast<cudaStream_t>(stream));
+        return 0;
+      } catch (...) {
+        return 1;
+      }
+    };
+  }
   [[nodiscard]] std::optional<double> drain() override {
     // A device-wide synchronise bracketed on the host: work an arm left on any stream after
     // the window's stop event makes it long (docs/engine.md, off-window work).

@@ -2,6 +2,7 @@
 // kernel clock"). Only the header's types are used at build time; every function comes from
 // dlsym, so a machine without libcupti runs on with the clock recorded as unknown.
 #include "cuda/cupti.hpp"
+#include "prereg/kernel_windows.hpp"
 
 #include <cupti_activity.h>
 #include <cupti_version.h>
@@ -40,13 +41,6 @@ struct cupti_api {
   std::string library;   ///< the path that loaded
   std::uint32_t version = 0;
   std::string missing;   ///< why CUPTI cannot serve, or empty
-};
-
-// One kernel execution as the device reported it.
-struct kernel_event {
-  std::uint64_t start = 0; // ns
-  std::uint64_t end = 0;
-  const char *name = nullptr; // CUPTI's string, shared by the kernel's records
 };
 
 std::mutex g_mutex;
@@ -167,9 +161,6 @@ std::string demangled(const char *name) {
   return out;
 }
 
-bool is_mark(const char *name, const char *which) {
-  return name != nullptr && std::strstr(name, which) != nullptr;
-}
 
 } // namespace
 
@@ -225,74 +216,10 @@ std::vector<window_kernels> kernel_tracer::take_windows() {
     const std::lock_guard<std::mutex> lock(g_mutex);
     events.swap(g_events);
   }
-  events.erase(std::remove_if(events.begin(), events.end(),
-                              [](const kernel_event &e) { return e.end == 0 || e.end < e.start; }),
-               events.end());
-  std::sort(events.begin(), events.end(),
-            [](const kernel_event &a, const kernel_event &b) { return a.start < b.start; });
-  // The windows: each open mark with the first close mark after it.
-  struct bounds {
-    std::uint64_t lo, hi;
-  };
-  std::vector<bounds> windows;
-  std::optional<std::uint64_t> open_end;
-  for (const auto &e : events) {
-    if (is_mark(e.name, "prereg_window_open")) {
-      open_end = e.end;
-    } else if (is_mark(e.name, "prereg_window_close") && open_end) {
-      windows.push_back({*open_end, e.start});
-      open_end.reset();
-    }
-  }
-  std::vector<window_kernels> out(windows.size());
-  std::vector<std::uint64_t> cur_lo(windows.size()), cur_hi(windows.size());
-  std::vector<bool> any(windows.size(), false);
-  std::size_t first = 0; // windows are disjoint and sorted: a sliding start
-  for (const auto &e : events) {
-    if (is_mark(e.name, "prereg_window_open") || is_mark(e.name, "prereg_window_close"))
-      continue;
-    while (first < windows.size() && windows[first].hi <= e.start)
-      ++first; // events come by start time: no later one can overlap that window
-    for (std::size_t w = first; w < windows.size() && windows[w].lo < e.end; ++w) {
-      if (!(e.end > windows[w].lo && e.start < windows[w].hi))
-        continue;
-      window_kernels &k = out[w];
-      ++k.count;
-      if (!any[w] || e.start > cur_hi[w]) {
-        if (any[w])
-          k.kernel_ms += static_cast<double>(cur_hi[w] - cur_lo[w]) * 1e-6;
-        cur_lo[w] = e.start;
-        cur_hi[w] = e.end;
-        any[w] = true;
-      } else {
-        cur_hi[w] = std::max(cur_hi[w], e.end);
-      }
-      const std::string name = demangled(e.name);
-      auto it = std::find_if(k.names.begin(), k.names.end(),
-                             [&](const window_kernels::by_name &n) { return n.name == name; });
-      if (it == k.names.end()) {
-        k.names.push_back({name, 0, 0.0});
-        it = k.names.end() - 1;
-      }
-      ++it->calls;
-      it->ms += static_cast<double>(e.end - e.start) * 1e-6;
-      break; // a kernel belongs to one window (they are disjoint)
-    }
-  }
-  for (std::size_t w = 0; w < windows.size(); ++w)
-    if (any[w])
-      out[w].kernel_ms += static_cast<double>(cur_hi[w] - cur_lo[w]) * 1e-6;
-  // Records after the last close mark belong to windows still to come (none, when the device
-  // was synchronised after a window): keep them.
-  if (!windows.empty()) {
-    const std::uint64_t last = windows.back().hi;
-    std::vector<kernel_event> later;
-    for (const auto &e : events)
-      if (e.start > last)
-        later.push_back(e);
-    const std::lock_guard<std::mutex> lock(g_mutex);
-    g_events.insert(g_events.begin(), later.begin(), later.end());
-  }
+  std::vector<window_kernels> out = segment_windows(events, demangled);
+  // Records after the last close mark belong to windows still to come: keep them.
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  g_events.insert(g_events.begin(), events.begin(), events.end());
   return out;
 }
 

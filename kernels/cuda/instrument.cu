@@ -30,6 +30,9 @@ __global__ void empty_kernel() {}
 // after its stop event, so that the device's activity records bound the window (cupti.cpp).
 __global__ void prereg_window_open() {}
 __global__ void prereg_window_close() {}
+// A Python arm's `with t.region(label)` (docs/python-arms.md, "Regions"), with the clock on.
+__global__ void prereg_region_open() {}
+__global__ void prereg_region_close() {}
 
 __global__ void clock_probe_kernel(unsigned long long interval_ns, unsigned long long *out) {
   unsigned long long t0, t1;
@@ -80,6 +83,13 @@ void launch_window_mark(bool open, cudaStream_t stream) {
     PREREG_CUDA_LAUNCH(prereg_window_open<<<1, 1, 0, stream>>>());
   else
     PREREG_CUDA_LAUNCH(prereg_window_close<<<1, 1, 0, stream>>>());
+}
+
+void launch_region_mark(bool open, cudaStream_t stream) {
+  if (open)
+    PREREG_CUDA_LAUNCH(prereg_region_open<<<1, 1, 0, stream>>>());
+  else
+    PREREG_CUDA_LAUNCH(prereg_region_close<<<1, 1, 0, stream>>>());
 }
 
 loaded_code loaded_code_of_kernels() {

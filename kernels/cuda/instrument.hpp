@@ -26,6 +26,10 @@ void launch_empty(cudaStream_t stream);
 /// prereg_window_close) queued around a timed window.
 void launch_window_mark(bool open, cudaStream_t stream);
 
+/// A region's marks (prereg_region_open / prereg_region_close, <<<1, 1>>> empty kernels),
+/// queued by a Python arm's `with t.region(label)` while the kernel clock is on.
+void launch_region_mark(bool open, cudaStream_t stream);
+
 /// What the driver loaded for this build's kernels on the current device (all .cu files share
 /// one set of targets): the binary's SASS architecture and the PTX it came from, as 10*major +
 /// minor (cudaFuncGetAttributes of the empty kernel).

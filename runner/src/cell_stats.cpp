@@ -67,6 +67,19 @@ std::vector<region_share> compute_region_shares(const cell_record &cell, std::in
                                                 double confidence) {
   std::vector<region_share> out;
   const std::span<const double> s = cell.samples_ms;
+  for (const auto &[label, times] : cell.region_kernels_ms) {
+    const auto where = fmt::format("cell {} {} {}x{}: region '{}'", cell.key.arm,
+                                   to_string(cell.key.pass), cell.key.rows, cell.key.cols, label);
+    if (!cell.regions_ms.contains(label))
+      throw invalid_input(where + " has kernel times but no region times");
+    if (times.size() != s.size() || cell.kernel_ms.size() != s.size())
+      throw invalid_input(fmt::format("{} has {} kernel times and the cell {} kernel times for {} "
+                                      "samples", where, times.size(), cell.kernel_ms.size(),
+                                      s.size()));
+    for (const double t : times)
+      if (!std::isfinite(t) || t < 0.0)
+        throw invalid_input(where + " holds a kernel time that is not finite and non-negative");
+  }
   for (const auto &[label, times] : cell.regions_ms) {
     if (times.size() != s.size())
       throw invalid_input(fmt::format("cell {} {} {}x{}: region '{}' has {} times for {} samples",
@@ -81,10 +94,18 @@ std::vector<region_share> compute_region_shares(const cell_record &cell, std::in
     region_share r;
     r.label = label;
     r.share_pct = region_share_pct(s, times);
+    // The kernel clock's time of the region, against the step's kernel time.
+    const auto kt = cell.region_kernels_ms.find(label);
+    const std::vector<double> *ktimes = kt == cell.region_kernels_ms.end() ? nullptr : &kt->second;
+    const std::span<const double> ks = cell.kernel_ms;
+    if (ktimes != nullptr) {
+      r.kernel = true;
+      r.kernel_share_pct = region_share_pct(ks, *ktimes);
+    }
     if (!s.empty() && resamples > 0) {
       rng gen(region_seed(cell.key, label));
       std::vector<std::size_t> pick(s.size());
-      std::vector<double> shares;
+      std::vector<double> shares, kshares;
       shares.reserve(static_cast<std::size_t>(resamples));
       for (std::int64_t b = 0; b < resamples; ++b) {
         for (auto &i : pick)
@@ -92,12 +113,20 @@ std::vector<region_share> compute_region_shares(const cell_record &cell, std::in
         const double v = region_share_pct(s, times, pick);
         if (std::isfinite(v))
           shares.push_back(v);
+        if (ktimes != nullptr) // the same indices: the events' draws do not change
+          if (const double k = region_share_pct(ks, *ktimes, pick); std::isfinite(k))
+            kshares.push_back(k);
       }
+      const double tail = (1.0 - confidence) / 2.0;
       if (!shares.empty()) {
         std::sort(shares.begin(), shares.end());
-        const double tail = (1.0 - confidence) / 2.0;
         r.lo_pct = quantile_sorted(shares, tail);
         r.hi_pct = quantile_sorted(shares, 1.0 - tail);
+      }
+      if (!kshares.empty()) {
+        std::sort(kshares.begin(), kshares.end());
+        r.kernel_lo_pct = quantile_sorted(kshares, tail);
+        r.kernel_hi_pct = quantile_sorted(kshares, 1.0 - tail);
       }
     }
     out.push_back(std::move(r));

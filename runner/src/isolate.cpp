@@ -498,6 +498,8 @@ json raw_to_json(const raw_run &raw) {
                      {"kernel_names", kernel_names_json(c.kernel_names)}});
     if (!c.regions_ms.empty())
       cells.back()["regions_ms"] = c.regions_ms;
+    if (!c.region_kernels_ms.empty())
+      cells.back()["region_kernels_ms"] = c.region_kernels_ms;
   }
   json correctness = json::array();
   for (const auto &c : raw.correctness)
@@ -585,19 +587,27 @@ raw_run raw_from_json(const json &j, const std::vector<cell_key> &planned) {
         static_cast<std::int64_t>(count(member(c, p, "spot_checks"), p + ".spot_checks"));
     rec.input_mutated = optional_text(c, p, "input_mutated");
     read_kernel_facts(c, p, rec);
-    if (const auto r = c.find("regions_ms"); r != c.end()) {
+    for (const char *member_name : {"regions_ms", "region_kernels_ms"}) {
+      const auto r = c.find(member_name);
+      if (r == c.end())
+        continue;
       if (!r->is_object())
-        bad(p + ".regions_ms", "is not an object");
+        bad(fmt::format("{}.{}", p, member_name), "is not an object");
+      auto &into = std::string_view(member_name) == "regions_ms" ? rec.regions_ms
+                                                                 : rec.region_kernels_ms;
       for (const auto &[label, times] : r->items()) {
-        const std::string rp = fmt::format("{}.regions_ms.{}", p, label);
-        rec.regions_ms[label] = numbers(times, rp);
-        if (rec.regions_ms[label].size() != rec.samples_ms.size())
+        const std::string rp = fmt::format("{}.{}.{}", p, member_name, label);
+        into[label] = numbers(times, rp);
+        if (into[label].size() != rec.samples_ms.size())
           bad(rp, "is not one time per sample");
-        for (const double t : rec.regions_ms[label])
+        for (const double t : into[label])
           if (!std::isfinite(t) || t < 0)
             bad(rp, "holds a time that is not finite and non-negative");
       }
     }
+    for (const auto &[label, times] : rec.region_kernels_ms)
+      if (!rec.regions_ms.contains(label))
+        bad(fmt::format("{}.region_kernels_ms.{}", p, label), "names a region the arm did not time");
     raw.cells.push_back(std::move(rec));
   }
   seen.clear();

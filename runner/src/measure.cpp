@@ -137,6 +137,7 @@ invocation make_invocation(const operation_desc &op, const buffer_set &b, std::i
     call.options = arm.spec->options;
     call.stream = dev.stream();
     call.alloc = &alloc;
+    call.region_mark = dev.region_marker();
     v.bound = arm.outside->bind(call);
     return v;
   }
@@ -627,6 +628,8 @@ private:
     const std::size_t before = rec.kernel_ms.size();
     rec.kernel_ms.push_back(w.kernel_ms);
     rec.kernel_counts.push_back(w.count);
+    rec.region_kernel_marks.push_back(w.regions_ok ? std::optional(w.region_kernel_ms)
+                                                   : std::nullopt);
     for (const auto &n : w.names) {
       auto it = std::find_if(rec.kernel_names.begin(), rec.kernel_names.end(),
                              [&](const kernel_name_record &r) { return r.name == n.name; });
@@ -917,6 +920,7 @@ private:
         c.record.kernel_ms.clear();
         c.record.kernel_counts.clear();
         c.record.kernel_names.clear();
+        c.record.region_kernel_marks.clear();
         if (!c.record.error)
           c.record.error = "the kernel clock lost the records of some of this cell's windows";
       };

@@ -3,6 +3,7 @@
 // runs Python arms with whatever Python, numpy and torch the machine has. Tensors reach Python
 // as DLPack capsules of prereg's own buffers (numpy.from_dlpack on the CPU, torch.from_dlpack
 // on CUDA with prereg's stream made current); the step is called directly from C++.
+#include "prereg/kernel_windows.hpp"
 #include "prereg/outside_arm.hpp"
 
 #include "prereg/error.hpp"
@@ -112,18 +113,25 @@ def _numpy_view(cap):
 _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 class _Region:
-    """One `with t.region(label):` block: CUDA events on the current stream, or perf_counter."""
-    __slots__ = ("rec", "label", "pair", "t0")
+    """One `with t.region(label):` block: CUDA events on the current stream, or perf_counter.
+    With the kernel clock on, two mark kernels bracket the events (the clock's region bounds)."""
+    __slots__ = ("rec", "label", "pair", "t0", "stream")
     def __init__(self, rec, label):
         if (not isinstance(label, str) or not 1 <= len(label) <= 64
                 or not _LABEL_CHARS.issuperset(label)):
             raise ValueError(f"t.region: the label {label!r} is not 1 to 64 of A-Z a-z 0-9 _ . -")
-        self.rec, self.label, self.pair, self.t0 = rec, label, None, 0.0
+        self.rec, self.label, self.pair, self.t0, self.stream = rec, label, None, 0.0, None
     def __enter__(self):
         rec = self.rec
         if rec.torch is not None:
             if rec.torch.cuda.is_current_stream_capturing():
                 return self  # captured into a graph: events there cannot be timed; not a region
+            if rec.mark is not None:
+                s = rec.torch.cuda.current_stream().cuda_stream
+                if rec.mark(1, s) != 0:
+                    raise RuntimeError("t.region: the kernel clock's region mark could not be queued")
+                self.stream = s
+                rec.order.append(self.label)
             i = rec.used
             if i == len(rec.pool):
                 E = rec.torch.cuda.Event
@@ -140,34 +148,43 @@ class _Region:
             if self.pair is not None:
                 self.pair[1].record()
                 rec.marks.append((self.label, self.pair))
+            if self.stream is not None and rec.mark(0, self.stream) != 0:
+                raise RuntimeError("t.region: the kernel clock's region mark could not be queued")
         else:
             rec.marks.append((self.label, (rec.clock() - self.t0) * 1e3))
         return False
 
 class _Regions:
     """The named regions a step marked since the last window opened (docs/python-arms.md)."""
-    __slots__ = ("torch", "clock", "marks", "pool", "used")
-    def __init__(self, cuda):
+    __slots__ = ("torch", "clock", "marks", "pool", "used", "mark", "order")
+    def __init__(self, cuda, mark_ptr=0):
         import time
         self.torch = None
+        self.mark = None  # the device's region mark (kernel clock on), through ctypes
         if cuda:
             import torch
             self.torch = torch
+            if mark_ptr:
+                import ctypes
+                self.mark = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)(mark_ptr)
         self.clock = time.perf_counter
-        self.marks, self.pool, self.used = [], [], 0
+        self.marks, self.pool, self.used, self.order = [], [], 0, []
     def region(self, label):
         return _Region(self, label)
 
 def regions_reset(rec):
     rec.marks = []
     rec.used = 0
+    rec.order = []
 
 def regions_take(rec):
-    """label -> ms summed over the marks since the reset, as JSON; None when nothing was marked."""
-    marks = rec.marks
+    """{"ms": label -> ms summed over the regions since the reset, "order": the labels of the
+    regions the kernel clock's marks bracket, in entry order}, as JSON; None when none."""
+    marks, order = rec.marks, rec.order
     rec.marks = []
     rec.used = 0
-    if not marks:
+    rec.order = []
+    if not marks and not order:
         return None
     import json
     out = {}
@@ -178,9 +195,9 @@ def regions_take(rec):
     else:
         for label, ms in marks:
             out[label] = out.get(label, 0.0) + ms
-    return json.dumps(out)
+    return json.dumps({"ms": out, "order": order})
 
-def bind(fn, meta, caps, device, ordinal, stream_ptr):
+def bind(fn, meta, caps, device, ordinal, stream_ptr, mark_ptr=0):
     t = types.SimpleNamespace()
     if device == "cuda":
         import torch
@@ -193,7 +210,7 @@ def bind(fn, meta, caps, device, ordinal, stream_ptr):
             setattr(t, name, None if cap is None else _numpy_view(cap))
     for k, v in meta.items():
         setattr(t, k, v)
-    rec = _Regions(device == "cuda")
+    rec = _Regions(device == "cuda", mark_ptr)
     t.region = rec.region
     step = fn(t)
     if not callable(step):
@@ -532,6 +549,9 @@ void capsule_destructor(PyObject *cap) {
 struct region_log {
   cell_key key;
   std::vector<std::map<std::string, double>> windows; ///< label -> ms, one per closed window
+  /// Per closed window: the labels of the regions the kernel clock's marks bracket, in entry
+  /// order (empty without the clock).
+  std::vector<std::vector<std::string>> orders;
   bool pending = false;  ///< a window opened and no instance of it has closed it yet
   bool poisoned = false; ///< a harvest failed: the windows no longer line up with the samples
 };
@@ -542,7 +562,7 @@ region_log &log_of(const cell_key &key) {
   for (auto &l : g_region_logs)
     if (l.key == key)
       return l;
-  g_region_logs.push_back({key, {}, false, false});
+  g_region_logs.push_back({key, {}, {}, false, false});
   return g_region_logs.back();
 }
 
@@ -601,14 +621,17 @@ public:
     }
     region_log &log = log_of(m_key);
     std::map<std::string, double> sums;
+    std::vector<std::string> order;
     try {
       rt.api().Py_IncRef(m_regions);
       PyObject *r = rt.call("regions_take", rt.tuple({m_regions}));
       if (r != rt.api().none) {
         const char *text = rt.api().PyUnicode_AsUTF8(r);
         const json j = json::parse(text != nullptr ? text : "{}");
-        for (const auto &[label, ms] : j.items())
+        for (const auto &[label, ms] : j.at("ms").items())
           sums[label] = ms.get<double>();
+        for (const auto &label : j.at("order"))
+          order.push_back(label.get<std::string>());
       }
       rt.api().Py_DecRef(r);
     } catch (const std::exception &e) {
@@ -617,12 +640,15 @@ public:
     }
     if (log.pending) { // the first instance of this window to close it
       log.windows.emplace_back();
+      log.orders.emplace_back();
       log.pending = false;
     }
     if (log.windows.empty())
       return;
     for (const auto &[label, ms] : sums)
       log.windows.back()[label] += ms;
+    // Instances close a window in the order they stepped in it: their marks ran in this order.
+    log.orders.back().insert(log.orders.back().end(), order.begin(), order.end());
   }
   std::optional<std::uint64_t> own_peak_bytes() override {
     if (!m_measured)
@@ -698,7 +724,9 @@ public:
     try {
       r = rt.call("bind", rt.tuple({m_fn, meta, caps, rt.str(call.device),
                                     api.PyLong_FromLongLong(call.device_ordinal),
-                                    api.PyLong_FromVoidPtr(call.stream)}));
+                                    api.PyLong_FromVoidPtr(call.stream),
+                                    api.PyLong_FromVoidPtr(reinterpret_cast<void *>(
+                                        call.region_mark))}));
     } catch (const error &e) {
       throw io_error(fmt::format("setup ({}(t)) raised: {}", m_function, e.what()));
     }
@@ -766,6 +794,8 @@ std::shared_ptr<outside_arm> load_python_arm(const fs::path &file, const std::st
 
 void attach_regions(raw_run &raw) {
   for (auto &cell : raw.cells) {
+    std::vector<std::optional<std::vector<double>>> marks;
+    marks.swap(cell.region_kernel_marks); // engine-internal: never leaves the process
     const auto it = std::find_if(g_region_logs.begin(), g_region_logs.end(),
                                  [&](const region_log &l) { return l.key == cell.key; });
     if (it == g_region_logs.end() || it->poisoned)
@@ -784,6 +814,32 @@ void attach_regions(raw_run &raw) {
         const auto found = w.find(label);
         times[i] = found == w.end() ? 0.0 : found->second;
       }
+    // The kernel clock's time per region: only when every sample's marks line up with the
+    // labels the arm entered (docs/python-arms.md, "Regions").
+    if (!out.empty() && marks.size() == n && it->orders.size() == it->windows.size()) {
+      std::map<std::string, std::vector<double>> kernels;
+      for (const auto &[label, times] : out)
+        kernels[label].assign(n, 0.0);
+      bool lined_up = true;
+      for (std::size_t i = 0; i < n && lined_up; ++i) {
+        const auto sums =
+            marks[i] ? region_kernel_sums(it->orders[first + i], *marks[i]) : std::nullopt;
+        if (!sums) {
+          lined_up = false;
+          break;
+        }
+        for (const auto &[label, ms] : *sums) {
+          const auto k = kernels.find(label);
+          if (k == kernels.end()) { // a region the events did not time (captured): no match
+            lined_up = false;
+            break;
+          }
+          k->second[i] = ms;
+        }
+      }
+      if (lined_up)
+        cell.region_kernels_ms = std::move(kernels);
+    }
     cell.regions_ms = std::move(out);
   }
   g_region_logs.clear();

@@ -86,6 +86,8 @@ report_cell to_report_cell(const cell_record &cell, const cell_statistics &stats
     c.regions_ms = cell.regions_ms;
     c.region_shares = stats.region_shares;
   }
+  if (schema_version >= 4)
+    c.region_kernels_ms = cell.region_kernels_ms;
   if (schema_version >= 4 && stats.kernel) {
     const kernel_statistics &k = *stats.kernel;
     report_kernel_clock kc;
@@ -146,6 +148,7 @@ raw_run report_to_raw(const report_document &r) {
         rec.kernel_names.push_back({n.name, n.calls, n.samples_ms});
     }
     rec.regions_ms = c.regions_ms;
+    rec.region_kernels_ms = c.region_kernels_ms;
     raw.cells.push_back(std::move(rec));
   }
   return raw;

@@ -300,18 +300,45 @@ void read_regions(const node &n, report_cell &c) {
       c.regions_ms[label] = std::move(ms);
     }
   }
+  if (n.value().contains("region_kernels")) { // version 4, with the kernel clock
+    const node r = n["region_kernels"];
+    if (!r.value().is_object() || r.value().empty())
+      r.fail("is not a non-empty object of region labels");
+    for (const auto &[label, _] : r.value().items()) {
+      const node times = r[label];
+      if (!c.regions_ms.contains(label))
+        times.fail("names a region that `regions` does not have");
+      auto ms = times.numbers();
+      if (ms.size() != c.samples_ms.size())
+        times.fail(fmt::format("has {} times for {} samples", ms.size(), c.samples_ms.size()));
+      for (const double t : ms)
+        if (!std::isfinite(t) || t < 0.0)
+          times.fail("holds a time that is not finite and non-negative");
+      c.region_kernels_ms[label] = std::move(ms);
+    }
+  }
   if (n.value().contains("region_shares")) {
     const node r = n["region_shares"];
     if (!r.value().is_object())
       r.fail("is not an object of region labels");
     for (const auto &[label, _] : r.value().items()) {
       const node one = r[label];
-      one.only({"share_pct", "lo_pct", "hi_pct"});
       region_share sh;
       sh.label = label;
+      sh.kernel = one.value().contains("kernel_share_pct");
+      if (sh.kernel)
+        one.only({"share_pct", "lo_pct", "hi_pct", "kernel_share_pct", "kernel_lo_pct",
+                  "kernel_hi_pct"});
+      else
+        one.only({"share_pct", "lo_pct", "hi_pct"});
       sh.share_pct = one["share_pct"].number_or_null();
       sh.lo_pct = one["lo_pct"].number_or_null();
       sh.hi_pct = one["hi_pct"].number_or_null();
+      if (sh.kernel) {
+        sh.kernel_share_pct = one["kernel_share_pct"].number_or_null();
+        sh.kernel_lo_pct = one["kernel_lo_pct"].number_or_null();
+        sh.kernel_hi_pct = one["kernel_hi_pct"].number_or_null();
+      }
       c.region_shares.push_back(std::move(sh));
     }
   }
@@ -328,7 +355,7 @@ report_cell read_cell(const node &n, int version) {
             "bound",        "flags",         "error",
             "clock_mhz",    "harness_bytes_in_window", "first_call_ms",
             "warmup_calls", "off_window_ms", "kernel_clock", "regions",
-            "region_shares"});
+            "region_shares", "region_kernels"});
   else if (version >= 2)
     n.only({"arm",
             "pass",
@@ -397,6 +424,9 @@ report_cell read_cell(const node &n, int version) {
   }
   if (version >= 4 && n.has("kernel_clock"))
     c.kernel_clock = read_kernel_clock(n["kernel_clock"], c.samples_ms.size());
+  if (!c.region_kernels_ms.empty() && (version < 4 || !c.kernel_clock))
+    n["region_kernels"].fail(version < 4 ? "is a version-4 member"
+                                         : "is there without the cell's kernel_clock");
   return c;
 }
 
@@ -570,12 +600,21 @@ json to_json(const report_cell &c) {
   }
   if (!c.regions_ms.empty())
     j["regions"] = c.regions_ms;
+  if (!c.region_kernels_ms.empty())
+    j["region_kernels"] = c.region_kernels_ms;
   if (!c.region_shares.empty()) {
     json shares = json::object();
-    for (const auto &r : c.region_shares)
-      shares[r.label] = {{"share_pct", finite_or_null(r.share_pct)},
-                         {"lo_pct", finite_or_null(r.lo_pct)},
-                         {"hi_pct", finite_or_null(r.hi_pct)}};
+    for (const auto &r : c.region_shares) {
+      json one = {{"share_pct", finite_or_null(r.share_pct)},
+                  {"lo_pct", finite_or_null(r.lo_pct)},
+                  {"hi_pct", finite_or_null(r.hi_pct)}};
+      if (r.kernel) {
+        one["kernel_share_pct"] = finite_or_null(r.kernel_share_pct);
+        one["kernel_lo_pct"] = finite_or_null(r.kernel_lo_pct);
+        one["kernel_hi_pct"] = finite_or_null(r.kernel_hi_pct);
+      }
+      shares[r.label] = std::move(one);
+    }
     j["region_shares"] = shares;
   }
   return j;

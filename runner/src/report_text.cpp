@@ -1112,6 +1112,39 @@ std::string render_markdown(const report_document &report) {
                            std::isfinite(med) ? md(time_text(med)) : std::string("n/a"));
       }
     out += "\n";
+    // With the kernel clock's region marks: the same regions by the kernels that ran in them.
+    if (std::any_of(report.cells.begin(), report.cells.end(), [](const report_cell &c) {
+          return std::any_of(c.region_shares.begin(), c.region_shares.end(),
+                             [](const region_share &r) { return r.kernel; });
+        })) {
+      out += "By the kernel clock: the kernels that ran between each region's marks, as a share "
+             "of the step's kernel time (100 x their summed time / the step's summed kernel "
+             "time), with the interval from the same resampled samples, beside the events' "
+             "share of the step. A region whose events share is far above its kernel share "
+             "spends its time launching, not computing.\n\n";
+      out += "| arm | pass | shape | region | events share | kernel share | interval | median "
+             "region kernel time |\n"
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |\n";
+      const auto pct = [](double x) {
+        return std::isfinite(x) ? pct_text(x) : std::string("n/a");
+      };
+      for (const report_cell &c : report.cells)
+        for (const region_share &r : c.region_shares) {
+          if (!r.kernel)
+            continue;
+          const auto ms = c.region_kernels_ms.find(r.label);
+          const double med = ms == c.region_kernels_ms.end() || ms->second.empty()
+                                 ? std::numeric_limits<double>::quiet_NaN()
+                                 : median(ms->second);
+          out += fmt::format("| {} | {} | {} | {} | {} | {} | {} .. {} | {} |\n",
+                             md_code(c.key.arm), md(std::string(to_string(c.key.pass))),
+                             md(shape_text(c.key.rows, c.key.cols)), md_code(r.label),
+                             pct(r.share_pct), pct(r.kernel_share_pct), pct(r.kernel_lo_pct),
+                             pct(r.kernel_hi_pct),
+                             std::isfinite(med) ? md(time_text(med)) : std::string("n/a"));
+        }
+      out += "\n";
+    }
   }
 
   out += "## Predictions\n\n";

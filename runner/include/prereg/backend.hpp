@@ -79,6 +79,14 @@ struct cell_record {
   /// time summed over the step, one per sample (same order and length as samples_ms) [ms].
   /// Empty when the arm marks no region.
   std::map<std::string, std::vector<double>> regions_ms;
+  /// With the kernel clock: label -> the kernel time inside the region, summed over the step,
+  /// one per sample [ms] (the kernels between the region's marks; docs/python-arms.md).
+  /// Empty without the clock, or when its marks did not line up with the arm's regions.
+  std::map<std::string, std::vector<double>> region_kernels_ms;
+  /// Engine-internal, per sample: the kernel clock's regions of the window in mark order
+  /// (window_kernels::region_kernel_ms; nullopt where the marks did not pair). attach_regions()
+  /// turns them into region_kernels_ms and clears them; never serialised.
+  std::vector<std::optional<std::vector<double>>> region_kernel_marks;
 };
 
 /// Correctness of one arm x pass x shape against the float64 reference.

@@ -52,7 +52,18 @@ struct window_kernels {
     double ms = 0; ///< sum of their durations
   };
   std::vector<by_name> names; ///< in first-start order
+  /// The named regions of a Python arm's step (docs/python-arms.md, "Regions"): per region in
+  /// the order its open mark ran, the union of the kernels' intervals inside it [ms]. Empty when
+  /// the step marked none; regions_ok false when its marks did not pair (then empty too).
+  std::vector<double> region_kernel_ms;
+  bool regions_ok = true;
 };
+
+/// Queues a region mark on `stream` (a cudaStream_t): open (1) or close (0); returns 0, or
+/// non-zero when the launch failed (it never throws: Python calls it through ctypes). A device
+/// with a kernel clock hands one to Python arms so that their regions can be cut out of its
+/// records.
+using region_mark_fn = int (*)(int open, void *stream);
 
 /// A captured step (CUDA graph); opaque to the engine.
 class captured_step {
@@ -162,6 +173,8 @@ public:
   [[nodiscard]] virtual std::vector<window_kernels> take_window_kernels() { return {}; }
   /// Activity records the kernel clock dropped so far (its buffers overflowed).
   [[nodiscard]] virtual std::uint64_t kernel_records_dropped() { return 0; }
+  /// The region mark of this device while its kernel clock is on, else null.
+  [[nodiscard]] virtual region_mark_fn region_marker() { return nullptr; }
 
   // --- capture ------------------------------------------------------------------------------
   /// Why this device cannot capture a step (graph launch), or nullopt if it can.

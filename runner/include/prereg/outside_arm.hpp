@@ -34,6 +34,9 @@ struct outside_call {
   std::vector<std::pair<std::string, double>> options;
   void *stream = nullptr;
   step_allocator *alloc = nullptr;
+  /// The device's region mark while its kernel clock is on (device.hpp, region_mark_fn), else
+  /// null: a Python arm's `with t.region(label)` queues it around the region.
+  int (*region_mark)(int open, void *stream) = nullptr;
 };
 
 /// An outside arm bound to one buffer set; destroying it is the teardown.

@@ -101,12 +101,26 @@ struct report_kernel_clock {
 /// One named region's share of a cell's step (docs/analysis.md, "Region shares"): 100 x the
 /// region's summed time / the step's summed time over the samples, with a seeded
 /// percentile-bootstrap interval at the protocol's confidence [%].
+/// With the kernel clock (`kernel` true), also the region's kernels' share of the step's
+/// kernel time: 100 x the region's summed kernel time / the cells' summed kernel time, with an
+/// interval from the same resampled indices.
 struct region_share {
   std::string label;
   double share_pct = std::numeric_limits<double>::quiet_NaN();
   double lo_pct = std::numeric_limits<double>::quiet_NaN();
   double hi_pct = std::numeric_limits<double>::quiet_NaN();
-  friend bool operator==(const region_share &, const region_share &) = default;
+  bool kernel = false;
+  double kernel_share_pct = std::numeric_limits<double>::quiet_NaN();
+  double kernel_lo_pct = std::numeric_limits<double>::quiet_NaN();
+  double kernel_hi_pct = std::numeric_limits<double>::quiet_NaN();
+  /// Equal members, NaN equal to NaN (a share nobody computed).
+  friend bool operator==(const region_share &a, const region_share &b) {
+    const auto same = [](double x, double y) { return x == y || (x != x && y != y); };
+    return a.label == b.label && same(a.share_pct, b.share_pct) && same(a.lo_pct, b.lo_pct) &&
+           same(a.hi_pct, b.hi_pct) && a.kernel == b.kernel &&
+           same(a.kernel_share_pct, b.kernel_share_pct) &&
+           same(a.kernel_lo_pct, b.kernel_lo_pct) && same(a.kernel_hi_pct, b.kernel_hi_pct);
+  }
 };
 
 /// One cells[] entry: the raw record and every statistic derived from it. NaN stands for null.
@@ -146,6 +160,9 @@ struct report_cell {
   /// label's share of the step (derived). Both empty (absent from the JSON) otherwise.
   std::map<std::string, std::vector<double>> regions_ms;
   std::vector<region_share> region_shares;
+  /// Version 4, only with the kernel clock's region marks: label -> kernel ms per sample (raw,
+  /// JSON `region_kernels`); every label is one of regions_ms's.
+  std::map<std::string, std::vector<double>> region_kernels_ms;
 };
 
 /// One correctness[] entry. NaN stands for null.
