@@ -79,7 +79,11 @@ expect_exit 0 "devices cpu" -- "$PREREG" devices cpu
 grep -q "^cpu: usable: " "$work/out" && pass "cpu usable" || fail "devices cpu output"
 
 # 7. The main job leaves the tree as it found it and prints no error line on its fallback.
-if git -C "$PREREG_SOURCE_DIR" rev-parse --git-dir >/dev/null 2>&1; then
+# (The sanitizer pass of .ci/run sets PREREG_E2E_SKIP_MAIN_JOB=1: the main job is a whole CPU
+# protocol, minutes under ASan, and the README's suite runs this step without it.)
+if [ "${PREREG_E2E_SKIP_MAIN_JOB:-0}" = 1 ]; then
+  echo "skip - main job: PREREG_E2E_SKIP_MAIN_JOB=1 (the README's suite runs it)"
+elif git -C "$PREREG_SOURCE_DIR" rev-parse --git-dir >/dev/null 2>&1; then
   status_before=$(git -C "$PREREG_SOURCE_DIR" status --porcelain)
   MAIN_JOB_STORE=$work/main/store MAIN_JOB_OUT=$work/main/reports PREREG=$PREREG \
     bash "$PREREG_SOURCE_DIR/tools/main-job.sh" --quiet >"$work/out" 2>"$work/err"
