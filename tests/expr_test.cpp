@@ -37,6 +37,8 @@ struct values {
       return 10 * t;
     case metric::share:
       return r.label == "attn" ? 40 : 5;
+    case metric::kernel_share:
+      return r.label == "attn" ? 10 : 2;
     }
     return 0;
   }
@@ -204,7 +206,7 @@ TEST_CASE("errors carry the caller's where and the offset") {
   }
   SUBCASE("unknown function") {
     check_rejects("median(fused) > 1",
-                  "unknown function 'median' (functions: time, peak_mb, gbps, pct_ceiling, kernel_time, gap_share, kernels, share, abs) "
+                  "unknown function 'median' (functions: time, peak_mb, gbps, pct_ceiling, kernel_time, gap_share, kernels, share, kernel_share, abs) "
                   "at offset 0");
     check_rejects("fused(unfused) > 1", "'fused' is an arm, not a function at offset 0");
   }
@@ -305,6 +307,20 @@ TEST_CASE("share(arm, \"label\") reads a region's share") {
   // the same arm under two labels is two references; under time it is a third
   CHECK(parse("share(b, \"x\") + share(b, \"y\") < b").references().size() == 3);
   CHECK(prereg::is_expression_keyword("share"));
+}
+
+TEST_CASE("kernel_share(arm, \"label\") reads a region's share of the kernel time") {
+  const auto e = parse("kernel_share(fused, \"attn\") < share(fused, \"attn\")");
+  REQUIRE(e.references().size() == 2);
+  CHECK(e.references()[0] == metric_ref{metric::kernel_share, "fused", "attn"});
+  CHECK(e.references()[1] == metric_ref{metric::share, "fused", "attn"});
+  CHECK(e.holds(values{{{"fused", 1.0}}})); // 10 < 40
+  CHECK(prereg::is_expression_keyword("kernel_share"));
+  CHECK(prereg::is_kernel_metric(metric::kernel_share));
+  check_rejects("kernel_share(fused) > 1",
+                "expected ',' and a region label after kernel_share's arm, got ')' at offset 18");
+  check_rejects("kernel_share(fused, attn) > 1",
+                "kernel_share() takes a quoted region label, got 'attn' at offset 20");
 }
 
 TEST_CASE("share's malformed forms are refused with their offsets") {

@@ -1150,6 +1150,9 @@ TEST_CASE("the kernel clock's functions need prereg: 2") {
                 "prediction P1: expect: gap_share() reads the kernel clock and needs prereg: 2");
   check_rejects(with("expect: \"fused > unfused\"", "expect: \"kernels(fused) < 2 and fused > 0\""),
                 37, 13, "kernels() reads the kernel clock");
+  check_rejects(with("expect: \"fused > unfused\"",
+                     "expect: \"kernel_share(fused, \\\"attn\\\") < 10\""),
+                37, 13, "kernel_share(arm, \"label\") needs prereg: 2");
   for (const char *e : {"gap_share(fused) > 50", "kernels(fused) <= 1",
                         "kernel_time(fused) < 0.9 * fused"}) {
     CAPTURE(e);
@@ -1157,6 +1160,11 @@ TEST_CASE("the kernel clock's functions need prereg: 2") {
         with2("expect: \"fused > unfused\"", std::string("expect: \"") + e + "\""), file);
     CHECK(p.predictions.at(0).expect == e);
   }
+  const auto ks = prereg::parse_protocol(
+      with2("expect: \"fused > unfused\"", "expect: \"kernel_share(fused, \\\"attn\\\") < 10\""),
+      file);
+  CHECK(ks.predictions.at(0).expect == "kernel_share(fused, \"attn\") < 10");
   // The words are the language's: no arm may be named after them.
   check_rejects(with2("  - id: fused\n", "  - id: kernels\n"), 18, 9, "kernels");
+  check_rejects(with2("  - id: fused\n", "  - id: kernel_share\n"), 18, 9, "kernel_share");
 }

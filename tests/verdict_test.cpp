@@ -401,6 +401,43 @@ TEST_CASE("share(arm, label) resamples the region with the arm's sample indices"
   CHECK(ps(judge(p, both, run)) == ps(t_only));
 }
 
+TEST_CASE("kernel_share(arm, label) resamples the region's kernels against the cell's kernel time") {
+  protocol p = make_protocol();
+  p.predictions[0].at.rows = {128};
+  raw_run run = make_run();
+  cell_record &c = run.cells[0];
+  c.regions_ms["attn"] = {0.8, 0.84, 0.76, 0.8, 0.82};
+  c.kernel_ms.clear();
+  c.kernel_counts.clear();
+  for (const double s : c.samples_ms) {
+    c.kernel_ms.push_back(0.5 * s);
+    c.kernel_counts.push_back(3);
+  }
+  // the region's kernels: a quarter of the cell's kernel time in every sample
+  for (const double k : c.kernel_ms)
+    c.region_kernels_ms["attn"].push_back(0.25 * k);
+  std::vector<double> seen;
+  const prediction_check check{[&](const metric_lookup &v) {
+                                 seen.push_back(v({metric::kernel_share, "a", "attn"}));
+                                 return v({metric::kernel_share, "a", "attn"}) < 30;
+                               },
+                               {{metric::kernel_share, "a", "attn"}}};
+  CHECK(judge(p, check, run).verdict == verdict_kind::confirmed);
+  REQUIRE(!seen.empty());
+  for (const double v : seen)
+    CHECK(v == doctest::Approx(25.0));
+  // a region the events timed but the clock did not: inconclusive, naming it
+  c.region_kernels_ms.clear();
+  const auto r = judge(p, check, run);
+  CHECK(r.verdict == verdict_kind::inconclusive);
+  CHECK(r.reason.find("arm a has no kernel time for region \"attn\" at fwd 128x1024") !=
+        std::string::npos);
+  // no kernel clock at all: inconclusive too
+  c.kernel_ms.clear();
+  c.kernel_counts.clear();
+  CHECK(judge(p, check, run).verdict == verdict_kind::inconclusive);
+}
+
 TEST_CASE("a share of a region the arm did not mark is inconclusive, naming it") {
   protocol p = make_protocol();
   p.predictions[0].at.rows = {128};

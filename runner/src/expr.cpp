@@ -50,9 +50,9 @@ bool word_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-constexpr std::array<std::string_view, 10> keywords{
-    "and",         "abs",       "time",    "peak_mb", "gbps", "pct_ceiling",
-    "kernel_time", "gap_share", "kernels", "share"};
+constexpr std::array<std::string_view, 11> keywords{
+    "and",         "abs",       "time",    "peak_mb", "gbps",        "pct_ceiling",
+    "kernel_time", "gap_share", "kernels", "share",   "kernel_share"};
 
 /// A region label in share(arm, "label"): 1 to 64 of A-Z a-z 0-9 _ . - (docs/python-arms.md).
 bool label_char(char c) { return word_char(c) || c == '.' || c == '-'; }
@@ -75,6 +75,8 @@ std::optional<metric> function_metric(std::string_view name) {
     return metric::kernels;
   if (name == "share")
     return metric::share;
+  if (name == "kernel_share")
+    return metric::kernel_share;
   return std::nullopt;
 }
 
@@ -457,11 +459,12 @@ private:
       if (arg.kind != token_kind::arm)
         fail(arg.offset, fmt::format("{}() takes an arm id, got {}", t.text, describe(arg)));
       std::string label;
-      if (*what == metric::share) {
-        expect(token_kind::comma, "',' and a region label after share's arm");
+      if (*what == metric::share || *what == metric::kernel_share) {
+        expect(token_kind::comma, fmt::format("',' and a region label after {}'s arm", t.text));
         const token &l = take();
         if (l.kind != token_kind::string)
-          fail(l.offset, fmt::format("share() takes a quoted region label, got {}", describe(l)));
+          fail(l.offset,
+               fmt::format("{}() takes a quoted region label, got {}", t.text, describe(l)));
         label = l.text;
       }
       expect(token_kind::rparen, "')'");
@@ -471,7 +474,7 @@ private:
       fail(t.offset, "unexpected 'and'");
     if (peek().kind == token_kind::lparen)
       fail(t.offset, fmt::format("unknown function '{}' (functions: time, peak_mb, gbps, "
-                                 "pct_ceiling, kernel_time, gap_share, kernels, share, abs)",
+                                 "pct_ceiling, kernel_time, gap_share, kernels, share, kernel_share, abs)",
                                  message_excerpt(t.text)));
     std::string arms;
     for (const auto &a : m_arms)
@@ -505,12 +508,15 @@ std::string_view to_string(metric m) {
     return "kernels";
   case metric::share:
     return "share";
+  case metric::kernel_share:
+    return "kernel_share";
   }
   return "?";
 }
 
 bool is_kernel_metric(metric m) {
-  return m == metric::kernel_time || m == metric::gap_share || m == metric::kernels;
+  return m == metric::kernel_time || m == metric::gap_share || m == metric::kernels ||
+         m == metric::kernel_share;
 }
 
 expectation expectation::parse(std::string_view text, const std::vector<std::string> &arm_ids,

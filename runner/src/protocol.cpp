@@ -799,14 +799,15 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
       involved = std::max<std::size_t>(1, parsed.arms().size());
       if (p.schema == 1)
         for (const auto &ref : parsed.references())
-          if (is_kernel_metric(ref.what))
+          if (is_kernel_metric(ref.what) && ref.what != metric::kernel_share)
             throw invalid_input(fmt::format("{}() reads the kernel clock and needs prereg: 2",
                                             to_string(ref.what)),
                                 expect_node.where);
       if (p.schema == 1)
         for (const auto &r : parsed.references())
-          if (r.what == metric::share)
-            throw invalid_input("share(arm, \"label\") needs prereg: 2", expect_node.where);
+          if (r.what == metric::share || r.what == metric::kernel_share)
+            throw invalid_input(fmt::format("{}(arm, \"label\") needs prereg: 2", to_string(r.what)),
+                                expect_node.where);
     } catch (const error &e) {
       throw invalid_input(fmt::format("prediction {}: expect: {}", s.id, e.what()), e.where());
     }

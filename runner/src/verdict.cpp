@@ -121,7 +121,7 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
       if (r.arm == id && is_kernel_metric(r.what))
         a.kernel = true;
     a.reads_share = std::any_of(check.refs.begin(), check.refs.end(), [&](const metric_ref &r) {
-      return r.arm == id && r.what == metric::share;
+      return r.arm == id && (r.what == metric::share || r.what == metric::kernel_share);
     });
     arms.push_back(std::move(a));
   }
@@ -152,6 +152,10 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
                   !a.record->regions_ms.contains(r.label))
                 blocked.push_back(fmt::format("arm {} has no region \"{}\" at {}", r.arm,
                                               r.label, where));
+              else if (r.what == metric::kernel_share && r.arm == a.spec->id &&
+                       !a.record->region_kernels_ms.contains(r.label))
+                blocked.push_back(fmt::format("arm {} has no kernel time for region \"{}\" at {}",
+                                              r.arm, r.label, where));
           if (a.record == nullptr || a.record->samples_ms.empty())
             all_sampled = false;
         }
@@ -181,6 +185,12 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
               if (r == a.record->regions_ms.end())
                 return std::numeric_limits<double>::quiet_NaN();
               return region_share_pct(a.record->samples_ms, r->second, a.picked);
+            }
+            case metric::kernel_share: {
+              const auto r = a.record->region_kernels_ms.find(ref.label);
+              if (r == a.record->region_kernels_ms.end())
+                return std::numeric_limits<double>::quiet_NaN();
+              return region_share_pct(a.record->kernel_ms, r->second, a.picked);
             }
             }
             return 0.0;

@@ -13,23 +13,34 @@
 namespace prereg {
 
 /// A per-arm quantity an expression can read. An arm id alone means `time`. The kernel clock's
-/// kernel_time, gap_share and kernels and a region's share need prereg: 2 (docs/protocol.md).
-enum class metric { time, peak_mb, gbps, pct_ceiling, kernel_time, gap_share, kernels, share };
+/// kernel_time, gap_share and kernels, a region's share and a region's kernel_share need
+/// prereg: 2 (docs/protocol.md).
+enum class metric {
+  time,
+  peak_mb,
+  gbps,
+  pct_ceiling,
+  kernel_time,
+  gap_share,
+  kernels,
+  share,
+  kernel_share
+};
 /// True for the metrics only the kernel clock can supply.
 [[nodiscard]] bool is_kernel_metric(metric m);
 [[nodiscard]] std::string_view to_string(metric m);
 
 /// The words of the language: `and`, `abs` and the metric functions `time`, `peak_mb`, `gbps`,
-/// `pct_ceiling`, `kernel_time`, `gap_share`, `kernels`, `share`. An arm id may not be one of
-/// them.
+/// `pct_ceiling`, `kernel_time`, `gap_share`, `kernels`, `share`, `kernel_share`. An arm id may
+/// not be one of them.
 [[nodiscard]] std::span<const std::string_view> expression_keywords();
 [[nodiscard]] bool is_expression_keyword(std::string_view word);
 
-/// One (metric, arm) pair an expression reads; `share` also names a region label.
+/// One (metric, arm) pair an expression reads; `share` and `kernel_share` also name a region.
 struct metric_ref {
   metric what;
   std::string arm;
-  std::string label; ///< share(arm, "label"): the region; empty for every other metric
+  std::string label; ///< share / kernel_share(arm, "label"): the region; else empty
   friend bool operator==(const metric_ref &, const metric_ref &) = default;
 };
 
