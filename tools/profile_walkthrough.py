@@ -70,6 +70,16 @@ def share(report, arm, label):
     return f"{s['share_pct']:.1f}% ({s['lo_pct']:.1f}..{s['hi_pct']:.1f})"
 
 
+def kernel_share(report, arm, label):
+    c = cell(report, arm)
+    if c is None:
+        return "—"
+    s = c.get("region_shares", {}).get(label)
+    if s is None or s.get("kernel_share_pct") is None:
+        return "—"
+    return f"{s['kernel_share_pct']:.1f}% ({s['kernel_lo_pct']:.1f}..{s['kernel_hi_pct']:.1f})"
+
+
 def profile_part(q, where):
     out = ["#### What the profile said", ""]
     if q is None:
@@ -84,6 +94,16 @@ def profile_part(q, where):
                    f"{share(q, 'decode_fused_prof', label)} | {SEED[label]}% | {ISSUE[label]}% |")
     out += ["", f"Verdicts: Q1a {verdict(q, 'Q1a')}, Q1b {verdict(q, 'Q1b')}, Q1c {verdict(q, 'Q1c')}, "
             f"Q2 {verdict(q, 'Q2')}, Q9 {verdict(q, 'Q9')}.", ""]
+    if any(kernel_share(q, a, l) != "—" for a in ("decode_hf_prof", "decode_fused_prof")
+           for l in ("attention", "rmsnorm", "mlp")):
+        out += ["The same regions by the kernel clock (the kernels between each region's marks, "
+                "as a share of the step's GPU time):", "",
+                "| region | eager step | fused step |", "| --- | ---: | ---: |"]
+        for label in ("attention", "rmsnorm", "mlp"):
+            out.append(f"| {label} | {kernel_share(q, 'decode_hf_prof', label)} | "
+                       f"{kernel_share(q, 'decode_fused_prof', label)} |")
+        out += ["", f"Verdicts: Q10 {verdict(q, 'Q10')}, Q11 {verdict(q, 'Q11')}, "
+                f"Q12 {verdict(q, 'Q12')}.", ""]
     return out
 
 
