@@ -816,12 +816,12 @@ void attach_regions(raw_run &raw) {
       }
     // The kernel clock's time per region: only when every sample's marks line up with the
     // labels the arm entered (docs/python-arms.md, "Regions").
-    if (!out.empty() && marks.size() == n && it->orders.size() == it->windows.size()) {
+    if (!out.empty() && marks.size() == n) { // orders has one entry per window, like windows
       std::map<std::string, std::vector<double>> kernels;
       for (const auto &[label, times] : out)
         kernels[label].assign(n, 0.0);
       bool lined_up = true;
-      for (std::size_t i = 0; i < n && lined_up; ++i) {
+      for (std::size_t i = 0; i < n && lined_up; ++i) { // lined_up: also left by the inner break
         const auto sums =
             marks[i] ? region_kernel_sums(it->orders[first + i], *marks[i]) : std::nullopt;
         if (!sums) {

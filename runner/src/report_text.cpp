@@ -1096,15 +1096,13 @@ std::string render_markdown(const report_document &report) {
            "protocol's confidence. Regions may nest, so shares need not sum to 100.\n\n";
     out += "| arm | pass | shape | region | share | interval | median region time |\n"
            "| --- | --- | --- | --- | ---: | ---: | ---: |\n";
+    const auto pct = [](double x) { return std::isfinite(x) ? pct_text(x) : std::string("n/a"); };
     for (const report_cell &c : report.cells)
       for (const region_share &r : c.region_shares) {
         const auto ms = c.regions_ms.find(r.label);
         const double med = ms == c.regions_ms.end() || ms->second.empty()
                                ? std::numeric_limits<double>::quiet_NaN()
                                : median(ms->second);
-        const auto pct = [](double x) {
-          return std::isfinite(x) ? pct_text(x) : std::string("n/a");
-        };
         out += fmt::format("| {} | {} | {} | {} | {} | {} .. {} | {} |\n", md_code(c.key.arm),
                            md(std::string(to_string(c.key.pass))),
                            md(shape_text(c.key.rows, c.key.cols)), md_code(r.label),
@@ -1125,9 +1123,6 @@ std::string render_markdown(const report_document &report) {
       out += "| arm | pass | shape | region | events share | kernel share | interval | median "
              "region kernel time |\n"
              "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |\n";
-      const auto pct = [](double x) {
-        return std::isfinite(x) ? pct_text(x) : std::string("n/a");
-      };
       for (const report_cell &c : report.cells)
         for (const region_share &r : c.region_shares) {
           if (!r.kernel)
