@@ -24,6 +24,8 @@ INSTRUMENT = ("read_sweep_kernel", "fill_kernel", "empty_kernel", "clock_probe_k
 
 
 def ncu_windows(path):
+    # ncu names a kernel with its scope and signature ("void <unnamed>::ln_fused_fwd<...>(...)",
+    # "(anonymous namespace)::prereg_window_open()", by version): match the bare name inside it.
     rows = list(csv.reader(open(path, newline="")))
     head = next(i for i, r in enumerate(rows) if "Kernel Name" in r)
     h = rows[head]
@@ -41,15 +43,32 @@ def ncu_windows(path):
     kernels.sort()
     windows, cur = [], None
     for _, name, grid, block, ms in kernels:
-        if name.startswith("prereg_window_open"):
+        if "prereg_window_open" in name:
             cur = []
-        elif name.startswith("prereg_window_close"):
+        elif "prereg_window_close" in name:
             if cur is not None:
                 windows.append(cur)
             cur = None
         elif cur is not None:
             cur.append((name, grid, block, ms))
     return windows
+
+
+def short(name):
+    """ln_fused_fwd<float, row_shape<float, 32, 8>> from ncu's "void <unnamed>::ln_fused_fwd<...>(args)"."""
+    base = name.split("(")[0] if not name.startswith("(") else name
+    base = base.removeprefix("void ").strip()
+    for scope in ("(anonymous namespace)::", "<unnamed>::", "unnamed>::"):
+        base = base.removeprefix(scope)
+    depth, cut = 0, 0
+    for i, ch in enumerate(base):  # the last '::' outside template brackets
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif depth == 0 and base.startswith("::", i):
+            cut = i + 2
+    return base[cut:]
 
 
 def signature(w):
@@ -74,7 +93,7 @@ def main(alone_path, noflush_path, ncu_csv, under_path=None):
                                   cols.index(c["cols"]), arms.index(c["arm"])))
     groups = []
     for w in ncu_windows(ncu_csv):
-        if not w or all(n.startswith(INSTRUMENT) for n, _, _, _ in w):
+        if not w or all(any(k in n for k in INSTRUMENT) for n, _, _, _ in w):
             continue
         if groups and groups[-1][0] == signature(w):
             groups[-1][1].append(w)
@@ -95,7 +114,7 @@ def main(alone_path, noflush_path, ncu_csv, under_path=None):
         kc = c.get("kernel_clock") or {}
         ev = c["median_ms"]
         kt = kc.get("median_kernel_ms")
-        names = sorted({n for n, _, _ in sig})
+        names = sorted({short(n) for n, _, _ in sig})
         key = (c["arm"], c["pass"], c["rows"], c["cols"])
         nfc = nf.get(key)
         nft = "—"
