@@ -66,5 +66,40 @@ PY
     echo "analysis rc=$?" | tee -a "$S"; head -n 8 "$out/agreement_${v}_$cc.md" | cut -c1-60 | tee -a "$S"
   done
 done
+# Issue 13: qwen_decode's eager step took 32.8 ms (IQR 13.6) in prereg against 21.3 ms in the
+# pilot outside it. Is it the kernel clock (CUPTI's per-launch cost, ~1,079 launches a step)?
+# The same arms, exploratory, with the clock on and off, one after the other.
+python3 - <<'PY'
+s = open("protocols/qwen_decode.yaml").read()
+a, b = s.index("arms:\n"), s.index("measurement:")
+arms = """arms:
+  - id: decode_hf
+    python: ../kernels/python/qwen_decode.py
+    function: decode_hf
+  - id: decode_graph
+    python: ../kernels/python/qwen_decode.py
+    function: decode_graph
+"""
+p = s.index("predictions:")
+s = s[:a] + arms + s[b:p] + """predictions:
+  - id: G1
+    claim: "The graph is faster"
+    expect: "decode_graph < decode_hf"
+"""
+open("protocols/qwen_clock_probe.yaml", "w").write(s.replace("id: qwen_decode", "id: qwen_clock_probe"))
+PY
+export PREREG_PYTHON=python3
+for k in on off; do
+  step "qwen decode_hf, decode_graph, kernel clock $k"
+  rm -rf /tmp/qwen-$k
+  timeout 120 env PREREG_KERNEL_CLOCK=$([ $k = off ] && echo off || echo auto) "$bin/prereg" try protocols/qwen_clock_probe.yaml --quiet --out /tmp/qwen-$k >"$out/qwen_$k.out" 2>&1
+  echo "qwen $k rc=$?" | tee -a "$S"; tail -n 2 "$out/qwen_$k.out" | tee -a "$S"
+  q=$(ls -d /tmp/qwen-$k/*/*/ | head -n 1); cp "$q/report.json" "$out/qwen_${k}_report.json"
+  python3 -c "
+import json,sys; r=json.load(open(sys.argv[1]))
+for c in r['cells']: print(c['arm'], round(c['median_ms'],2), round(c['iqr_ms'],2), round(min(c['samples_ms']),2), (c.get('kernel_clock') or {}).get('median_kernel_ms'))
+print('kernel_clock', r['environment'].get('kernel_clock'))" "$out/qwen_${k}_report.json" | tee -a "$S"
+done
+uptime | tee -a "$S"
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu --format=csv | tee -a "$S"
 echo "== done (${SECONDS}s)" | tee -a "$S"
