@@ -56,10 +56,10 @@ def ncu_windows(path):
 
 def short(name):
     """ln_fused_fwd<float, row_shape<float, 32, 8>> from ncu's "void <unnamed>::ln_fused_fwd<...>(args)"."""
-    base = name.split("(")[0] if not name.startswith("(") else name
-    base = base.removeprefix("void ").strip()
-    for scope in ("(anonymous namespace)::", "<unnamed>::", "unnamed>::"):
-        base = base.removeprefix(scope)
+    base = name.removeprefix("void ").strip()
+    for scope in ("prereg::cuda::", "(anonymous namespace)::", "<unnamed>::", "unnamed>::"):
+        base = base.replace(scope, "")  # also inside template arguments
+    base = base.split("(")[0].replace("> >", ">>").strip()
     depth, cut = 0, 0
     for i, ch in enumerate(base):  # the last '::' outside template brackets
         if ch == "<":
@@ -129,6 +129,22 @@ def main(alone_path, noflush_path, ncu_csv, under_path=None):
         out.append({"cell": key, "events_ms": ev, "kernel_ms": kt, "ncu_ms": ncu,
                     "ncu_windows": len(ws)})
     json.dump(out, open(ncu_csv + ".agreement.json", "w"), indent=1)
+    # Per kernel: the kernel clock's per-name median (kernel_clock.names) beside ncu's median of
+    # the same kernel over the same cell's last `repetitions` windows.
+    print()
+    print("| cell | kernel | kernel clock median | ncu median | kernel clock vs ncu |")
+    print("| --- | --- | --- | --- | --- |")
+    for c, (sig, ws) in zip(order, groups):
+        ws = ws[-reps:]
+        names = (c.get("kernel_clock") or {}).get("names") or []
+        for e in names:
+            bare = short(e["name"])
+            got = [sum(ms for n, _, _, ms in w if short(n) == bare) for w in ws]
+            if not any(got):
+                continue
+            ncu = statistics.median(got)
+            print(f'| {c["arm"]} {c["pass"]} {c["rows"]}x{c["cols"]} | {bare} | {e["median_ms"] * 1e3:.2f} us | '
+                  f'{ncu * 1e3:.2f} us | {100 * (e["median_ms"] / ncu - 1):+.1f}% |')
     ins = alone["instrument"]
     print()
     print(f'Launch floor (empty step, events): {ins["launch_floor_ms"] * 1e3:.2f} us without the kernel '
