@@ -861,6 +861,53 @@ TEST_CASE("a version-3 report: off-window-work is recomputed from the cells' off
   }
 }
 
+TEST_CASE("graph kernels under the kernel clock: recorded per sample, flagged, audited") {
+  temp_lab lab;
+  lab.freeze();
+  fake_plants plants;
+  // fused at 64 rows replays a graph of 3 kernel nodes from sample 1 on; nothing else does.
+  plants.kernels = [](const cell_key &k, std::size_t i) {
+    const double step = fake_device::default_samples(k, static_cast<std::int64_t>(i) + 1).at(i);
+    window_kernels w;
+    w.kernel_ms = 0.5 * step;
+    w.count = 3;
+    w.graph_count = (k.arm == "fused" && k.rows == 64 && i >= 1) ? 3 : 0;
+    w.names = {{"k", 3, w.kernel_ms}};
+    return w;
+  };
+  const fs::path dir = lab.run(plants);
+  REQUIRE(audit(lab, dir).passed());
+  json report = read_report(dir);
+  const json &kc = cell_of(report, "fused", 64).at("kernel_clock");
+  REQUIRE(kc.contains("graph_kernels"));
+  CHECK(kc.at("graph_kernels").size() == kc.at("kernels").size());
+  CHECK(kc.at("graph_kernels")[0] == 0); // the samples before the first graph kernel count 0
+  CHECK(kc.at("graph_kernels")[1] == 3);
+  CHECK_FALSE(cell_of(report, "fused", 128).at("kernel_clock").contains("graph_kernels"));
+  auto &d = report.at("defects");
+  const auto it = std::find_if(d.begin(), d.end(), [](const json &x) {
+    return x.at("code") == "graph-under-kernel-clock";
+  });
+  REQUIRE(it != d.end());
+  CHECK(it->at("cell").at("arm") == "fused");
+  CHECK(it->at("evidence").at("max_graph_kernels") == 3);
+  CHECK(it->at("message").get<std::string>().find("PREREG_KERNEL_CLOCK=off") != std::string::npos);
+  CHECK(std::count_if(d.begin(), d.end(), [](const json &x) {
+          return x.at("code") == "graph-under-kernel-clock";
+        }) == 1);
+  const signing_key key = lab.key();
+  SUBCASE("the defect deleted") {
+    d.erase(it);
+    resign(dir, report, key);
+    CHECK(list(audit(lab, dir).failed()) == "defects, ledger");
+  }
+  SUBCASE("the graph counts deleted: the defect no longer follows from the cells") {
+    cell_of(report, "fused", 64).at("kernel_clock").erase("graph_kernels");
+    resign(dir, report, key);
+    CHECK(list(audit(lab, dir).failed()) == "defects, ledger");
+  }
+}
+
 TEST_CASE("a version-4 report with a kernel clock: its facts, statistics and defects are audited") {
   temp_lab lab;
   lab.freeze();
@@ -910,6 +957,7 @@ TEST_CASE("a version-4 report with a kernel clock: its facts, statistics and def
   CHECK(count("kernel-records-dropped") == 1);
   CHECK(count("kernel-above-step") == 1);
   CHECK(count("no-arm-kernel") == 1);
+  CHECK(count("graph-under-kernel-clock") == 0);
   const std::string md = read_file(dir / "report.md");
   CHECK(md.find("## Profile (kernel clock)") != std::string::npos);
   CHECK(md.find("`k_big`") != std::string::npos);
@@ -922,6 +970,22 @@ TEST_CASE("a version-4 report with a kernel clock: its facts, statistics and def
     cell_of(report, "fused", 64).at("kernel_clock").at("kernel_ms")[0] = 0.0;
     resign(dir, report, key);
     CHECK(list(audit(lab, dir).failed()).find("statistics") != std::string::npos);
+  }
+  SUBCASE("graph kernels planted in a report without them: the audit derives the defect") {
+    json &kc = cell_of(report, "fused", 64).at("kernel_clock");
+    kc["graph_kernels"] = json::array();
+    for (std::size_t i = 0; i < kc.at("kernels").size(); ++i)
+      kc["graph_kernels"].push_back(i == 0 ? 1 : 0);
+    resign(dir, report, key);
+    CHECK(list(audit(lab, dir).failed()) == "defects, ledger");
+  }
+  SUBCASE("graph kernels above the sample's kernels are refused") {
+    json &kc = cell_of(report, "fused", 64).at("kernel_clock");
+    kc["graph_kernels"] = json::array();
+    for (std::size_t i = 0; i < kc.at("kernels").size(); ++i)
+      kc["graph_kernels"].push_back(99);
+    resign(dir, report, key);
+    CHECK_FALSE(audit(lab, dir).passed());
   }
   SUBCASE("the kernel-above-step defect deleted") {
     d.erase(std::remove_if(d.begin(), d.end(),

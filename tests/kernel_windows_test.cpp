@@ -57,6 +57,22 @@ TEST_CASE("segment_windows: kernels inside the marks, their union, names, leftov
   CHECK(ev[0].start == 40 * us);
 }
 
+TEST_CASE("segment_windows: counts the window's kernels that ran as graph nodes") {
+  std::vector<kernel_event> ev = {
+      {0, 1 * us, WO},           {2 * us, 3 * us, K1, true}, {4 * us, 5 * us, K1, true},
+      {6 * us, 7 * us, K2},      {8 * us, 9 * us, WC},       {10 * us, 11 * us, WO},
+      {12 * us, 13 * us, K2},    {14 * us, 15 * us, WC},     {16 * us, 17 * us, K1, true},
+  };
+  const auto w = segment_windows(ev, same);
+  REQUIRE(w.size() == 2);
+  CHECK(w[0].count == 3);
+  CHECK(w[0].graph_count == 2);
+  CHECK(w[1].count == 1);
+  CHECK(w[1].graph_count == 0); // the graph kernel after the last window is no window's
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].graph);
+}
+
 TEST_CASE("segment_windows: no window at all drops the records") {
   std::vector<kernel_event> ev = {{0, 1 * us, K1}, {2 * us, 3 * us, K2}};
   CHECK(segment_windows(ev, same).empty());

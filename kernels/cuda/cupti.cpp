@@ -136,7 +136,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, std::uint32_t stream, std::uint8_t
         record->kind != CUPTI_ACTIVITY_KIND_KERNEL)
       continue;
     const auto *k = reinterpret_cast<const CUpti_ActivityKernel10 *>(record);
-    got.push_back({k->start, k->end, k->name});
+    got.push_back({k->start, k->end, k->name, k->graphId != 0});
   }
   std::size_t dropped = 0;
   if (g_api->dropped(ctx, stream, &dropped) != CUPTI_SUCCESS)

@@ -12,11 +12,11 @@
 namespace prereg {
 namespace {
 
-constexpr std::array<std::string_view, 15> codes{
+constexpr std::array<std::string_view, 16> codes{
     "above-ceiling",    "unstable-cell",       "harness-allocation", "zero-peak-memory",
     "timer-resolution", "clock-throttle",      "device-contention",  "drift",
     "flush-too-small",  "correctness-failure", "input-mutated",      "off-window-work",
-    "kernel-records-dropped", "kernel-above-step", "no-arm-kernel"};
+    "kernel-records-dropped", "kernel-above-step", "no-arm-kernel", "graph-under-kernel-clock"};
 
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
@@ -198,6 +198,24 @@ void detect(std::string_view code, const protocol &proto, const raw_run &run,
                         "done elsewhere, or not at all)",
                         where, count, cell.kernel_counts.size()),
             {{"samples", count}}));
+    } else if (code == "graph-under-kernel-clock" && !cell.graph_kernel_counts.empty()) {
+      // CUPTI's records of graph kernel nodes cost the events time per node (measured on the
+      // H200: about 2.3 us per node, docs/evidence/kernel-clock-h200.md), so a step replaying
+      // a graph is slower with the clock on than without it.
+      std::vector<std::int64_t> sorted = cell.graph_kernel_counts;
+      std::sort(sorted.begin(), sorted.end());
+      const std::int64_t most = sorted.back();
+      const auto with = static_cast<std::int64_t>(
+          std::count_if(sorted.begin(), sorted.end(), [](std::int64_t v) { return v > 0; }));
+      if (most > 0)
+        out.push_back(cell_defect(
+            code, cell.key,
+            fmt::format("{}: in {} of {} samples up to {} kernels ran as CUDA graph nodes "
+                        "while the kernel clock was on; its records of graph nodes cost the "
+                        "events time per node, so this cell's step times are inflated (time "
+                        "it again with PREREG_KERNEL_CLOCK=off)",
+                        where, with, sorted.size(), most),
+            {{"samples", with}, {"max_graph_kernels", most}}));
     } else if (code == "drift" && has_flag(s, "drift")) {
       out.push_back(cell_defect(code, cell.key,
                                 fmt::format("{} samples trend with repetition index "

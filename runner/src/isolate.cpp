@@ -459,6 +459,16 @@ void read_kernel_facts(const json &c, const std::string &p, cell_record &rec) {
     bad(p + ".kernel_ms", "does not have one value per sample");
   if (rec.kernel_counts.size() != n)
     bad(p + ".kernel_counts", "does not have one value per kernel_ms");
+  if (c.contains("graph_kernel_counts")) {
+    const json &graph = c.at("graph_kernel_counts");
+    if (!graph.is_array())
+      bad(p + ".graph_kernel_counts", "is not an array");
+    for (std::size_t i = 0; i < graph.size(); ++i)
+      rec.graph_kernel_counts.push_back(static_cast<std::int64_t>(
+          count(graph[i], fmt::format("{}.graph_kernel_counts[{}]", p, i))));
+    if (rec.graph_kernel_counts.size() != n)
+      bad(p + ".graph_kernel_counts", "does not have one value per kernel_ms");
+  }
   for (std::size_t i = 0; i < n; ++i)
     if (!std::isfinite(rec.kernel_ms[i]) || rec.kernel_ms[i] < 0)
       bad(fmt::format("{}.kernel_ms[{}]", p, i), "is not a finite time");
@@ -496,6 +506,8 @@ json raw_to_json(const raw_run &raw) {
                      {"kernel_ms", c.kernel_ms},
                      {"kernel_counts", c.kernel_counts},
                      {"kernel_names", kernel_names_json(c.kernel_names)}});
+    if (!c.graph_kernel_counts.empty())
+      cells.back()["graph_kernel_counts"] = c.graph_kernel_counts;
     if (!c.regions_ms.empty())
       cells.back()["regions_ms"] = c.regions_ms;
     if (!c.region_kernels_ms.empty())

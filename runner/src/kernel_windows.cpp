@@ -116,6 +116,8 @@ std::vector<window_kernels> segment_windows(std::vector<kernel_event> &events,
         continue;
       window_kernels &k = out[wi];
       ++k.count;
+      if (e.graph)
+        ++k.graph_count;
       w.kernels.add(e.start, e.end);
       for (region_state &r : w.regions)
         if (e.end > r.lo && e.start < r.hi)

@@ -628,6 +628,10 @@ private:
     const std::size_t before = rec.kernel_ms.size();
     rec.kernel_ms.push_back(w.kernel_ms);
     rec.kernel_counts.push_back(w.count);
+    if (w.graph_count > 0 && rec.graph_kernel_counts.empty())
+      rec.graph_kernel_counts.assign(before, 0); // the samples before the first graph kernel
+    if (!rec.graph_kernel_counts.empty())
+      rec.graph_kernel_counts.push_back(w.graph_count);
     rec.region_kernel_marks.push_back(w.regions_ok ? std::optional(w.region_kernel_ms)
                                                    : std::nullopt);
     for (const auto &n : w.names) {
@@ -919,6 +923,7 @@ private:
       const auto clock_lost = [&](cell_state &c) {
         c.record.kernel_ms.clear();
         c.record.kernel_counts.clear();
+        c.record.graph_kernel_counts.clear();
         c.record.kernel_names.clear();
         c.record.region_kernel_marks.clear();
         if (!c.record.error)

@@ -94,6 +94,7 @@ report_cell to_report_cell(const cell_record &cell, const cell_statistics &stats
     kc.kernel_ms = cell.kernel_ms;
     kc.gap_ms = k.gap_ms;
     kc.kernels = cell.kernel_counts;
+    kc.graph_kernels = cell.graph_kernel_counts;
     kc.median_kernel_ms = k.median_kernel_ms;
     kc.q1_kernel_ms = k.q1_kernel_ms;
     kc.q3_kernel_ms = k.q3_kernel_ms;
@@ -144,6 +145,7 @@ raw_run report_to_raw(const report_document &r) {
     if (c.kernel_clock) {
       rec.kernel_ms = c.kernel_clock->kernel_ms;
       rec.kernel_counts = c.kernel_clock->kernels;
+      rec.graph_kernel_counts = c.kernel_clock->graph_kernels;
       for (const auto &n : c.kernel_clock->names)
         rec.kernel_names.push_back({n.name, n.calls, n.samples_ms});
     }

@@ -233,8 +233,9 @@ report_instrument read_instrument(const node &n, int version) {
 }
 
 report_kernel_clock read_kernel_clock(const node &n, std::size_t samples) {
-  n.only({"kernel_ms", "gap_ms", "kernels", "median_kernel_ms", "q1_kernel_ms", "q3_kernel_ms",
-          "statistic_kernel_ms", "median_gap_ms", "gap_share_pct", "median_kernels", "names"});
+  n.only({"kernel_ms", "gap_ms", "kernels", "graph_kernels", "median_kernel_ms", "q1_kernel_ms",
+          "q3_kernel_ms", "statistic_kernel_ms", "median_gap_ms", "gap_share_pct",
+          "median_kernels", "names"});
   report_kernel_clock k;
   k.kernel_ms = n["kernel_ms"].numbers();
   k.gap_ms = n["gap_ms"].numbers();
@@ -247,6 +248,16 @@ report_kernel_clock read_kernel_clock(const node &n, std::size_t samples) {
     n["gap_ms"].fail(fmt::format("has {} values for {} samples", k.gap_ms.size(), samples));
   if (k.kernels.size() != samples)
     counts.fail(fmt::format("has {} values for {} samples", k.kernels.size(), samples));
+  if (n.has("graph_kernels")) {
+    const node graph = n["graph_kernels"];
+    for (std::size_t i = 0; i < graph.array_size(); ++i) {
+      k.graph_kernels.push_back(static_cast<std::int64_t>(graph.at(i).count()));
+      if (i < k.kernels.size() && k.graph_kernels.back() > k.kernels[i])
+        graph.at(i).fail("is more than the sample's kernels");
+    }
+    if (k.graph_kernels.size() != samples)
+      graph.fail(fmt::format("has {} values for {} samples", k.graph_kernels.size(), samples));
+  }
   for (std::size_t i = 0; i < samples; ++i)
     if (k.kernel_ms[i] < 0)
       n["kernel_ms"].at(i).fail("is negative");
@@ -597,6 +608,8 @@ json to_json(const report_cell &c) {
                          {"gap_share_pct", finite_or_null(k.gap_share_pct)},
                          {"median_kernels", finite_or_null(k.median_kernels)},
                          {"names", names}};
+    if (!k.graph_kernels.empty())
+      j["kernel_clock"]["graph_kernels"] = k.graph_kernels;
   }
   if (!c.regions_ms.empty())
     j["regions"] = c.regions_ms;

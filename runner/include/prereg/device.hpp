@@ -46,6 +46,7 @@ struct window_result {
 struct window_kernels {
   double kernel_ms = 0;    ///< union of their [start, end] intervals
   std::int64_t count = 0;  ///< how many ran
+  std::int64_t graph_count = 0; ///< how many of them ran as nodes of a CUDA graph
   struct by_name {
     std::string name;
     std::int64_t calls = 0;

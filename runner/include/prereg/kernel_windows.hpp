@@ -21,6 +21,7 @@ struct kernel_event {
   std::uint64_t start = 0;    ///< device time [ns]
   std::uint64_t end = 0;      ///< device time [ns]
   const char *name = nullptr; ///< the record's (mangled) name; lives as long as the records
+  bool graph = false;         ///< it ran as a node of a CUDA graph (CUPTI's graphId != 0)
 };
 
 /// What a kernel is to the instrument: one of its four marks, or an arm's kernel.

@@ -88,6 +88,9 @@ struct report_kernel_clock {
   std::vector<double> kernel_ms;
   std::vector<double> gap_ms; ///< samples_ms[i] - kernel_ms[i]
   std::vector<std::int64_t> kernels;
+  /// Per sample, the kernels that ran as CUDA graph nodes; empty (absent in the JSON) when
+  /// none did in any sample.
+  std::vector<std::int64_t> graph_kernels;
   double median_kernel_ms = std::numeric_limits<double>::quiet_NaN();
   double q1_kernel_ms = std::numeric_limits<double>::quiet_NaN();
   double q3_kernel_ms = std::numeric_limits<double>::quiet_NaN();
