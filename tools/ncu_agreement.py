@@ -75,7 +75,7 @@ def signature(w):
     return tuple(sorted((n, g, b) for n, g, b, _ in w))
 
 
-def main(alone_path, noflush_path, ncu_csv, under_path=None):
+def main(alone_path, noflush_path, ncu_csv, under_path=None, only_arms=None):
     alone = json.load(open(alone_path))
     noflush = json.load(open(noflush_path)) if noflush_path not in ("-", "") and os.path.exists(noflush_path) else None
     # The run under ncu: the protocol itself (then its plan is ALONE's) or, when given, a smaller
@@ -88,7 +88,11 @@ def main(alone_path, noflush_path, ncu_csv, under_path=None):
     rows = body["axes"]["rows"]
     cols = body["axes"]["cols"]
     by_key = {(c["arm"], c["pass"], c["rows"], c["cols"]): c for c in alone["cells"]}
-    order = sorted((by_key[(c["arm"], c["pass"], c["rows"], c["cols"])] for c in under["cells"]),
+    # ONLY_ARMS: the arms whose kernels ncu's --kernel-name filter let through (the others'
+    # windows are empty under ncu and are skipped).
+    keep = set(only_arms.split(",")) if only_arms else None
+    order = sorted((by_key[(c["arm"], c["pass"], c["rows"], c["cols"])] for c in under["cells"]
+                    if keep is None or c["arm"] in keep),
                    key=lambda c: (passes.index(c["pass"]), rows.index(c["rows"]),
                                   cols.index(c["cols"]), arms.index(c["arm"])))
     groups = []
@@ -153,6 +157,7 @@ def main(alone_path, noflush_path, ncu_csv, under_path=None):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (4, 5):
-        sys.exit("usage: ncu_agreement.py ALONE/report.json NOFLUSH/report.json|- NCU.csv [UNDER_NCU/report.json]")
+    if len(sys.argv) not in (4, 5, 6):
+        sys.exit("usage: ncu_agreement.py ALONE/report.json NOFLUSH/report.json|- NCU.csv "
+                 "[UNDER_NCU/report.json [ONLY_ARMS]]")
     main(*sys.argv[1:])
