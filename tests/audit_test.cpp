@@ -861,6 +861,35 @@ TEST_CASE("a version-3 report: off-window-work is recomputed from the cells' off
   }
 }
 
+TEST_CASE("measurement.kernel_clock: false: the run goes without the clock the device has") {
+  temp_lab lab;
+  std::string yaml = test_protocol_yaml;
+  yaml.replace(yaml.find("prereg: 1"), 9, "prereg: 2");
+  yaml.replace(yaml.find("shapes:"), 7, "axes:");
+  yaml.replace(yaml.find("  warmup: 2\n"), 12, "  warmup: 2\n  kernel_clock: false\n");
+  lab.freeze(yaml);
+  fake_plants plants;
+  plants.kernels = [](const cell_key &, std::size_t) { // a device that has a clock
+    window_kernels w;
+    w.kernel_ms = 0.001;
+    w.count = 1;
+    w.graph_count = 1;
+    return w;
+  };
+  const fs::path dir = lab.run(plants);
+  CHECK(audit(lab, dir).passed());
+  const json report = read_report(dir);
+  CHECK(report.at("environment").at("kernel_clock") ==
+        "unknown: switched off by the protocol (measurement.kernel_clock: false)");
+  CHECK(report.at("instrument").at("kernel_clock") == "");
+  for (const auto &c : report.at("cells"))
+    CHECK_FALSE(c.contains("kernel_clock"));
+  const auto &d = report.at("defects");
+  CHECK(std::none_of(d.begin(), d.end(),
+                     [](const json &x) { return x.at("code") == "graph-under-kernel-clock"; }));
+  CHECK(report.at("protocol").at("body").at("measurement").at("kernel_clock") == false);
+}
+
 TEST_CASE("graph kernels under the kernel clock: recorded per sample, flagged, audited") {
   temp_lab lab;
   lab.freeze();

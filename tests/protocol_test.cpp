@@ -1131,6 +1131,35 @@ TEST_CASE("schema 2: revision makes a new frozen version of the same experiment"
                 "revision needs prereg: 2");
 }
 
+TEST_CASE("schema 2: measurement.kernel_clock: false switches the clock off, true is the default") {
+  const json on = normalised(base2);
+  CHECK_FALSE(on.at("measurement").contains("kernel_clock"));
+  // true is the default: written or not, the same protocol and hash.
+  CHECK(normalised(with2("  l2_flush: true\n", "  l2_flush: true\n  kernel_clock: true\n")) == on);
+  const json off =
+      normalised(with2("  l2_flush: true\n", "  l2_flush: true\n  kernel_clock: false\n"));
+  CHECK(off.at("measurement").at("kernel_clock") == false);
+  CHECK(prereg::protocol_hash(off) != prereg::protocol_hash(on));
+  const prereg::protocol back = prereg::protocol_from_json(off, "protocol.json");
+  CHECK_FALSE(back.measurement.kernel_clock);
+  CHECK(prereg::to_json(back) == off);
+  // A prediction that reads the clock cannot be judged without it.
+  const std::string off_text =
+      with2("  l2_flush: true\n", "  l2_flush: true\n  kernel_clock: false\n");
+  const auto e = parse_error(
+      with(off_text, "expect: \"fused > unfused\"", "expect: \"gap_share(fused) > 50\""));
+  REQUIRE(e.has_value());
+  CHECK(std::string(e->what()).find("gap_share() reads the kernel clock, which "
+                                    "measurement.kernel_clock: false switches off") !=
+        std::string::npos);
+  // prereg: 1 is frozen as a schema.
+  const auto v1 = parse_error(with("  l2_flush: true\n", "  l2_flush: true\n  kernel_clock: false\n"));
+  REQUIRE(v1.has_value());
+  CHECK(std::string(v1->what()).find("measurement.kernel_clock needs prereg: 2") != std::string::npos);
+  const auto bad = parse_error(with2("  l2_flush: true\n", "  l2_flush: true\n  kernel_clock: 3\n"));
+  REQUIRE(bad.has_value());
+}
+
 TEST_CASE("free-text fields have length limits") {
   const std::string long_title(257, 'x');
   check_rejects(with("\"LayerNorm at batch 1\"", "\"" + long_title + "\""), 3, 8,

@@ -213,7 +213,8 @@ void detect(std::string_view code, const protocol &proto, const raw_run &run,
             fmt::format("{}: in {} of {} samples up to {} kernels ran as CUDA graph nodes "
                         "while the kernel clock was on; its records of graph nodes cost the "
                         "events time per node, so this cell's step times are inflated (time "
-                        "it again with PREREG_KERNEL_CLOCK=off)",
+                        "it again with the clock off: measurement.kernel_clock: false, or "
+                        "PREREG_KERNEL_CLOCK=off)",
                         where, with, sorted.size(), most),
             {{"samples", with}, {"max_graph_kernels", most}}));
     } else if (code == "drift" && has_flag(s, "drift")) {

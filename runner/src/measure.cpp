@@ -599,6 +599,11 @@ private:
   void start_kernel_clock(bool flush, const instrument_plan &ip) {
     instrument_record &in = m_raw.instrument;
     std::string why_not;
+    if (!m_proto.measurement.kernel_clock) {
+      m_raw.environment["kernel_clock"] =
+          "unknown: switched off by the protocol (measurement.kernel_clock: false)";
+      return;
+    }
     const auto clock = m_dev.kernel_clock(true, why_not);
     if (!clock) {
       m_raw.environment["kernel_clock"] = "unknown: " + why_not;

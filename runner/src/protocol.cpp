@@ -690,13 +690,19 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
 
   const node &measurement_node = top.required("measurement");
   {
-    const fields m(measurement_node, "measurement", {"repetitions", "warmup", "l2_flush", "order"});
+    const fields m(measurement_node, "measurement",
+                   {"repetitions", "warmup", "l2_flush", "order", "kernel_clock"});
     const node &reps = m.required("repetitions");
     p.measurement.repetitions = as_int(reps, "measurement.repetitions", 3, max_repetitions);
     if (const node *n = m.optional("warmup"))
       p.measurement.warmup = as_int(*n, "measurement.warmup", 0, 100000);
     if (const node *n = m.optional("l2_flush"))
       p.measurement.l2_flush = as_bool(*n, "measurement.l2_flush");
+    if (const node *n = m.optional("kernel_clock")) {
+      if (p.schema == 1)
+        fail(*n, "measurement.kernel_clock needs prereg: 2");
+      p.measurement.kernel_clock = as_bool(*n, "measurement.kernel_clock");
+    }
     if (const node *n = m.optional("order"))
       p.measurement.order = as_enum<order_mode>(
           *n, "measurement.order",
@@ -801,6 +807,13 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
         for (const auto &ref : parsed.references())
           if (is_kernel_metric(ref.what) && ref.what != metric::kernel_share)
             throw invalid_input(fmt::format("{}() reads the kernel clock and needs prereg: 2",
+                                            to_string(ref.what)),
+                                expect_node.where);
+      if (!p.measurement.kernel_clock)
+        for (const auto &ref : parsed.references())
+          if (is_kernel_metric(ref.what))
+            throw invalid_input(fmt::format("{}() reads the kernel clock, which "
+                                            "measurement.kernel_clock: false switches off",
                                             to_string(ref.what)),
                                 expect_node.where);
       if (p.schema == 1)
@@ -946,6 +959,8 @@ json to_json(const protocol &p) {
     out["axes"] = std::move(out["shapes"]);
     out.erase("shapes");
   }
+  if (!p.measurement.kernel_clock) // the default (on) is absent: every earlier hash stays
+    out["measurement"]["kernel_clock"] = false;
   if (p.revision > 1) // revision 1 is the first version: absent, so earlier hashes stay
     out["revision"] = p.revision;
   if (p.replication) // absent when not declared: every earlier hash stays

@@ -67,6 +67,9 @@ struct measurement_spec {
   std::int64_t warmup = 10;
   bool l2_flush = true;
   order_mode order = order_mode::interleaved;
+  /// prereg: 2: false switches the kernel clock off for the whole run (docs/protocol.md), e.g.
+  /// for graph arms, whose events the clock inflates; true (the default) is left out of the JSON.
+  bool kernel_clock = true;
 };
 
 struct analysis_spec {
