@@ -1008,14 +1008,6 @@ TEST_CASE("a version-4 report with a kernel clock: its facts, statistics and def
     resign(dir, report, key);
     CHECK(list(audit(lab, dir).failed()) == "defects, ledger");
   }
-  SUBCASE("graph kernels above the sample's kernels are refused") {
-    json &kc = cell_of(report, "fused", 64).at("kernel_clock");
-    kc["graph_kernels"] = json::array();
-    for (std::size_t i = 0; i < kc.at("kernels").size(); ++i)
-      kc["graph_kernels"].push_back(99);
-    resign(dir, report, key);
-    CHECK_FALSE(audit(lab, dir).passed());
-  }
   SUBCASE("the kernel-above-step defect deleted") {
     d.erase(std::remove_if(d.begin(), d.end(),
                            [](const json &x) { return x.at("code") == "kernel-above-step"; }),

@@ -6,6 +6,7 @@
 #include "prereg/fs.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>
@@ -220,6 +221,41 @@ TEST_CASE("the parser names the JSON path of what it rejects") {
         "schema_version is 5; this build reads versions 1 to 4");
   CHECK(with([](json &j) { j["attempt"] = "1"; }) == "attempt is not an integer");
   CHECK(with([](json &j) { j["extra"] = true; }) == "extra is not a member of the report format");
+}
+
+TEST_CASE("version 4: kernel_clock.graph_kernels, one count per sample, none above the kernels") {
+  const fs::path p = fs::path(PREREG_SOURCE_DIR) / "reports" / "ncu_agreement" /
+                     "20261201T162651Z-3174bd923663-d82576" / "report.json";
+  const json good = parse_json_strict(read_file(p), p.string());
+  REQUIRE(good.at("cells")[0].contains("kernel_clock"));
+  const json &kernels = good.at("cells")[0].at("kernel_clock").at("kernels");
+  const auto with = [&](const json &graph) {
+    json j = good;
+    j["cells"][0]["kernel_clock"]["graph_kernels"] = graph;
+    return rejection(j);
+  };
+  json same = json::array();
+  for (const auto &k : kernels)
+    same.push_back(k);
+  CHECK(with(same) == "(no error)"); // every kernel a graph node
+  const report_document doc = [&] {
+    json j = good;
+    j["cells"][0]["kernel_clock"]["graph_kernels"] = same;
+    return report_from_json(j, "report.json");
+  }();
+  CHECK(doc.cells[0].kernel_clock->graph_kernels.size() == kernels.size());
+  CHECK(to_json(doc).at("cells")[0].at("kernel_clock").at("graph_kernels") == same);
+  json above = same;
+  above[1] = kernels[1].get<std::int64_t>() + 1;
+  CHECK(with(above) == "cells[0].kernel_clock.graph_kernels[1] is more than the sample's kernels");
+  json short_by_one = same;
+  short_by_one.erase(short_by_one.size() - 1);
+  CHECK(with(short_by_one) == fmt::format("cells[0].kernel_clock.graph_kernels has {} values for "
+                                          "{} samples",
+                                          kernels.size() - 1, kernels.size()));
+  json negative = same;
+  negative[0] = -1;
+  CHECK(with(negative).find("cells[0].kernel_clock.graph_kernels[0]") == 0);
 }
 
 TEST_CASE("a deviation keeps its kind's own members") {

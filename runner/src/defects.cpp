@@ -202,11 +202,10 @@ void detect(std::string_view code, const protocol &proto, const raw_run &run,
       // CUPTI's records of graph kernel nodes cost the events time per node (measured on the
       // H200: about 2.3 us per node, docs/evidence/kernel-clock-h200.md), so a step replaying
       // a graph is slower with the clock on than without it.
-      std::vector<std::int64_t> sorted = cell.graph_kernel_counts;
-      std::sort(sorted.begin(), sorted.end());
-      const std::int64_t most = sorted.back();
+      const auto &graph = cell.graph_kernel_counts;
+      const std::int64_t most = *std::max_element(graph.begin(), graph.end());
       const auto with = static_cast<std::int64_t>(
-          std::count_if(sorted.begin(), sorted.end(), [](std::int64_t v) { return v > 0; }));
+          std::count_if(graph.begin(), graph.end(), [](std::int64_t v) { return v > 0; }));
       if (most > 0)
         out.push_back(cell_defect(
             code, cell.key,
@@ -215,7 +214,7 @@ void detect(std::string_view code, const protocol &proto, const raw_run &run,
                         "events time per node, so this cell's step times are inflated (time "
                         "it again with the clock off: measurement.kernel_clock: false, or "
                         "PREREG_KERNEL_CLOCK=off)",
-                        where, with, sorted.size(), most),
+                        where, with, graph.size(), most),
             {{"samples", with}, {"max_graph_kernels", most}}));
     } else if (code == "drift" && has_flag(s, "drift")) {
       out.push_back(cell_defect(code, cell.key,

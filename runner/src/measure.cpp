@@ -598,12 +598,12 @@ private:
   /// clock's own cost is in the record (kernel_clock_floor_ms against launch_floor_ms).
   void start_kernel_clock(bool flush, const instrument_plan &ip) {
     instrument_record &in = m_raw.instrument;
-    std::string why_not;
     if (!m_proto.measurement.kernel_clock) {
       m_raw.environment["kernel_clock"] =
           "unknown: switched off by the protocol (measurement.kernel_clock: false)";
       return;
     }
+    std::string why_not;
     const auto clock = m_dev.kernel_clock(true, why_not);
     if (!clock) {
       m_raw.environment["kernel_clock"] = "unknown: " + why_not;
@@ -633,10 +633,7 @@ private:
     const std::size_t before = rec.kernel_ms.size();
     rec.kernel_ms.push_back(w.kernel_ms);
     rec.kernel_counts.push_back(w.count);
-    if (w.graph_count > 0 && rec.graph_kernel_counts.empty())
-      rec.graph_kernel_counts.assign(before, 0); // the samples before the first graph kernel
-    if (!rec.graph_kernel_counts.empty())
-      rec.graph_kernel_counts.push_back(w.graph_count);
+    rec.graph_kernel_counts.push_back(w.graph_count);
     rec.region_kernel_marks.push_back(w.regions_ok ? std::optional(w.region_kernel_ms)
                                                    : std::nullopt);
     for (const auto &n : w.names) {

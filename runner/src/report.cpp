@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 
 namespace prereg {
 namespace {
@@ -94,7 +96,11 @@ report_cell to_report_cell(const cell_record &cell, const cell_statistics &stats
     kc.kernel_ms = cell.kernel_ms;
     kc.gap_ms = k.gap_ms;
     kc.kernels = cell.kernel_counts;
-    kc.graph_kernels = cell.graph_kernel_counts;
+    // Present only when some sample ran a graph node, so that reports without graphs keep
+    // the shape of those written before the count existed.
+    if (std::any_of(cell.graph_kernel_counts.begin(), cell.graph_kernel_counts.end(),
+                    [](std::int64_t v) { return v > 0; }))
+      kc.graph_kernels = cell.graph_kernel_counts;
     kc.median_kernel_ms = k.median_kernel_ms;
     kc.q1_kernel_ms = k.q1_kernel_ms;
     kc.q3_kernel_ms = k.q3_kernel_ms;

@@ -74,8 +74,9 @@ struct cell_record {
   /// device has no kernel clock (then the cell has no kernel facts at all).
   std::vector<double> kernel_ms;
   std::vector<std::int64_t> kernel_counts;
-  /// Per sample, how many of the window's kernels ran as nodes of a CUDA graph; empty when
-  /// none did in any sample (defect graph-under-kernel-clock, docs/analysis.md).
+  /// Per sample, how many of the window's kernels ran as nodes of a CUDA graph (defect
+  /// graph-under-kernel-clock, docs/analysis.md); as long as kernel_counts, or empty where a
+  /// report left it out (no sample had one).
   std::vector<std::int64_t> graph_kernel_counts;
   std::vector<kernel_name_record> kernel_names; ///< per distinct name, in first-seen order
   /// Named regions inside the step (docs/python-arms.md, "Regions"): label -> the region's
