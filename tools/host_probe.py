@@ -1,0 +1,221 @@
+"""Where a Python arm's host time goes, inside prereg and outside it (issue 13, item 1).
+
+Session 6 found the host-bound Python arms slower inside prereg than in a plain python3 loop:
+the HF eager decode step 32.8 ms (pilot 21.3), eager LayerNorm fwd+bwd at 128x1024 378.7 us
+(pilot 81.7 us in its flush window, 201 us in its idle one). This file measures the step's host
+side directly, with the same wrapper in both places:
+
+- As prereg Python arms (`ln_eager`, `decode_hf`, and `_plain` twins that wrap nothing), each
+  step call is timed on the host: wall time (`time.perf_counter`) and the calling thread's CPU
+  time (`time.thread_time`), and every garbage collection that runs inside a step is counted
+  with its duration (`gc.callbacks`). wall >> cpu means the thread waited (a lock, the GIL,
+  the scheduler); cpu ~ wall and both high means the code path itself ran slower (cold
+  caches, a slower interpreter build, more work). The log goes to $PREREG_PROBE_LOG (JSON,
+  rewritten every 16 calls, outside the wrapper's own timing).
+- As a script (`python3 tools/host_probe.py ln|decode OUT.json`), the same steps in a plain
+  python3 under the orders prereg might impose: hot back to back, each window after an input
+  refresh + poison + a 256 MiB read sweep (prereg's window), and interleaved with the other
+  arms of the protocol (prereg's default order), with CUDA events around each step.
+
+Exploratory: nothing here is frozen, and nothing of it is a prereg measurement.
+"""
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "kernels", "python"))
+
+_LOG = {"arms": {}}
+_GC = {"active": None, "t0": 0.0}
+
+
+def _gc_cb(phase, info):
+    rec = _GC["active"]
+    if rec is None:
+        return
+    if phase == "start":
+        _GC["t0"] = time.perf_counter()
+    else:
+        rec["gc_n"] += 1
+        rec["gc_s"] += time.perf_counter() - _GC["t0"]
+        rec["gc_gen"] = max(rec["gc_gen"], info.get("generation", 0))
+
+
+gc.callbacks.append(_gc_cb)
+
+
+def _threads():
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return -1
+
+
+def _save():
+    path = os.environ.get("PREREG_PROBE_LOG")
+    if path:
+        with open(path + ".tmp", "w") as f:
+            json.dump(_LOG, f)
+        os.replace(path + ".tmp", path)
+
+
+def _wrap(name, step):
+    calls = _LOG["arms"].setdefault(name, {"calls": [], "threads_at_setup": _threads(),
+                                          "gc_counts_at_setup": list(gc.get_count()),
+                                          "gc_objects_at_setup": len(gc.get_objects())})["calls"]
+
+    def probed():
+        rec = {"gc_n": 0, "gc_s": 0.0, "gc_gen": -1}
+        _GC["active"] = rec
+        c0 = time.thread_time()
+        w0 = time.perf_counter()
+        r = step()
+        w1 = time.perf_counter()
+        c1 = time.thread_time()
+        _GC["active"] = None
+        calls.append([round((w1 - w0) * 1e6, 1), round((c1 - c0) * 1e6, 1), rec["gc_n"],
+                      round(rec["gc_s"] * 1e6, 1), rec["gc_gen"]])
+        if len(calls) % 16 == 0:
+            _LOG["arms"][name]["threads_now"] = _threads()
+            _save()
+        return r
+
+    return probed
+
+
+# --- prereg arms -------------------------------------------------------------------------------
+
+
+def ln_eager(t):
+    import torch_norms
+    return _wrap("ln_eager", torch_norms.layernorm_eager(t))
+
+
+def ln_compiled(t):
+    import torch_norms
+    return _wrap("ln_compiled", torch_norms.layernorm_compiled(t))
+
+
+def decode_hf(t):
+    import qwen_decode
+    return _wrap("decode_hf", qwen_decode.decode_hf(t))
+
+
+def decode_fused(t):
+    import qwen_decode
+    return _wrap("decode_fused", qwen_decode.decode_fused(t))
+
+
+# --- the plain-python side ----------------------------------------------------------------------
+
+
+class _NoRegion:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *a):
+        return False
+
+
+def _t_ln(torch, rows, cols, pass_):
+    t = types.SimpleNamespace(rows=rows, cols=cols, dtype="fp32", eps=1e-5, pass_=pass_,
+                              device="cuda", operation="layernorm", options={})
+    mk = lambda *s: torch.randn(*s, device="cuda")
+    t.x, t.gamma, t.beta, t.dy = mk(rows, cols), mk(cols), mk(cols), mk(rows, cols)
+    t.y, t.dx = mk(rows, cols), mk(rows, cols)
+    t.dgamma, t.dbeta = mk(cols), mk(cols)
+    t.mean = t.rstd = None
+    t.region = lambda label: _NoRegion()
+    return t
+
+
+def _t_qwen(torch):
+    t = types.SimpleNamespace(rows=1, cols=896, dtype="fp16", eps=1e-6, pass_="fwd",
+                              device="cuda", operation="rmsnorm", options={})
+    t.x = (torch.rand(1, 896, device="cuda") * 2 - 1).half()
+    t.gamma = (torch.rand(896, device="cuda") + 0.5).half()
+    t.y = torch.full((1, 896), float("nan"), device="cuda", dtype=torch.float16)
+    t.rstd = None
+    t.region = lambda label: _NoRegion()
+    return t
+
+
+def _plain(kind, out_path):
+    import torch
+    side = torch.cuda.Stream()
+    torch.cuda.set_stream(torch.cuda.ExternalStream(side.cuda_stream))
+    sweep = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    acc = torch.empty(1, dtype=torch.int64, device="cuda")
+    if kind == "ln":
+        import torch_norms
+        import triton_layernorm
+        ts = {n: _t_ln(torch, 128, 1024, "fwd+bwd") for n in ("eager", "compiled", "triton")}
+        steps = {"eager": torch_norms.layernorm_eager(ts["eager"]),
+                 "compiled": torch_norms.layernorm_compiled(ts["compiled"]),
+                 "triton": triton_layernorm.layernorm(ts["triton"])}
+        target, n, warm = "eager", 200, 30
+    else:
+        import qwen_decode
+        ts = {n: _t_qwen(torch) for n in ("decode_hf", "decode_fused", "decode_graph", "prefill_hf")}
+        steps = {n: getattr(qwen_decode, n)(ts[n]) for n in ts}
+        target, n, warm = "decode_hf", 30, 5
+    probed = _wrap("plain_" + target, steps[target])
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def window(before):
+        before()
+        s.record()
+        probed()
+        e.record()
+        e.synchronize()
+        return s.elapsed_time(e) * 1000
+
+    def prereg_like():
+        t = ts[target]
+        t.x.uniform_(-1, 1)          # refresh
+        t.y.fill_(float("nan"))      # poison
+        torch.sum(sweep, dtype=torch.int64, out=acc)  # a read sweep
+        torch.cuda.synchronize()
+
+    def others_then(before):
+        def f():
+            for k, st in steps.items():
+                if k != target:
+                    st()
+            torch.cuda.synchronize()
+            before()
+        return f
+
+    results = []
+    for name, before in (("hot", lambda: None), ("hot, synced", torch.cuda.synchronize),
+                         ("prereg-like window", prereg_like),
+                         ("interleaved with the other arms", others_then(prereg_like)),
+                         ("interleaved, gc off", others_then(prereg_like))):
+        if "gc off" in name:
+            gc.disable()
+        calls = _LOG["arms"]["plain_" + target]["calls"]
+        start = len(calls)
+        ev = [window(before) for _ in range(warm + n)][warm:]
+        host = calls[start + warm:]
+        gc.enable()
+        results.append({"regime": name, "n": n,
+                        "events_us_median": round(statistics.median(ev), 1),
+                        "events_us_min": round(min(ev), 1), "events_us_max": round(max(ev), 1),
+                        "host_wall_us_median": statistics.median(c[0] for c in host),
+                        "host_cpu_us_median": statistics.median(c[1] for c in host),
+                        "gc_in_step": sum(c[2] for c in host),
+                        "gc_us_in_step": round(sum(c[3] for c in host), 1)})
+        print(json.dumps(results[-1]), flush=True)
+    with open(out_path, "w") as f:
+        json.dump({"kind": kind, "threads": _threads(), "torch": torch.__version__,
+                   "python": sys.version, "executable": sys.executable,
+                   "gc_objects": len(gc.get_objects()), "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    _plain(sys.argv[1], sys.argv[2])
