@@ -87,6 +87,15 @@ try() { # name yaml [env...]
   pack
 }
 
+step "memcheck: graph-launched LayerNorm, kernel clock on"
+timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  "$bin/prereg" try exploratory/tiny_graph.yaml --quiet --out /tmp/tiny-graph >"$out/memcheck_graph_try.log" 2>&1
+echo "memcheck graph try rc=$?" | tee -a "$S"; tail -n 4 "$out/memcheck_graph_try.log" | tee -a "$S"
+r=$(ls -d /tmp/tiny-graph/*/*/ 2>/dev/null | head -n 1); [ -n "$r" ] && cp "$r/report.json" "$out/memcheck_graph_report.json"
+step "tiny graph without the sanitizer (the clock's graph count)"
+"$bin/prereg" try exploratory/tiny_graph.yaml --quiet --out /tmp/tiny-graph2 >"$out/tiny_graph.out" 2>&1
+r=$(ls -d /tmp/tiny-graph2/*/*/ 2>/dev/null | head -n 1); [ -n "$r" ] && cp "$r/report.json" "$out/tiny_graph_report.json"
+pack
 step "plain python3: LayerNorm eager fwd+bwd 128x1024"
 timeout 150 python3 "$probe" ln "$out/plain_ln.json" >"$out/plain_ln.out" 2>&1
 echo "plain ln rc=$?" | tee -a "$S"; cat "$out/plain_ln.out" | tail -n 7 | tee -a "$S"
@@ -104,13 +113,5 @@ T=100 try qwen_alone exploratory/probe_qwen_alone.yaml
 T=150 try qwen_four exploratory/probe_qwen_four.yaml
 T=150 try qwen_four_seq exploratory/probe_qwen_four_seq.yaml PREREG_KERNEL_CLOCK=off
 
-step "memcheck: graph-launched LayerNorm, kernel clock on"
-timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 \
-  "$bin/prereg" try exploratory/tiny_graph.yaml --quiet --out /tmp/tiny-graph >"$out/memcheck_graph_try.log" 2>&1
-echo "memcheck graph try rc=$?" | tee -a "$S"; tail -n 4 "$out/memcheck_graph_try.log" | tee -a "$S"
-r=$(ls -d /tmp/tiny-graph/*/*/ 2>/dev/null | head -n 1); [ -n "$r" ] && cp "$r/report.json" "$out/memcheck_graph_report.json"
-step "tiny graph without the sanitizer (the clock's graph count)"
-"$bin/prereg" try exploratory/tiny_graph.yaml --quiet --out /tmp/tiny-graph2 >"$out/tiny_graph.out" 2>&1
-r=$(ls -d /tmp/tiny-graph2/*/*/ 2>/dev/null | head -n 1); [ -n "$r" ] && cp "$r/report.json" "$out/tiny_graph_report.json"
 echo "== done (${SECONDS}s)" | tee -a "$S"
 pack
