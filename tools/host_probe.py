@@ -65,6 +65,7 @@ def _save():
 
 
 def _wrap(name, step):
+    _record_facts(name)
     calls = _LOG["arms"].setdefault(name, {"calls": [], "threads_at_setup": _threads(),
                                           "gc_counts_at_setup": list(gc.get_count()),
                                           "gc_objects_at_setup": len(gc.get_objects())})["calls"]
@@ -111,6 +112,95 @@ def decode_fused(t):
     return _wrap("decode_fused", qwen_decode.decode_fused(t))
 
 
+def _write_y(t):
+    """The LayerNorm output prereg's correctness gate checks: two torch ops after the bench."""
+    import torch.nn.functional as F
+    x, g, b, y = t.x, t.gamma, t.beta, t.y
+    return lambda: y.copy_(F.layer_norm(x, (x.shape[-1],), g, b, float(t.eps)))
+
+
+def _pybench_step(t):
+    # A fixed pure-Python workload (attribute, dict, list and call traffic like a model's
+    # Python side): no torch, no CUDA. Its host time compares the interpreters themselves.
+    class M:
+        def __init__(self, i):
+            self.w = i
+            self.d = {"a": i, "b": i + 1}
+
+        def f(self, x):
+            return x + self.w + self.d["a"]
+
+    ms = [M(i) for i in range(64)]
+    out = _write_y(t)
+
+    def step():
+        acc = 0
+        for _ in range(40):
+            for m in ms:
+                acc = m.f(acc) & 0xFFFF
+        out()
+        return None
+
+    return step
+
+
+def pybench(t):
+    return _wrap("pybench", _pybench_step(t))
+
+
+def _torchbench_step(t):
+    # 200 tiny torch ops on the current stream: the dispatcher and launch path alone.
+    import torch
+    x = t.x if t.x is not None else None
+    a = x.reshape(-1)[:256].float().clone()
+    b = a.clone()
+    out = _write_y(t)
+
+    def step():
+        for _ in range(100):
+            torch.add(a, b, out=b)
+            torch.mul(b, 0.5, out=b)
+        out()
+        return None
+
+    return step
+
+
+def torchbench(t):
+    return _wrap("torchbench", _torchbench_step(t))
+
+
+def facts():
+    """What could make the same Python code slower in one interpreter than another."""
+    import sys as _s
+    f = {"executable": _s.executable, "version": _s.version, "flags": repr(_s.flags),
+         "xoptions": repr(getattr(_s, "_xoptions", {})), "switch": _s.getswitchinterval(),
+         "gc_threshold": gc.get_threshold(), "profile": repr(_s.getprofile()),
+         "trace": repr(_s.gettrace()), "threads": _threads(),
+         "affinity": len(os.sched_getaffinity(0)),
+         "env": {k: v for k, v in os.environ.items()
+                 if k.startswith(("CUDA", "PYTORCH", "TORCH", "PYTHON", "OMP", "MKL", "LD_", "PREREG"))}}
+    try:
+        with open("/proc/self/maps") as m:
+            libs = sorted({l.split()[-1] for l in m if ".so" in l})
+        f["libs"] = [l for l in libs if any(k in l for k in ("python", "cudart", "cupti", "libcuda", "stdc++", "libc.so", "torch_cuda", "malloc"))]
+    except OSError:
+        pass
+    try:
+        import torch
+        f.update({"torch": torch.__version__, "grad": torch.is_grad_enabled(),
+                  "num_threads": torch.get_num_threads(),
+                  "sync_debug": torch.cuda.get_sync_debug_mode() if torch.cuda.is_available() else None,
+                  "deterministic": torch.are_deterministic_algorithms_enabled()})
+    except Exception as e:  # noqa: BLE001 - a probe reports what it can
+        f["torch_error"] = repr(e)
+    return f
+
+
+def _record_facts(name):
+    _LOG.setdefault("facts", {})[name] = facts()
+
+
 # --- the plain-python side ----------------------------------------------------------------------
 
 
@@ -150,7 +240,7 @@ def _plain(kind, out_path):
     side = torch.cuda.Stream()
     torch.cuda.set_stream(torch.cuda.ExternalStream(side.cuda_stream))
     sweep = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    acc = torch.empty(1, dtype=torch.int64, device="cuda")
+    acc = torch.empty((), dtype=torch.int64, device="cuda")
     if kind == "ln":
         import torch_norms
         import triton_layernorm
@@ -159,6 +249,26 @@ def _plain(kind, out_path):
                  "compiled": torch_norms.layernorm_compiled(ts["compiled"]),
                  "triton": triton_layernorm.layernorm(ts["triton"])}
         target, n, warm = "eager", 200, 30
+    elif kind == "micro":
+        t = _t_ln(torch, 128, 1024, "fwd")
+        ts = {"pybench": t, "torchbench": t}
+        steps = {"pybench": _wrap("plain_pybench", _pybench_step(t)),
+                 "torchbench": _wrap("plain_torchbench", _torchbench_step(t))}
+        for name, st in steps.items():
+            for _ in range(20):
+                st()
+            torch.cuda.synchronize()
+            calls = _LOG["arms"]["plain_" + name]["calls"][-200:]
+            for _ in range(200):
+                st()
+            torch.cuda.synchronize()
+            calls = _LOG["arms"]["plain_" + name]["calls"][-200:]
+            print(json.dumps({"micro": name, "host_wall_us_median": statistics.median(c[0] for c in calls),
+                              "host_cpu_us_median": statistics.median(c[1] for c in calls)}), flush=True)
+        _LOG["plain_facts"] = facts()
+        with open(out_path, "w") as f:
+            json.dump(_LOG, f, indent=1)
+        return
     else:
         import qwen_decode
         ts = {n: _t_qwen(torch) for n in ("decode_hf", "decode_fused", "decode_graph", "prefill_hf")}
@@ -179,7 +289,7 @@ def _plain(kind, out_path):
         t = ts[target]
         t.x.uniform_(-1, 1)          # refresh
         t.y.fill_(float("nan"))      # poison
-        torch.sum(sweep, dtype=torch.int64, out=acc)  # a read sweep
+        acc.copy_(sweep.view(torch.int32).sum())  # a read sweep
         torch.cuda.synchronize()
 
     def others_then(before):
@@ -212,7 +322,7 @@ def _plain(kind, out_path):
                         "gc_us_in_step": round(sum(c[3] for c in host), 1)})
         print(json.dumps(results[-1]), flush=True)
     with open(out_path, "w") as f:
-        json.dump({"kind": kind, "threads": _threads(), "torch": torch.__version__,
+        json.dump({"kind": kind, "facts": facts(), "threads": _threads(), "torch": torch.__version__,
                    "python": sys.version, "executable": sys.executable,
                    "gc_objects": len(gc.get_objects()), "results": results}, f, indent=1)
 
