@@ -154,13 +154,34 @@ def end_to_end_part(q, where):
     return out
 
 
+def levers_part(lv, where):
+    out = ["#### The levers again, timed back to back without the kernel clock", ""]
+    if lv is None:
+        return out + ["_Placeholder: reports/qwen_decode_levers is not committed yet; "
+                      "`python3 tools/profile_walkthrough.py --write` fills this in from it._", ""]
+    hf = cell(lv, "decode_hf")
+    out += [f"From `{where}` (`order: sequential`, `kernel_clock: false`; medians; the eager decode "
+            f"step {ms(hf):.1f} ms, IQR {hf['iqr_ms']:.1f} ms, against the pilot's 21.3 ms outside "
+            "prereg; why the first run read more: [evidence](docs/evidence/python-host-path.md)):", "",
+            "| lever | step | speedup over eager | verdict |", "| --- | ---: | ---: | --- |"]
+    for arm, what, ids in (("decode_fused", "fused RMSNorm", ("L1",)),
+                           ("decode_graph", "CUDA graph", ("L2", "L5")),
+                           ("decode_compiled", "torch.compile", ("L3",))):
+        v = ", ".join(f"{i} {verdict(lv, i)}" for i in ids)
+        out.append(f"| {what} | {ms(cell(lv, arm)):.2f} ms | {x(ratio(lv, 'decode_hf', arm))} | {v} |")
+    out += ["", f"Which lever moves the step most (L4): {verdict(lv, 'L4')}.", ""]
+    return out
+
+
 def generate():
     q, qw = latest("qwen_decode")
+    lv, lvw = latest("qwen_decode_levers")
     p, pw = latest("peers_rmsnorm")
     out = [BEGIN, ""]
     out += profile_part(q, qw)
     out += isolated_part(p, pw)
     out += end_to_end_part(q, qw)
+    out += levers_part(lv, lvw)
     out.append(END)
     return "\n".join(out) + "\n"
 
