@@ -119,6 +119,18 @@ def _write_y(t):
     return lambda: y.copy_(F.layer_norm(x, (x.shape[-1],), g, b, float(t.eps)))
 
 
+def _write_y_numpy(t):
+    """The same output on the cpu device (numpy arrays), computed in float64."""
+    import numpy as np
+
+    def out():
+        x = t.x.astype(np.float64)
+        m = x.mean(axis=-1, keepdims=True)
+        v = ((x - m) ** 2).mean(axis=-1, keepdims=True)
+        t.y[...] = ((x - m) / np.sqrt(v + float(t.eps)) * t.gamma + t.beta).astype(t.y.dtype)
+    return out
+
+
 def _pybench_step(t):
     # A fixed pure-Python workload (attribute, dict, list and call traffic like a model's
     # Python side): no torch, no CUDA. Its host time compares the interpreters themselves.
@@ -131,13 +143,17 @@ def _pybench_step(t):
             return x + self.w + self.d["a"]
 
     ms = [M(i) for i in range(64)]
-    out = _write_y(t)
+    out = _write_y(t) if getattr(t, "device", "cuda") == "cuda" else _write_y_numpy(t)
+
+    loops = _LOG.setdefault("pybench_loop_us", [])
 
     def step():
+        w0 = time.perf_counter()
         acc = 0
         for _ in range(40):
             for m in ms:
                 acc = m.f(acc) & 0xFFFF
+        loops.append(round((time.perf_counter() - w0) * 1e6, 1))
         out()
         return None
 
@@ -219,7 +235,7 @@ def _t_ln(torch, rows, cols, pass_):
     t.x, t.gamma, t.beta, t.dy = mk(rows, cols), mk(cols), mk(cols), mk(rows, cols)
     t.y, t.dx = mk(rows, cols), mk(rows, cols)
     t.dgamma, t.dbeta = mk(cols), mk(cols)
-    t.mean = t.rstd = None
+    t.mean, t.rstd = mk(rows), mk(rows)  # the Triton arm writes its saved statistics
     t.region = lambda label: _NoRegion()
     return t
 
@@ -254,6 +270,35 @@ def _plain(kind, out_path):
         ts = {"pybench": t, "torchbench": t}
         steps = {"pybench": _wrap("plain_pybench", _pybench_step(t)),
                  "torchbench": _wrap("plain_torchbench", _torchbench_step(t))}
+        # pybench after what prereg does on the host before a Python arm's window
+        sweep = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+        acc = torch.empty((), dtype=torch.int64, device="cuda")
+
+        def stats():
+            torch.cuda.reset_peak_memory_stats()
+            torch.cuda.memory_allocated()
+
+        befores = (("nothing", lambda: None),
+                   ("torch memory statistics", stats),
+                   ("cudaMemGetInfo twice", lambda: (torch.cuda.mem_get_info(), torch.cuda.mem_get_info())),
+                   ("fill, poison, read sweep, sync", lambda: (t.x.uniform_(-1, 1), t.y.fill_(float("nan")),
+                                                               acc.copy_(sweep.view(torch.int32).sum()),
+                                                               torch.cuda.synchronize())),
+                   ("memory statistics, then fill, poison, sweep, sync",
+                    lambda: (stats(), t.x.uniform_(-1, 1), t.y.fill_(float("nan")),
+                             acc.copy_(sweep.view(torch.int32).sum()), torch.cuda.synchronize())))
+        loops = _LOG.setdefault("pybench_loop_us", [])
+        for bname, before in befores:
+            for _ in range(20):
+                before()
+                steps["pybench"]()
+            n0 = len(loops)
+            for _ in range(200):
+                before()
+                steps["pybench"]()
+            torch.cuda.synchronize()
+            print(json.dumps({"micro": "pybench loop after " + bname,
+                              "loop_us_median": statistics.median(loops[n0:])}), flush=True)
         for name, st in steps.items():
             for _ in range(20):
                 st()
@@ -327,5 +372,30 @@ def _plain(kind, out_path):
                    "gc_objects": len(gc.get_objects()), "results": results}, f, indent=1)
 
 
+def _plain_cpu(out_path):
+    """pybench alone on the cpu device (no torch): what the interpreter costs, nothing else."""
+    import numpy as np
+    t = types.SimpleNamespace(rows=128, cols=1024, dtype="fp32", eps=1e-5, pass_="fwd", device="cpu",
+                              operation="layernorm", options={})
+    rng = np.random.default_rng(1)
+    t.x = rng.standard_normal((128, 1024)).astype(np.float32)
+    t.gamma = rng.standard_normal(1024).astype(np.float32)
+    t.beta = rng.standard_normal(1024).astype(np.float32)
+    t.y = np.empty((128, 1024), np.float32)
+    st = _wrap("plain_pybench", _pybench_step(t))
+    for _ in range(220):
+        st()
+    calls = _LOG["arms"]["plain_pybench"]["calls"][-200:]
+    res = {"micro": "pybench (cpu)", "loop_us_median": statistics.median(_LOG["pybench_loop_us"][-200:]),
+           "host_wall_us_median": statistics.median(c[0] for c in calls),
+           "host_cpu_us_median": statistics.median(c[1] for c in calls), "executable": sys.executable}
+    print(json.dumps(res), flush=True)
+    with open(out_path, "w") as f:
+        json.dump(res, f)
+
+
 if __name__ == "__main__":
-    _plain(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "micro-cpu":
+        _plain_cpu(sys.argv[2])
+    else:
+        _plain(sys.argv[1], sys.argv[2])
