@@ -1,20 +1,25 @@
 // layernorm.fused: the forward in one pass with the row in registers (two-pass statistics over
 // the registers, shifted by the row's first element); the backward in one pass reading x and dy
 // once, over a persistent grid that keeps fp32 dgamma/dbeta partials per block in a [P, N]
-// buffer, then a deterministic reduction kernel.
+// buffer, then a deterministic reduction kernel. Rows wider than the registers hold
+// (cols > 8192) take the wide path: a block per row, statistics in a first sweep, a second
+// sweep that re-reads the row (from L2) for the outputs.
 #include "cuda/arm_entries.hpp"
 #include "cuda/common.cuh"
+#include "cuda/norm_fused.cuh"
 
 namespace prereg::cuda {
 namespace {
 
-template <class T, class S>
-__global__ void __launch_bounds__(block_threads)
+/// BT threads per block, BT / TPR rows per block. Early: gamma and beta are loaded with x,
+/// before the reductions (the small-row layout, where one DRAM round trip is the whole time).
+template <class T, class S, int BT, bool Early>
+__global__ void __launch_bounds__(BT)
     ln_fused_fwd(const T *__restrict__ x, const T *__restrict__ gamma, const T *__restrict__ beta,
                  T *__restrict__ y, float *__restrict__ mean, float *__restrict__ rstd,
                  std::int64_t rows, int cols, float eps) {
-  constexpr int RPB = block_threads / S::TPR;
-  __shared__ float red[block_threads / 32];
+  constexpr int RPB = BT / S::TPR;
+  __shared__ float red[BT / 32];
   const int slot = static_cast<int>(threadIdx.x) / S::TPR;
   const int lane = static_cast<int>(threadIdx.x) % S::TPR;
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * RPB + slot;
@@ -32,6 +37,21 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
       for (int k = 0; k < S::V; ++k)
         v[j * S::V + k] = x0;
+    }
+  }
+  float g[Early ? S::E : 1], b[Early ? S::E : 1];
+  if constexpr (Early) {
+#pragma unroll
+    for (int j = 0; j < S::VPT; ++j) {
+      const int c = (j * S::TPR + lane) * S::V;
+      if (c < cols) {
+        load_vec(gamma + c, g + j * S::V);
+        load_vec(beta + c, b + j * S::V);
+      } else {
+#pragma unroll
+        for (int k = 0; k < S::V; ++k)
+          g[j * S::V + k] = b[j * S::V + k] = 0.f;
+      }
     }
   }
   float s[1] = {0.f};
@@ -66,19 +86,34 @@ __global__ void __launch_bounds__(block_threads)
   for (int j = 0; j < S::VPT; ++j) {
     const int c = (j * S::TPR + lane) * S::V;
     if (c < cols) {
-      float g[S::V], b[S::V], out[S::V];
-      load_vec(gamma + c, g);
-      load_vec(beta + c, b);
+      float out[S::V];
+      if constexpr (Early) {
 #pragma unroll
-      for (int k = 0; k < S::V; ++k)
-        out[k] = v[j * S::V + k] * r * g[k] + b[k];
+        for (int k = 0; k < S::V; ++k)
+          out[k] = v[j * S::V + k] * r * g[j * S::V + k] + b[j * S::V + k];
+      } else {
+        float gv[S::V], bv[S::V];
+        load_vec(gamma + c, gv);
+        load_vec(beta + c, bv);
+#pragma unroll
+        for (int k = 0; k < S::V; ++k)
+          out[k] = v[j * S::V + k] * r * gv[k] + bv[k];
+      }
       store_vec_stream(yr + c, out);
     }
   }
 }
 
-/// Persistent: block b takes row groups b, b + P, ... (a group is rows_in_flight<T> rows per
-/// slot, all loaded before the first is used); each thread keeps fp32 partials of its columns;
+/// Rows each row slot of ln_fused_bwd loads before using the first: rows_in_flight<T> (2 for
+/// 16-bit types), except 1 for 16-bit rows of 4 vectors per thread over 128 or 256 threads
+/// (4096, 8192 cols): two such rows in flight need more than 255 registers (ptxas spilled 36-44
+/// bytes); with one they fit in 128, so two blocks share an SM and keep the same bytes in flight.
+template <class T, class S>
+inline constexpr int ln_bwd_rows_in_flight =
+    sizeof(T) == 2 && S::TPR >= 128 && S::VPT >= 4 ? 1 : rows_in_flight<T>;
+
+/// Persistent: block b takes row groups b, b + P, ... (a group is ln_bwd_rows_in_flight rows
+/// per slot, all loaded before the first is used); each thread keeps fp32 partials of its columns;
 /// at the end the block sums its row slots in shared memory (fixed order) and writes row b of
 /// part_g / part_b.
 template <class T, class S>
@@ -88,7 +123,7 @@ __global__ void __launch_bounds__(block_threads)
                  float *__restrict__ part_g, float *__restrict__ part_b, std::int64_t rows,
                  int cols) {
   constexpr int RPB = block_threads / S::TPR;
-  constexpr int R = rows_in_flight<T>;
+  constexpr int R = ln_bwd_rows_in_flight<T, S>;
   __shared__ float red[2 * block_threads / 32];
   __shared__ __align__(16) float tile[block_threads * S::E];
   const int slot = static_cast<int>(threadIdx.x) / S::TPR;
@@ -218,35 +253,262 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
+/// The wide path's forward: block b takes rows b, b + P, ...; sweep 1 loads the row (plain
+/// loads: it is read again) and merges each thread's per-step two-pass statistics of x - x0
+/// (x0 the row's first element, as on the register path) with chan_merge, then over the block
+/// in a fixed order; sweep 2 re-reads x (from L2, last use) with gamma and beta and stores y.
+template <class T>
+__global__ void __launch_bounds__(norm_plan::wide_threads)
+    ln_wide_fwd(const T *__restrict__ x, const T *__restrict__ gamma, const T *__restrict__ beta,
+                T *__restrict__ y, float *__restrict__ mean, float *__restrict__ rstd,
+                std::int64_t rows, int cols, float eps) {
+  constexpr int V = vec_elems<T>;
+  constexpr int BT = norm_plan::wide_threads;
+  constexpr int CH = norm_plan::wide_chunk;
+  __shared__ float red[3 * 32 + 2];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int nv = cols / V;
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T *xr = x + row * cols;
+    const float x0 = to_float(xr[0]);
+    float n = 0.f, m = 0.f, m2 = 0.f;
+    for (int base = 0; base < nv; base += BT * CH) {
+      float v[CH * V];
+      bool in[CH];
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+        const int i = base + j * BT + tid;
+        in[j] = i < nv;
+        if (in[j]) {
+          load_vec(xr + i * V, v + j * V);
+        } else {
+#pragma unroll
+          for (int k = 0; k < V; ++k)
+            v[j * V + k] = x0;
+        }
+      }
+      float s = 0.f, cnt = 0.f;
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          v[j * V + k] -= x0;
+          s += v[j * V + k];
+        }
+        cnt += in[j] ? static_cast<float>(V) : 0.f;
+      }
+      if (cnt > 0.f) {
+        const float mc = s / cnt;
+        float m2c = 0.f;
+#pragma unroll
+        for (int j = 0; j < CH; ++j) {
+#pragma unroll
+          for (int k = 0; k < V; ++k) {
+            const float d = in[j] ? v[j * V + k] - mc : 0.f;
+            m2c += d * d;
+          }
+        }
+        chan_merge(n, m, m2, cnt, mc, m2c);
+      }
+    }
+    block_merge(n, m, m2, red);
+    const float r = rsqrtf(m2 / static_cast<float>(cols) + eps);
+    if (tid == 0) {
+      mean[row] = x0 + m;
+      rstd[row] = r;
+    }
+    T *yr = y + row * cols;
+    for (int base = 0; base < nv; base += BT * CH) {
+      float v[CH * V], g[CH * V], b[CH * V];
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+        const int i = base + j * BT + tid;
+        if (i < nv) {
+          load_vec_stream(xr + i * V, v + j * V);
+          load_vec(gamma + i * V, g + j * V);
+          load_vec(beta + i * V, b + j * V);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+        const int i = base + j * BT + tid;
+        if (i < nv) {
+          float out[V];
+#pragma unroll
+          for (int k = 0; k < V; ++k)
+            out[k] = ((v[j * V + k] - x0) - m) * r * g[j * V + k] + b[j * V + k];
+          store_vec_stream(yr + i * V, out);
+        }
+      }
+    }
+  }
+}
+
+/// The wide path's backward: block b takes rows b, b + P, ...; sweep 1 loads x, dy and gamma
+/// (plain loads: read again) and sums x - mean, g dy and g dy (x - mean) over the block (fixed
+/// order); with resid = mean(x - mean) (the saved mean's rounding, as on the register path),
+/// sum(g dy xhat) = rstd (sum(g dy (x - mean)) - resid sum(g dy)). Sweep 2 re-reads them (from
+/// L2), stores dx and adds dy xhat and dy into row b of part_g / part_b: each column always
+/// belongs to the same thread, which stores it at the block's first row and adds to it after,
+/// so the partials need no zeroing, no atomics, and are summed in a fixed order.
+template <class T>
+__global__ void __launch_bounds__(norm_plan::wide_threads)
+    ln_wide_bwd(const T *__restrict__ x, const T *__restrict__ gamma, const T *__restrict__ dy,
+                const float *__restrict__ mean, const float *__restrict__ rstd, T *__restrict__ dx,
+                float *__restrict__ part_g, float *__restrict__ part_b, std::int64_t rows,
+                int cols) {
+  constexpr int V = vec_elems<T>;
+  constexpr int BT = norm_plan::wide_threads;
+  constexpr int CH = norm_plan::wide_chunk;
+  __shared__ float red[3 * BT / 32];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int nv = cols / V;
+  const float inv_n = 1.f / static_cast<float>(cols);
+  float *pg_row = part_g + static_cast<std::int64_t>(blockIdx.x) * cols;
+  float *pb_row = part_b + static_cast<std::int64_t>(blockIdx.x) * cols;
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const bool first = row == static_cast<std::int64_t>(blockIdx.x);
+    const T *xr = x + row * cols;
+    const T *dyr = dy + row * cols;
+    const float mu = mean[row];
+    const float r = rstd[row];
+    float s3[3] = {0.f, 0.f, 0.f}; // sum(x - mean), sum(g dy), sum(g dy (x - mean))
+    for (int base = 0; base < nv; base += BT * CH) {
+      float xv[CH * V], dv[CH * V], g[CH * V];
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+        const int i = base + j * BT + tid;
+        if (i < nv) {
+          load_vec(xr + i * V, xv + j * V);
+          load_vec(dyr + i * V, dv + j * V);
+          load_vec(gamma + i * V, g + j * V);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+        if (base + j * BT + tid < nv) {
+#pragma unroll
+          for (int k = 0; k < V; ++k) {
+            const float d = xv[j * V + k] - mu;
+            const float gd = g[j * V + k] * dv[j * V + k];
+            s3[0] += d;
+            s3[1] += gd;
+            s3[2] += gd * d;
+          }
+        }
+      }
+    }
+    group_sum<BT>(s3, red);
+    const float c_resid = s3[0] * inv_n;
+    const float a = s3[1] * inv_n;
+    const float b = r * (s3[2] - c_resid * s3[1]) * inv_n;
+    T *dxr = dx + row * cols;
+    for (int base = 0; base < nv; base += BT * CH) {
+      float xv[CH * V], dv[CH * V], g[CH * V];
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+        const int i = base + j * BT + tid;
+        if (i < nv) {
+          load_vec_stream(xr + i * V, xv + j * V);
+          load_vec_stream(dyr + i * V, dv + j * V);
+          load_vec(gamma + i * V, g + j * V);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+        const int i = base + j * BT + tid;
+        if (i < nv) {
+          float out[V], pg[V], pb[V];
+#pragma unroll
+          for (int k = 0; k < V; ++k) {
+            const float xhat = ((xv[j * V + k] - mu) - c_resid) * r;
+            const float d = dv[j * V + k];
+            out[k] = r * (g[j * V + k] * d - a - xhat * b);
+            pg[k] = d * xhat;
+            pb[k] = d;
+          }
+          store_vec_stream(dxr + i * V, out);
+          float *pgc = pg_row + i * V;
+          float *pbc = pb_row + i * V;
+#pragma unroll
+          for (int k = 0; k < V; k += 4) {
+            if (!first) {
+              float og[4], ob[4];
+              unpack_vec(*reinterpret_cast<const float4 *>(pgc + k), og);
+              unpack_vec(*reinterpret_cast<const float4 *>(pbc + k), ob);
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                pg[k + e] += og[e];
+                pb[k + e] += ob[e];
+              }
+            }
+            store_f32x4(pgc + k, pg + k);
+            store_f32x4(pbc + k, pb + k);
+          }
+        }
+      }
+    }
+  }
+}
+
 void forward(const norm_tensors &t, step_allocator & /*alloc*/, void *stream) {
+  const float eps = static_cast<float>(norm_eps(operation::layernorm));
   dispatch_dtype(t.type, [&]<class T>() {
-    dispatch_row<T>(t.cols, [&]<class S>() {
-      constexpr int RPB = block_threads / S::TPR;
-      PREREG_CUDA_LAUNCH(
-          ln_fused_fwd<T, S><<<grid_for(t.rows, RPB), block_threads, 0, as_stream(stream)>>>(
-              static_cast<const T *>(t.x), static_cast<const T *>(t.gamma),
-              static_cast<const T *>(t.beta), static_cast<T *>(t.y), t.mean, t.rstd, t.rows,
-              static_cast<int>(t.cols), static_cast<float>(norm_eps(operation::layernorm))));
+    const auto *x = static_cast<const T *>(t.x);
+    const auto *gamma = static_cast<const T *>(t.gamma);
+    const auto *beta = static_cast<const T *>(t.beta);
+    auto *y = static_cast<T *>(t.y);
+    const int cols = static_cast<int>(t.cols);
+    if (t.cols > norm_plan::register_cols) {
+      const int grid = norm_plan::wide_grid(
+          t.rows, t.cols * static_cast<std::int64_t>(sizeof(T)), sm_count(),
+          wide_resident_per_sm<ln_wide_fwd<T>>(), l2_bytes());
+      PREREG_CUDA_LAUNCH(ln_wide_fwd<T><<<grid, norm_plan::wide_threads, 0, as_stream(stream)>>>(
+          x, gamma, beta, y, t.mean, t.rstd, t.rows, cols, eps));
+      return;
+    }
+    dispatch_forward<T>(t.rows, t.cols, [&]<class S, int BT, bool Early>() {
+      PREREG_CUDA_LAUNCH(ln_fused_fwd<T, S, BT, Early>
+                         <<<grid_for(t.rows, BT / S::TPR), BT, 0, as_stream(stream)>>>(
+                             x, gamma, beta, y, t.mean, t.rstd, t.rows, cols, eps));
     });
   });
 }
 
 void backward(const norm_tensors &t, step_allocator &alloc, void *stream) {
   dispatch_dtype(t.type, [&]<class T>() {
+    const auto *x = static_cast<const T *>(t.x);
+    const auto *gamma = static_cast<const T *>(t.gamma);
+    const auto *dy = static_cast<const T *>(t.dy);
+    auto *dx = static_cast<T *>(t.dx);
+    const int cols = static_cast<int>(t.cols);
+    if (t.cols > norm_plan::register_cols) {
+      // Re-read per row: x and dy, plus the partial row's dgamma and dbeta (fp32).
+      const std::int64_t row_bytes = t.cols * static_cast<std::int64_t>(2 * sizeof(T) + 8);
+      const int parts = norm_plan::wide_grid(t.rows, row_bytes, sm_count(),
+                                             wide_resident_per_sm<ln_wide_bwd<T>>(), l2_bytes());
+      const std::size_t n = static_cast<std::size_t>(parts) * static_cast<std::size_t>(t.cols);
+      auto *part = static_cast<float *>(alloc.allocate(2 * n * sizeof(float)));
+      PREREG_CUDA_LAUNCH(
+          ln_wide_bwd<T><<<parts, norm_plan::wide_threads, 0, as_stream(stream)>>>(
+              x, gamma, dy, t.mean, t.rstd, dx, part, part + n, t.rows, cols));
+      reduce_partials<T>(part, part + n, parts, cols, static_cast<T *>(t.dgamma),
+                         static_cast<T *>(t.dbeta), as_stream(stream));
+      alloc.release(part);
+      return;
+    }
     dispatch_row<T>(t.cols, [&]<class S>() {
       constexpr int RPB = block_threads / S::TPR;
-      const std::int64_t groups =
-          (t.rows + RPB * rows_in_flight<T> - 1) / (RPB * rows_in_flight<T>);
+      constexpr int R = ln_bwd_rows_in_flight<T, S>;
+      const std::int64_t groups = (t.rows + RPB * R - 1) / (RPB * R);
       const int parts =
           static_cast<int>(std::min<std::int64_t>(resident_blocks<ln_fused_bwd<T, S>>(), groups));
       const std::size_t n = static_cast<std::size_t>(parts) * static_cast<std::size_t>(t.cols);
       auto *part = static_cast<float *>(alloc.allocate(2 * n * sizeof(float)));
       PREREG_CUDA_LAUNCH(ln_fused_bwd<T, S><<<parts, block_threads, 0, as_stream(stream)>>>(
-          static_cast<const T *>(t.x), static_cast<const T *>(t.gamma),
-          static_cast<const T *>(t.dy), t.mean, t.rstd, static_cast<T *>(t.dx), part, part + n,
-          t.rows, static_cast<int>(t.cols)));
-      reduce_partials<T>(part, part + n, parts, static_cast<int>(t.cols),
-                         static_cast<T *>(t.dgamma), static_cast<T *>(t.dbeta), as_stream(stream));
+          x, gamma, dy, t.mean, t.rstd, dx, part, part + n, t.rows, cols));
+      reduce_partials<T>(part, part + n, parts, cols, static_cast<T *>(t.dgamma),
+                         static_cast<T *>(t.dbeta), as_stream(stream));
       alloc.release(part);
     });
   });

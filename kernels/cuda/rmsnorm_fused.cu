@@ -1,18 +1,23 @@
 // rmsnorm.fused: the forward in one pass with the row in registers; the backward in one pass
 // reading x and dy once, over a persistent grid with fp32 dweight partials per block in a
-// [P, N] buffer, then a deterministic reduction kernel (as layernorm.fused).
+// [P, N] buffer, then a deterministic reduction kernel (as layernorm.fused). Rows wider than
+// the registers hold (cols > 8192) take the wide path: a block per row, the sum of squares in a
+// first sweep, a second sweep that re-reads the row (from L2) for the outputs.
 #include "cuda/arm_entries.hpp"
 #include "cuda/common.cuh"
+#include "cuda/norm_fused.cuh"
 
 namespace prereg::cuda {
 namespace {
 
-template <class T, class S>
-__global__ void __launch_bounds__(block_threads)
+/// BT threads per block, BT / TPR rows per block. Early: the weight is loaded with x, before
+/// the reduction (the small-row layout, where one DRAM round trip is the whole time).
+template <class T, class S, int BT, bool Early>
+__global__ void __launch_bounds__(BT)
     rms_fused_fwd(const T *__restrict__ x, const T *__restrict__ weight, T *__restrict__ y,
                   float *__restrict__ rstd, std::int64_t rows, int cols, float eps) {
-  constexpr int RPB = block_threads / S::TPR;
-  __shared__ float red[block_threads / 32];
+  constexpr int RPB = BT / S::TPR;
+  __shared__ float red[BT / 32];
   const int slot = static_cast<int>(threadIdx.x) / S::TPR;
   const int lane = static_cast<int>(threadIdx.x) % S::TPR;
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * RPB + slot;
@@ -30,6 +35,20 @@ __global__ void __launch_bounds__(block_threads)
         v[j * S::V + k] = 0.f;
     }
   }
+  float w[Early ? S::E : 1];
+  if constexpr (Early) {
+#pragma unroll
+    for (int j = 0; j < S::VPT; ++j) {
+      const int c = (j * S::TPR + lane) * S::V;
+      if (c < cols) {
+        load_vec(weight + c, w + j * S::V);
+      } else {
+#pragma unroll
+        for (int k = 0; k < S::V; ++k)
+          w[j * S::V + k] = 0.f;
+      }
+    }
+  }
 #pragma unroll
   for (int i = 0; i < S::E; ++i)
     q[0] += v[i] * v[i];
@@ -43,11 +62,18 @@ __global__ void __launch_bounds__(block_threads)
   for (int j = 0; j < S::VPT; ++j) {
     const int c = (j * S::TPR + lane) * S::V;
     if (c < cols) {
-      float w[S::V], out[S::V];
-      load_vec(weight + c, w);
+      float out[S::V];
+      if constexpr (Early) {
 #pragma unroll
-      for (int k = 0; k < S::V; ++k)
-        out[k] = v[j * S::V + k] * r * w[k];
+        for (int k = 0; k < S::V; ++k)
+          out[k] = v[j * S::V + k] * r * w[j * S::V + k];
+      } else {
+        float wv[S::V];
+        load_vec(weight + c, wv);
+#pragma unroll
+        for (int k = 0; k < S::V; ++k)
+          out[k] = v[j * S::V + k] * r * wv[k];
+      }
       store_vec_stream(y + row * cols + c, out);
     }
   }
@@ -161,21 +187,201 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
+/// The wide path's forward: block b takes rows b, b + P, ...; sweep 1 sums x^2 (plain loads:
+/// the row is read again) over the block in a fixed order; sweep 2 re-reads x (from L2, last
+/// use) with the weight and stores y.
+template <class T>
+__global__ void __launch_bounds__(norm_plan::wide_threads)
+    rms_wide_fwd(const T *__restrict__ x, const T *__restrict__ weight, T *__restrict__ y,
+                 float *__restrict__ rstd, std::int64_t rows, int cols, float eps) {
+  constexpr int V = vec_elems<T>;
+  constexpr int BT = norm_plan::wide_threads;
+  constexpr int CH = norm_plan::wide_chunk;
+  __shared__ float red[BT / 32];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int nv = cols / V;
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T *xr = x + row * cols;
+    float q[1] = {0.f};
+    for (int base = 0; base < nv; base += BT * CH) {
+      float v[CH * V];
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+        const int i = base + j * BT + tid;
+        if (i < nv) {
+          load_vec(xr + i * V, v + j * V);
+        } else {
+#pragma unroll
+          for (int k = 0; k < V; ++k)
+            v[j * V + k] = 0.f;
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < CH * V; ++e)
+        q[0] += v[e] * v[e];
+    }
+    group_sum<BT>(q, red);
+    const float r = rsqrtf(q[0] / static_cast<float>(cols) + eps);
+    if (tid == 0)
+      rstd[row] = r;
+    T *yr = y + row * cols;
+    for (int base = 0; base < nv; base += BT * CH) {
+      float v[CH * V], w[CH * V];
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+        const int i = base + j * BT + tid;
+        if (i < nv) {
+          load_vec_stream(xr + i * V, v + j * V);
+          load_vec(weight + i * V, w + j * V);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+        const int i = base + j * BT + tid;
+        if (i < nv) {
+          float out[V];
+#pragma unroll
+          for (int k = 0; k < V; ++k)
+            out[k] = v[j * V + k] * r * w[j * V + k];
+          store_vec_stream(yr + i * V, out);
+        }
+      }
+    }
+  }
+}
+
+/// The wide path's backward: block b takes rows b, b + P, ...; sweep 1 sums w dy xhat
+/// (xhat = x rstd; plain loads: read again) over the block in a fixed order; sweep 2 re-reads
+/// x and dy (from L2), stores dx and adds dy xhat into row b of part_w (each column always
+/// belongs to the same thread: stored at the block's first row, added to after; fixed order).
+template <class T>
+__global__ void __launch_bounds__(norm_plan::wide_threads)
+    rms_wide_bwd(const T *__restrict__ x, const T *__restrict__ weight, const T *__restrict__ dy,
+                 const float *__restrict__ rstd, T *__restrict__ dx, float *__restrict__ part_w,
+                 std::int64_t rows, int cols) {
+  constexpr int V = vec_elems<T>;
+  constexpr int BT = norm_plan::wide_threads;
+  constexpr int CH = norm_plan::wide_chunk;
+  __shared__ float red[BT / 32];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int nv = cols / V;
+  const float inv_n = 1.f / static_cast<float>(cols);
+  float *pw_row = part_w + static_cast<std::int64_t>(blockIdx.x) * cols;
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const bool first = row == static_cast<std::int64_t>(blockIdx.x);
+    const T *xr = x + row * cols;
+    const T *dyr = dy + row * cols;
+    const float r = rstd[row];
+    float s1[1] = {0.f}; // sum(w dy xhat)
+    for (int base = 0; base < nv; base += BT * CH) {
+      float xv[CH * V], dv[CH * V], w[CH * V];
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+        const int i = base + j * BT + tid;
+        if (i < nv) {
+          load_vec(xr + i * V, xv + j * V);
+          load_vec(dyr + i * V, dv + j * V);
+          load_vec(weight + i * V, w + j * V);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+        if (base + j * BT + tid < nv) {
+#pragma unroll
+          for (int k = 0; k < V; ++k)
+            s1[0] += w[j * V + k] * dv[j * V + k] * (xv[j * V + k] * r);
+        }
+      }
+    }
+    group_sum<BT>(s1, red);
+    const float b = s1[0] * inv_n;
+    T *dxr = dx + row * cols;
+    for (int base = 0; base < nv; base += BT * CH) {
+      float xv[CH * V], dv[CH * V], w[CH * V];
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+        const int i = base + j * BT + tid;
+        if (i < nv) {
+          load_vec_stream(xr + i * V, xv + j * V);
+          load_vec_stream(dyr + i * V, dv + j * V);
+          load_vec(weight + i * V, w + j * V);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < CH; ++j) {
+        const int i = base + j * BT + tid;
+        if (i < nv) {
+          float out[V], pw[V];
+#pragma unroll
+          for (int k = 0; k < V; ++k) {
+            const float xhat = xv[j * V + k] * r;
+            const float d = dv[j * V + k];
+            out[k] = r * (w[j * V + k] * d - xhat * b);
+            pw[k] = d * xhat;
+          }
+          store_vec_stream(dxr + i * V, out);
+          float *pwc = pw_row + i * V;
+#pragma unroll
+          for (int k = 0; k < V; k += 4) {
+            if (!first) {
+              float ow[4];
+              unpack_vec(*reinterpret_cast<const float4 *>(pwc + k), ow);
+#pragma unroll
+              for (int e = 0; e < 4; ++e)
+                pw[k + e] += ow[e];
+            }
+            store_f32x4(pwc + k, pw + k);
+          }
+        }
+      }
+    }
+  }
+}
+
 void forward(const norm_tensors &t, step_allocator & /*alloc*/, void *stream) {
+  const float eps = static_cast<float>(norm_eps(operation::rmsnorm));
   dispatch_dtype(t.type, [&]<class T>() {
-    dispatch_row<T>(t.cols, [&]<class S>() {
-      constexpr int RPB = block_threads / S::TPR;
-      PREREG_CUDA_LAUNCH(rms_fused_fwd<T, S>
-                         <<<grid_for(t.rows, RPB), block_threads, 0, as_stream(stream)>>>(
-                             static_cast<const T *>(t.x), static_cast<const T *>(t.gamma),
-                             static_cast<T *>(t.y), t.rstd, t.rows, static_cast<int>(t.cols),
-                             static_cast<float>(norm_eps(operation::rmsnorm))));
+    const auto *x = static_cast<const T *>(t.x);
+    const auto *weight = static_cast<const T *>(t.gamma);
+    auto *y = static_cast<T *>(t.y);
+    const int cols = static_cast<int>(t.cols);
+    if (t.cols > norm_plan::register_cols) {
+      const int grid = norm_plan::wide_grid(
+          t.rows, t.cols * static_cast<std::int64_t>(sizeof(T)), sm_count(),
+          wide_resident_per_sm<rms_wide_fwd<T>>(), l2_bytes());
+      PREREG_CUDA_LAUNCH(rms_wide_fwd<T><<<grid, norm_plan::wide_threads, 0, as_stream(stream)>>>(
+          x, weight, y, t.rstd, t.rows, cols, eps));
+      return;
+    }
+    dispatch_forward<T>(t.rows, t.cols, [&]<class S, int BT, bool Early>() {
+      PREREG_CUDA_LAUNCH(rms_fused_fwd<T, S, BT, Early>
+                         <<<grid_for(t.rows, BT / S::TPR), BT, 0, as_stream(stream)>>>(
+                             x, weight, y, t.rstd, t.rows, cols, eps));
     });
   });
 }
 
 void backward(const norm_tensors &t, step_allocator &alloc, void *stream) {
   dispatch_dtype(t.type, [&]<class T>() {
+    const auto *x = static_cast<const T *>(t.x);
+    const auto *weight = static_cast<const T *>(t.gamma);
+    const auto *dy = static_cast<const T *>(t.dy);
+    auto *dx = static_cast<T *>(t.dx);
+    const int cols = static_cast<int>(t.cols);
+    if (t.cols > norm_plan::register_cols) {
+      // Re-read per row: x and dy, plus the partial row's dweight (fp32).
+      const std::int64_t row_bytes = t.cols * static_cast<std::int64_t>(2 * sizeof(T) + 4);
+      const int parts = norm_plan::wide_grid(t.rows, row_bytes, sm_count(),
+                                             wide_resident_per_sm<rms_wide_bwd<T>>(), l2_bytes());
+      const std::size_t n = static_cast<std::size_t>(parts) * static_cast<std::size_t>(t.cols);
+      auto *part = static_cast<float *>(alloc.allocate(n * sizeof(float)));
+      PREREG_CUDA_LAUNCH(rms_wide_bwd<T><<<parts, norm_plan::wide_threads, 0, as_stream(stream)>>>(
+          x, weight, dy, t.rstd, dx, part, t.rows, cols));
+      reduce_partials<T>(part, nullptr, parts, cols, static_cast<T *>(t.dgamma), nullptr,
+                         as_stream(stream));
+      alloc.release(part);
+      return;
+    }
     dispatch_row<T>(t.cols, [&]<class S>() {
       constexpr int RPB = block_threads / S::TPR;
       const std::int64_t groups =
@@ -185,11 +391,9 @@ void backward(const norm_tensors &t, step_allocator &alloc, void *stream) {
       const std::size_t n = static_cast<std::size_t>(parts) * static_cast<std::size_t>(t.cols);
       auto *part = static_cast<float *>(alloc.allocate(n * sizeof(float)));
       PREREG_CUDA_LAUNCH(rms_fused_bwd<T, S><<<parts, block_threads, 0, as_stream(stream)>>>(
-          static_cast<const T *>(t.x), static_cast<const T *>(t.gamma),
-          static_cast<const T *>(t.dy), t.rstd, static_cast<T *>(t.dx), part, t.rows,
-          static_cast<int>(t.cols)));
-      reduce_partials<T>(part, nullptr, parts, static_cast<int>(t.cols), static_cast<T *>(t.dgamma),
-                         nullptr, as_stream(stream));
+          x, weight, dy, t.rstd, dx, part, t.rows, cols));
+      reduce_partials<T>(part, nullptr, parts, cols, static_cast<T *>(t.dgamma), nullptr,
+                         as_stream(stream));
       alloc.release(part);
     });
   });
