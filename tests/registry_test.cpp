@@ -89,7 +89,13 @@ TEST_CASE("the registry's static limits") {
   CHECK_FALSE(cannot_run(*a, pass_kind::fwd_bwd, 4, 1024, dtype::bf16).has_value());
   CHECK(cannot_run(*a, pass_kind::fwd, 4, 900, dtype::fp32)->find("multiple of 8") !=
         std::string::npos);
-  CHECK(cannot_run(*a, pass_kind::fwd, 4, 16384, dtype::fp32)->find("from 1 to 8192") !=
+  CHECK_FALSE(cannot_run(*a, pass_kind::fwd_bwd, 4, 65536, dtype::fp16).has_value());
+  CHECK(cannot_run(*a, pass_kind::fwd, 4, 65544, dtype::fp32)->find("from 1 to 65536") !=
+        std::string::npos);
+  const arm_info *r = find_arm("cuda", "rmsnorm.fused");
+  REQUIRE(r != nullptr);
+  CHECK_FALSE(cannot_run(*r, pass_kind::fwd_bwd, 4, 16384, dtype::bf16).has_value());
+  CHECK(cannot_run(*r, pass_kind::fwd, 4, 131072, dtype::fp32)->find("from 1 to 65536") !=
         std::string::npos);
   const arm_info *c = find_arm("cpu", "layernorm.fused");
   REQUIRE(c != nullptr);

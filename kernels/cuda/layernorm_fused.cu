@@ -39,19 +39,15 @@ __global__ void __launch_bounds__(BT)
         v[j * S::V + k] = x0;
     }
   }
-  float g[Early ? S::E : 1], b[Early ? S::E : 1];
+  // Kept as bits (16-bit: two per register) until used: 1024-thread blocks have 64 registers.
+  uint4 rg[Early ? S::VPT : 1], rb[Early ? S::VPT : 1];
   if constexpr (Early) {
 #pragma unroll
     for (int j = 0; j < S::VPT; ++j) {
       const int c = (j * S::TPR + lane) * S::V;
-      if (c < cols) {
-        load_vec(gamma + c, g + j * S::V);
-        load_vec(beta + c, b + j * S::V);
-      } else {
-#pragma unroll
-        for (int k = 0; k < S::V; ++k)
-          g[j * S::V + k] = b[j * S::V + k] = 0.f;
-      }
+      const bool in = c < cols;
+      rg[j] = in ? load_raw(gamma + c) : make_uint4(0u, 0u, 0u, 0u);
+      rb[j] = in ? load_raw(beta + c) : make_uint4(0u, 0u, 0u, 0u);
     }
   }
   float s[1] = {0.f};
@@ -88,9 +84,12 @@ __global__ void __launch_bounds__(BT)
     if (c < cols) {
       float out[S::V];
       if constexpr (Early) {
+        float gv[S::V], bv[S::V];
+        unpack_raw<T>(rg[j], gv);
+        unpack_raw<T>(rb[j], bv);
 #pragma unroll
         for (int k = 0; k < S::V; ++k)
-          out[k] = v[j * S::V + k] * r * g[j * S::V + k] + b[j * S::V + k];
+          out[k] = v[j * S::V + k] * r * gv[k] + bv[k];
       } else {
         float gv[S::V], bv[S::V];
         load_vec(gamma + c, gv);
@@ -104,37 +103,36 @@ __global__ void __launch_bounds__(BT)
   }
 }
 
-/// Rows each row slot of ln_fused_bwd loads before using the first: rows_in_flight<T> (2 for
-/// 16-bit types), except 1 for 16-bit rows of 4 vectors per thread over 128 or 256 threads
-/// (4096, 8192 cols): two such rows in flight need more than 255 registers (ptxas spilled 36-44
-/// bytes); with one they fit in 128, so two blocks share an SM and keep the same bytes in flight.
-template <class T, class S>
-inline constexpr int ln_bwd_rows_in_flight =
-    sizeof(T) == 2 && S::TPR >= 128 && S::VPT >= 4 ? 1 : rows_in_flight<T>;
-
-/// Persistent: block b takes row groups b, b + P, ... (a group is ln_bwd_rows_in_flight rows
-/// per slot, all loaded before the first is used); each thread keeps fp32 partials of its columns;
+/// Persistent: block b takes row groups b, b + P, ... (a group is rows_in_flight<T> rows per
+/// slot, all loaded before the first is used); BT threads per block, BT / TPR slots; each thread keeps fp32 partials of its columns;
 /// at the end the block sums its row slots in shared memory (fixed order) and writes row b of
 /// part_g / part_b.
-template <class T, class S>
-__global__ void __launch_bounds__(block_threads)
+template <class T, class S, int BT>
+__global__ void __launch_bounds__(BT)
     ln_fused_bwd(const T *__restrict__ x, const T *__restrict__ gamma, const T *__restrict__ dy,
                  const float *__restrict__ mean, const float *__restrict__ rstd, T *__restrict__ dx,
                  float *__restrict__ part_g, float *__restrict__ part_b, std::int64_t rows,
                  int cols) {
-  constexpr int RPB = block_threads / S::TPR;
-  constexpr int R = ln_bwd_rows_in_flight<T, S>;
-  __shared__ float red[2 * block_threads / 32];
-  __shared__ __align__(16) float tile[block_threads * S::E];
+  constexpr int RPB = BT / S::TPR;
+  constexpr int R = rows_in_flight<T>;
+  __shared__ float red[2 * BT / 32];
+  __shared__ __align__(16) float tile[BT * S::E];
   const int slot = static_cast<int>(threadIdx.x) / S::TPR;
   const int lane = static_cast<int>(threadIdx.x) % S::TPR;
   const float inv_n = 1.f / static_cast<float>(cols);
 
-  float g[S::E], pg[S::E], pb[S::E];
+  // The widened 16-bit layouts (ln_backward_layout: 2 vectors over 256 or 512 threads) keep
+  // gamma as bits, two per register, and convert it where it is used: with it as floats the
+  // 512-thread instantiation needed more than its 128 registers (ptxas spilled 4 bytes).
+  constexpr bool packed_gamma = sizeof(T) == 2 && S::TPR >= 256 && S::VPT == 2;
+  float g[packed_gamma ? 1 : S::E], pg[S::E], pb[S::E];
+  uint4 graw[packed_gamma ? S::VPT : 1];
 #pragma unroll
   for (int j = 0; j < S::VPT; ++j) {
     const int c = (j * S::TPR + lane) * S::V;
-    if (c < cols) {
+    if constexpr (packed_gamma) {
+      graw[j] = c < cols ? load_raw(gamma + c) : make_uint4(0u, 0u, 0u, 0u);
+    } else if (c < cols) {
       load_vec(gamma + c, g + j * S::V);
     } else {
 #pragma unroll
@@ -142,6 +140,16 @@ __global__ void __launch_bounds__(block_threads)
         g[j * S::V + k] = 0.f;
     }
   }
+  // gamma of this thread's vector j as floats
+  const auto gamma_vec = [&](int j, float(&out)[S::V]) {
+    if constexpr (packed_gamma) {
+      unpack_raw<T>(graw[j], out);
+    } else {
+#pragma unroll
+      for (int k = 0; k < S::V; ++k)
+        out[k] = g[j * S::V + k];
+    }
+  };
 #pragma unroll
   for (int i = 0; i < S::E; ++i)
     pg[i] = pb[i] = 0.f;
@@ -180,12 +188,14 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
       for (int j = 0; j < S::VPT; ++j) {
         const bool in = (j * S::TPR + lane) * S::V < cols;
+        float gj[S::V];
+        gamma_vec(j, gj);
 #pragma unroll
         for (int k = 0; k < S::V; ++k) {
           const int i = j * S::V + k;
           xv[i] = in ? xv[i] - m : 0.f;
           s2[0] += xv[i];
-          s2[1] += g[i] * dv[i];
+          s2[1] += gj[k] * dv[i];
         }
       }
       group_sum<S::TPR>(s2, red);
@@ -194,11 +204,13 @@ __global__ void __launch_bounds__(block_threads)
 #pragma unroll
       for (int j = 0; j < S::VPT; ++j) {
         const bool in = (j * S::TPR + lane) * S::V < cols;
+        float gj[S::V];
+        gamma_vec(j, gj);
 #pragma unroll
         for (int k = 0; k < S::V; ++k) {
           const int i = j * S::V + k;
           xv[i] = in ? (xv[i] - c_resid) * r : 0.f;
-          s1[0] += g[i] * dv[i] * xv[i];
+          s1[0] += gj[k] * dv[i] * xv[i];
         }
       }
       group_sum<S::TPR>(s1, red);
@@ -209,11 +221,12 @@ __global__ void __launch_bounds__(block_threads)
         for (int j = 0; j < S::VPT; ++j) {
           const int c = (j * S::TPR + lane) * S::V;
           if (c < cols) {
-            float out[S::V];
+            float gj[S::V], out[S::V];
+            gamma_vec(j, gj);
 #pragma unroll
             for (int k = 0; k < S::V; ++k) {
               const int i = j * S::V + k;
-              out[k] = r * (g[i] * dv[i] - a - xv[i] * b);
+              out[k] = r * (gj[k] * dv[i] - a - xv[i] * b);
             }
             store_vec_stream(dx + row * cols + c, out);
           }
@@ -242,7 +255,7 @@ __global__ void __launch_bounds__(block_threads)
       }
     }
     __syncthreads();
-    for (int c = static_cast<int>(threadIdx.x); c < cols; c += block_threads) {
+    for (int c = static_cast<int>(threadIdx.x); c < cols; c += BT) {
       float sum = 0.f;
 #pragma unroll
       for (int sl = 0; sl < RPB; ++sl)
@@ -268,48 +281,44 @@ __global__ void __launch_bounds__(norm_plan::wide_threads)
   __shared__ float red[3 * 32 + 2];
   const int tid = static_cast<int>(threadIdx.x);
   const int nv = cols / V;
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T *xr = x + row * cols;
     const float x0 = to_float(xr[0]);
     float n = 0.f, m = 0.f, m2 = 0.f;
-    for (int base = 0; base < nv; base += BT * CH) {
-      float v[CH * V];
-      bool in[CH];
+    for (int base = tid; base < nv; base += BT * CH) {
+      uint4 rx[CH];
 #pragma unroll
-      for (int j = 0; j < CH; ++j) {
-        const int i = base + j * BT + tid;
-        in[j] = i < nv;
-        if (in[j]) {
-          load_vec(xr + i * V, v + j * V);
-        } else {
-#pragma unroll
-          for (int k = 0; k < V; ++k)
-            v[j * V + k] = x0;
-        }
-      }
+      for (int j = 0; j < CH; ++j)
+        rx[j] = base + j * BT < nv ? load_raw(xr + (base + j * BT) * V) : zero;
+      // This step's two-pass statistics of x - x0, merged into the thread's running ones.
       float s = 0.f, cnt = 0.f;
 #pragma unroll
       for (int j = 0; j < CH; ++j) {
+        if (base + j * BT < nv) {
+          float v[V];
+          unpack_raw<T>(rx[j], v);
 #pragma unroll
-        for (int k = 0; k < V; ++k) {
-          v[j * V + k] -= x0;
-          s += v[j * V + k];
+          for (int k = 0; k < V; ++k)
+            s += v[k] - x0;
+          cnt += static_cast<float>(V);
         }
-        cnt += in[j] ? static_cast<float>(V) : 0.f;
       }
-      if (cnt > 0.f) {
-        const float mc = s / cnt;
-        float m2c = 0.f;
+      const float mc = s / cnt; // cnt >= V: vector `base` is in the row
+      float m2c = 0.f;
 #pragma unroll
-        for (int j = 0; j < CH; ++j) {
+      for (int j = 0; j < CH; ++j) {
+        if (base + j * BT < nv) {
+          float v[V];
+          unpack_raw<T>(rx[j], v);
 #pragma unroll
           for (int k = 0; k < V; ++k) {
-            const float d = in[j] ? v[j * V + k] - mc : 0.f;
+            const float d = (v[k] - x0) - mc;
             m2c += d * d;
           }
         }
-        chan_merge(n, m, m2, cnt, mc, m2c);
       }
+      chan_merge(n, m, m2, cnt, mc, m2c);
     }
     block_merge(n, m, m2, red);
     const float r = rsqrtf(m2 / static_cast<float>(cols) + eps);
@@ -318,25 +327,26 @@ __global__ void __launch_bounds__(norm_plan::wide_threads)
       rstd[row] = r;
     }
     T *yr = y + row * cols;
-    for (int base = 0; base < nv; base += BT * CH) {
-      float v[CH * V], g[CH * V], b[CH * V];
+    for (int base = tid; base < nv; base += BT * CH) {
+      uint4 rx[CH], rg[CH], rb[CH];
 #pragma unroll
       for (int j = 0; j < CH; ++j) {
-        const int i = base + j * BT + tid;
-        if (i < nv) {
-          load_vec_stream(xr + i * V, v + j * V);
-          load_vec(gamma + i * V, g + j * V);
-          load_vec(beta + i * V, b + j * V);
-        }
+        const int i = base + j * BT;
+        rx[j] = i < nv ? load_raw_stream(xr + i * V) : zero;
+        rg[j] = i < nv ? load_raw(gamma + i * V) : zero;
+        rb[j] = i < nv ? load_raw(beta + i * V) : zero;
       }
 #pragma unroll
       for (int j = 0; j < CH; ++j) {
-        const int i = base + j * BT + tid;
+        const int i = base + j * BT;
         if (i < nv) {
-          float out[V];
+          float v[V], g[V], b[V], out[V];
+          unpack_raw<T>(rx[j], v);
+          unpack_raw<T>(rg[j], g);
+          unpack_raw<T>(rb[j], b);
 #pragma unroll
           for (int k = 0; k < V; ++k)
-            out[k] = ((v[j * V + k] - x0) - m) * r * g[j * V + k] + b[j * V + k];
+            out[k] = ((v[k] - x0) - m) * r * g[k] + b[k];
           store_vec_stream(yr + i * V, out);
         }
       }
@@ -364,6 +374,7 @@ __global__ void __launch_bounds__(norm_plan::wide_threads)
   const int tid = static_cast<int>(threadIdx.x);
   const int nv = cols / V;
   const float inv_n = 1.f / static_cast<float>(cols);
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   float *pg_row = part_g + static_cast<std::int64_t>(blockIdx.x) * cols;
   float *pb_row = part_b + static_cast<std::int64_t>(blockIdx.x) * cols;
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -373,24 +384,26 @@ __global__ void __launch_bounds__(norm_plan::wide_threads)
     const float mu = mean[row];
     const float r = rstd[row];
     float s3[3] = {0.f, 0.f, 0.f}; // sum(x - mean), sum(g dy), sum(g dy (x - mean))
-    for (int base = 0; base < nv; base += BT * CH) {
-      float xv[CH * V], dv[CH * V], g[CH * V];
+    for (int base = tid; base < nv; base += BT * CH) {
+      uint4 rx[CH], rd[CH], rg[CH];
 #pragma unroll
       for (int j = 0; j < CH; ++j) {
-        const int i = base + j * BT + tid;
-        if (i < nv) {
-          load_vec(xr + i * V, xv + j * V);
-          load_vec(dyr + i * V, dv + j * V);
-          load_vec(gamma + i * V, g + j * V);
-        }
+        const int i = base + j * BT;
+        rx[j] = i < nv ? load_raw(xr + i * V) : zero;
+        rd[j] = i < nv ? load_raw(dyr + i * V) : zero;
+        rg[j] = i < nv ? load_raw(gamma + i * V) : zero;
       }
 #pragma unroll
       for (int j = 0; j < CH; ++j) {
-        if (base + j * BT + tid < nv) {
+        if (base + j * BT < nv) {
+          float xv[V], dv[V], g[V];
+          unpack_raw<T>(rx[j], xv);
+          unpack_raw<T>(rd[j], dv);
+          unpack_raw<T>(rg[j], g);
 #pragma unroll
           for (int k = 0; k < V; ++k) {
-            const float d = xv[j * V + k] - mu;
-            const float gd = g[j * V + k] * dv[j * V + k];
+            const float d = xv[k] - mu;
+            const float gd = g[k] * dv[k];
             s3[0] += d;
             s3[1] += gd;
             s3[2] += gd * d;
@@ -403,29 +416,29 @@ __global__ void __launch_bounds__(norm_plan::wide_threads)
     const float a = s3[1] * inv_n;
     const float b = r * (s3[2] - c_resid * s3[1]) * inv_n;
     T *dxr = dx + row * cols;
-    for (int base = 0; base < nv; base += BT * CH) {
-      float xv[CH * V], dv[CH * V], g[CH * V];
+    for (int base = tid; base < nv; base += BT * CH) {
+      uint4 rx[CH], rd[CH], rg[CH];
 #pragma unroll
       for (int j = 0; j < CH; ++j) {
-        const int i = base + j * BT + tid;
-        if (i < nv) {
-          load_vec_stream(xr + i * V, xv + j * V);
-          load_vec_stream(dyr + i * V, dv + j * V);
-          load_vec(gamma + i * V, g + j * V);
-        }
+        const int i = base + j * BT;
+        rx[j] = i < nv ? load_raw_stream(xr + i * V) : zero;
+        rd[j] = i < nv ? load_raw_stream(dyr + i * V) : zero;
+        rg[j] = i < nv ? load_raw(gamma + i * V) : zero;
       }
 #pragma unroll
       for (int j = 0; j < CH; ++j) {
-        const int i = base + j * BT + tid;
+        const int i = base + j * BT;
         if (i < nv) {
-          float out[V], pg[V], pb[V];
+          float xv[V], dv[V], g[V], out[V], pg[V], pb[V];
+          unpack_raw<T>(rx[j], xv);
+          unpack_raw<T>(rd[j], dv);
+          unpack_raw<T>(rg[j], g);
 #pragma unroll
           for (int k = 0; k < V; ++k) {
-            const float xhat = ((xv[j * V + k] - mu) - c_resid) * r;
-            const float d = dv[j * V + k];
-            out[k] = r * (g[j * V + k] * d - a - xhat * b);
-            pg[k] = d * xhat;
-            pb[k] = d;
+            const float xhat = ((xv[k] - mu) - c_resid) * r;
+            out[k] = r * (g[k] * dv[k] - a - xhat * b);
+            pg[k] = dv[k] * xhat;
+            pb[k] = dv[k];
           }
           store_vec_stream(dxr + i * V, out);
           float *pgc = pg_row + i * V;
@@ -462,7 +475,7 @@ void forward(const norm_tensors &t, step_allocator & /*alloc*/, void *stream) {
     if (t.cols > norm_plan::register_cols) {
       const int grid = norm_plan::wide_grid(
           t.rows, t.cols * static_cast<std::int64_t>(sizeof(T)), sm_count(),
-          wide_resident_per_sm<ln_wide_fwd<T>>(), l2_bytes());
+          blocks_per_sm<ln_wide_fwd<T>, norm_plan::wide_threads>(), l2_bytes());
       PREREG_CUDA_LAUNCH(ln_wide_fwd<T><<<grid, norm_plan::wide_threads, 0, as_stream(stream)>>>(
           x, gamma, beta, y, t.mean, t.rstd, t.rows, cols, eps));
       return;
@@ -486,7 +499,7 @@ void backward(const norm_tensors &t, step_allocator &alloc, void *stream) {
       // Re-read per row: x and dy, plus the partial row's dgamma and dbeta (fp32).
       const std::int64_t row_bytes = t.cols * static_cast<std::int64_t>(2 * sizeof(T) + 8);
       const int parts = norm_plan::wide_grid(t.rows, row_bytes, sm_count(),
-                                             wide_resident_per_sm<ln_wide_bwd<T>>(), l2_bytes());
+                                             blocks_per_sm<ln_wide_bwd<T>, norm_plan::wide_threads>(), l2_bytes());
       const std::size_t n = static_cast<std::size_t>(parts) * static_cast<std::size_t>(t.cols);
       auto *part = static_cast<float *>(alloc.allocate(2 * n * sizeof(float)));
       PREREG_CUDA_LAUNCH(
@@ -497,15 +510,16 @@ void backward(const norm_tensors &t, step_allocator &alloc, void *stream) {
       alloc.release(part);
       return;
     }
-    dispatch_row<T>(t.cols, [&]<class S>() {
-      constexpr int RPB = block_threads / S::TPR;
-      constexpr int R = ln_bwd_rows_in_flight<T, S>;
+    dispatch_ln_backward<T>(t.cols, [&]<class S, int BT>() {
+      constexpr int RPB = BT / S::TPR;
+      constexpr int R = rows_in_flight<T>;
       const std::int64_t groups = (t.rows + RPB * R - 1) / (RPB * R);
-      const int parts =
-          static_cast<int>(std::min<std::int64_t>(resident_blocks<ln_fused_bwd<T, S>>(), groups));
+      const std::int64_t resident =
+          static_cast<std::int64_t>(blocks_per_sm<ln_fused_bwd<T, S, BT>, BT>()) * sm_count();
+      const int parts = static_cast<int>(std::min(resident, groups));
       const std::size_t n = static_cast<std::size_t>(parts) * static_cast<std::size_t>(t.cols);
       auto *part = static_cast<float *>(alloc.allocate(2 * n * sizeof(float)));
-      PREREG_CUDA_LAUNCH(ln_fused_bwd<T, S><<<parts, block_threads, 0, as_stream(stream)>>>(
+      PREREG_CUDA_LAUNCH(ln_fused_bwd<T, S, BT><<<parts, BT, 0, as_stream(stream)>>>(
           x, gamma, dy, t.mean, t.rstd, dx, part, part + n, t.rows, cols));
       reduce_partials<T>(part, part + n, parts, cols, static_cast<T *>(t.dgamma),
                          static_cast<T *>(t.dbeta), as_stream(stream));

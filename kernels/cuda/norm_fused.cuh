@@ -51,6 +51,55 @@ template <class T, class F> void dispatch_forward(std::int64_t rows, std::int64_
   }
 }
 
+/// Loads one 16-byte vector at `p` as bits, default caching (data read again soon); 16-bit
+/// elements stay packed two per register until unpack_raw converts them where they are used.
+template <class T> __device__ __forceinline__ uint4 load_raw(const T *p) {
+  return *reinterpret_cast<const uint4 *>(p);
+}
+
+/// Calls `f.template operator()<S, BT>()` for LayerNorm's backward of `cols` (<=
+/// norm_plan::register_cols) with the layout norm_plan::ln_backward_layout picks: S the row
+/// shape, BT the threads per block.
+template <class T, class F> void dispatch_ln_backward(std::int64_t cols, F &&f) {
+  const norm_plan::row_layout l = norm_plan::ln_backward_layout(cols, vec_elems<T>);
+  const norm_plan::row_layout reg = norm_plan::register_layout(cols, vec_elems<T>);
+  if constexpr (sizeof(T) == 4) {
+    if (l.tpr != reg.tpr)
+      throw std::logic_error("backward dispatch: only 16-bit rows are widened");
+    dispatch_row<T>(cols, [&]<class S>() { f.template operator()<S, block_threads>(); });
+  } else {
+    // 16-bit: the register layouts of 32 and 64 threads, else a widened one (dispatch_row
+    // would also instantiate the 128- and 256-thread shapes of 4 vectors that spill).
+    const auto reg_shape = [&]<class S>() { f.template operator()<S, block_threads>(); };
+    constexpr int wide_vpt = max_elems_per_thread / vec_elems<T> / 2 + 1;
+    if (reg.tpr == 32 && l.tpr == 32) {
+      detail::dispatch_vpt<T, 32, 1>(reg.vpt, reg_shape);
+      return;
+    }
+    if (reg.tpr == 64 && l.tpr == 64) {
+      detail::dispatch_vpt<T, 64, wide_vpt>(reg.vpt, reg_shape);
+      return;
+    }
+    if (l.vpt != 2)
+      throw std::logic_error("backward dispatch: a widened layout has 2 vectors per thread");
+    if (l.tpr == 256)
+      f.template operator()<row_shape<T, 256, 2>, 256>();
+    else
+      f.template operator()<row_shape<T, 512, 2>, 512>();
+  }
+}
+
+/// Blocks of `Kernel` (`Threads` threads each) resident per SM, at least 1 (queried once per
+/// kernel, outside any capture: the correctness check calls every arm first).
+template <auto Kernel, int Threads> [[nodiscard]] int blocks_per_sm() {
+  static const int n = [] {
+    int per_sm = 0;
+    PREREG_CUDA_CALL(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, Threads, 0));
+    return per_sm < 1 ? 1 : per_sm;
+  }();
+  return n;
+}
+
 /// L2 bytes of the current device (queried once per process).
 [[nodiscard]] inline std::int64_t l2_bytes() {
   static const std::int64_t n = [] {
@@ -58,18 +107,6 @@ template <class T, class F> void dispatch_forward(std::int64_t rows, std::int64_
     PREREG_CUDA_CALL(cudaGetDevice(&dev));
     PREREG_CUDA_CALL(cudaDeviceGetAttribute(&v, cudaDevAttrL2CacheSize, dev));
     return static_cast<std::int64_t>(v);
-  }();
-  return n;
-}
-
-/// Blocks of `Kernel` (norm_plan::wide_threads threads) resident per SM (queried once per
-/// kernel, outside any capture: the correctness check calls every arm first).
-template <auto Kernel> [[nodiscard]] int wide_resident_per_sm() {
-  static const int n = [] {
-    int per_sm = 0;
-    PREREG_CUDA_CALL(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel,
-                                                                   norm_plan::wide_threads, 0));
-    return per_sm < 1 ? 1 : per_sm;
   }();
   return n;
 }

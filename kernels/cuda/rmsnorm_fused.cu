@@ -35,18 +35,13 @@ __global__ void __launch_bounds__(BT)
         v[j * S::V + k] = 0.f;
     }
   }
-  float w[Early ? S::E : 1];
+  // Kept as bits (16-bit: two per register) until used: 1024-thread blocks have 64 registers.
+  uint4 rw[Early ? S::VPT : 1];
   if constexpr (Early) {
 #pragma unroll
     for (int j = 0; j < S::VPT; ++j) {
       const int c = (j * S::TPR + lane) * S::V;
-      if (c < cols) {
-        load_vec(weight + c, w + j * S::V);
-      } else {
-#pragma unroll
-        for (int k = 0; k < S::V; ++k)
-          w[j * S::V + k] = 0.f;
-      }
+      rw[j] = c < cols ? load_raw(weight + c) : make_uint4(0u, 0u, 0u, 0u);
     }
   }
 #pragma unroll
@@ -64,9 +59,11 @@ __global__ void __launch_bounds__(BT)
     if (c < cols) {
       float out[S::V];
       if constexpr (Early) {
+        float wv[S::V];
+        unpack_raw<T>(rw[j], wv);
 #pragma unroll
         for (int k = 0; k < S::V; ++k)
-          out[k] = v[j * S::V + k] * r * w[j * S::V + k];
+          out[k] = v[j * S::V + k] * r * wv[k];
       } else {
         float wv[S::V];
         load_vec(weight + c, wv);
@@ -200,49 +197,47 @@ __global__ void __launch_bounds__(norm_plan::wide_threads)
   __shared__ float red[BT / 32];
   const int tid = static_cast<int>(threadIdx.x);
   const int nv = cols / V;
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T *xr = x + row * cols;
     float q[1] = {0.f};
-    for (int base = 0; base < nv; base += BT * CH) {
-      float v[CH * V];
+    for (int base = tid; base < nv; base += BT * CH) {
+      uint4 rx[CH];
+#pragma unroll
+      for (int j = 0; j < CH; ++j)
+        rx[j] = base + j * BT < nv ? load_raw(xr + (base + j * BT) * V) : zero;
 #pragma unroll
       for (int j = 0; j < CH; ++j) {
-        const int i = base + j * BT + tid;
-        if (i < nv) {
-          load_vec(xr + i * V, v + j * V);
-        } else {
+        float v[V];
+        unpack_raw<T>(rx[j], v); // zero bits past the row: they add 0
 #pragma unroll
-          for (int k = 0; k < V; ++k)
-            v[j * V + k] = 0.f;
-        }
+        for (int k = 0; k < V; ++k)
+          q[0] += v[k] * v[k];
       }
-#pragma unroll
-      for (int e = 0; e < CH * V; ++e)
-        q[0] += v[e] * v[e];
     }
     group_sum<BT>(q, red);
     const float r = rsqrtf(q[0] / static_cast<float>(cols) + eps);
     if (tid == 0)
       rstd[row] = r;
     T *yr = y + row * cols;
-    for (int base = 0; base < nv; base += BT * CH) {
-      float v[CH * V], w[CH * V];
+    for (int base = tid; base < nv; base += BT * CH) {
+      uint4 rx[CH], rw[CH];
 #pragma unroll
       for (int j = 0; j < CH; ++j) {
-        const int i = base + j * BT + tid;
-        if (i < nv) {
-          load_vec_stream(xr + i * V, v + j * V);
-          load_vec(weight + i * V, w + j * V);
-        }
+        const int i = base + j * BT;
+        rx[j] = i < nv ? load_raw_stream(xr + i * V) : zero;
+        rw[j] = i < nv ? load_raw(weight + i * V) : zero;
       }
 #pragma unroll
       for (int j = 0; j < CH; ++j) {
-        const int i = base + j * BT + tid;
+        const int i = base + j * BT;
         if (i < nv) {
-          float out[V];
+          float v[V], w[V], out[V];
+          unpack_raw<T>(rx[j], v);
+          unpack_raw<T>(rw[j], w);
 #pragma unroll
           for (int k = 0; k < V; ++k)
-            out[k] = v[j * V + k] * r * w[j * V + k];
+            out[k] = v[k] * r * w[k];
           store_vec_stream(yr + i * V, out);
         }
       }
@@ -266,6 +261,7 @@ __global__ void __launch_bounds__(norm_plan::wide_threads)
   const int tid = static_cast<int>(threadIdx.x);
   const int nv = cols / V;
   const float inv_n = 1.f / static_cast<float>(cols);
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   float *pw_row = part_w + static_cast<std::int64_t>(blockIdx.x) * cols;
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const bool first = row == static_cast<std::int64_t>(blockIdx.x);
@@ -273,51 +269,51 @@ __global__ void __launch_bounds__(norm_plan::wide_threads)
     const T *dyr = dy + row * cols;
     const float r = rstd[row];
     float s1[1] = {0.f}; // sum(w dy xhat)
-    for (int base = 0; base < nv; base += BT * CH) {
-      float xv[CH * V], dv[CH * V], w[CH * V];
+    for (int base = tid; base < nv; base += BT * CH) {
+      uint4 rx[CH], rd[CH], rw[CH];
 #pragma unroll
       for (int j = 0; j < CH; ++j) {
-        const int i = base + j * BT + tid;
-        if (i < nv) {
-          load_vec(xr + i * V, xv + j * V);
-          load_vec(dyr + i * V, dv + j * V);
-          load_vec(weight + i * V, w + j * V);
-        }
+        const int i = base + j * BT;
+        rx[j] = i < nv ? load_raw(xr + i * V) : zero;
+        rd[j] = i < nv ? load_raw(dyr + i * V) : zero;
+        rw[j] = i < nv ? load_raw(weight + i * V) : zero;
       }
 #pragma unroll
       for (int j = 0; j < CH; ++j) {
-        if (base + j * BT + tid < nv) {
+        float xv[V], dv[V], w[V];
+        unpack_raw<T>(rx[j], xv); // zero bits past the row: they add 0
+        unpack_raw<T>(rd[j], dv);
+        unpack_raw<T>(rw[j], w);
 #pragma unroll
-          for (int k = 0; k < V; ++k)
-            s1[0] += w[j * V + k] * dv[j * V + k] * (xv[j * V + k] * r);
-        }
+        for (int k = 0; k < V; ++k)
+          s1[0] += w[k] * dv[k] * (xv[k] * r);
       }
     }
     group_sum<BT>(s1, red);
     const float b = s1[0] * inv_n;
     T *dxr = dx + row * cols;
-    for (int base = 0; base < nv; base += BT * CH) {
-      float xv[CH * V], dv[CH * V], w[CH * V];
+    for (int base = tid; base < nv; base += BT * CH) {
+      uint4 rx[CH], rd[CH], rw[CH];
 #pragma unroll
       for (int j = 0; j < CH; ++j) {
-        const int i = base + j * BT + tid;
-        if (i < nv) {
-          load_vec_stream(xr + i * V, xv + j * V);
-          load_vec_stream(dyr + i * V, dv + j * V);
-          load_vec(weight + i * V, w + j * V);
-        }
+        const int i = base + j * BT;
+        rx[j] = i < nv ? load_raw_stream(xr + i * V) : zero;
+        rd[j] = i < nv ? load_raw_stream(dyr + i * V) : zero;
+        rw[j] = i < nv ? load_raw(weight + i * V) : zero;
       }
 #pragma unroll
       for (int j = 0; j < CH; ++j) {
-        const int i = base + j * BT + tid;
+        const int i = base + j * BT;
         if (i < nv) {
-          float out[V], pw[V];
+          float xv[V], dv[V], w[V], out[V], pw[V];
+          unpack_raw<T>(rx[j], xv);
+          unpack_raw<T>(rd[j], dv);
+          unpack_raw<T>(rw[j], w);
 #pragma unroll
           for (int k = 0; k < V; ++k) {
-            const float xhat = xv[j * V + k] * r;
-            const float d = dv[j * V + k];
-            out[k] = r * (w[j * V + k] * d - xhat * b);
-            pw[k] = d * xhat;
+            const float xhat = xv[k] * r;
+            out[k] = r * (w[k] * dv[k] - xhat * b);
+            pw[k] = dv[k] * xhat;
           }
           store_vec_stream(dxr + i * V, out);
           float *pwc = pw_row + i * V;
@@ -348,7 +344,7 @@ void forward(const norm_tensors &t, step_allocator & /*alloc*/, void *stream) {
     if (t.cols > norm_plan::register_cols) {
       const int grid = norm_plan::wide_grid(
           t.rows, t.cols * static_cast<std::int64_t>(sizeof(T)), sm_count(),
-          wide_resident_per_sm<rms_wide_fwd<T>>(), l2_bytes());
+          blocks_per_sm<rms_wide_fwd<T>, norm_plan::wide_threads>(), l2_bytes());
       PREREG_CUDA_LAUNCH(rms_wide_fwd<T><<<grid, norm_plan::wide_threads, 0, as_stream(stream)>>>(
           x, weight, y, t.rstd, t.rows, cols, eps));
       return;
@@ -372,7 +368,7 @@ void backward(const norm_tensors &t, step_allocator &alloc, void *stream) {
       // Re-read per row: x and dy, plus the partial row's dweight (fp32).
       const std::int64_t row_bytes = t.cols * static_cast<std::int64_t>(2 * sizeof(T) + 4);
       const int parts = norm_plan::wide_grid(t.rows, row_bytes, sm_count(),
-                                             wide_resident_per_sm<rms_wide_bwd<T>>(), l2_bytes());
+                                             blocks_per_sm<rms_wide_bwd<T>, norm_plan::wide_threads>(), l2_bytes());
       const std::size_t n = static_cast<std::size_t>(parts) * static_cast<std::size_t>(t.cols);
       auto *part = static_cast<float *>(alloc.allocate(n * sizeof(float)));
       PREREG_CUDA_LAUNCH(rms_wide_bwd<T><<<parts, norm_plan::wide_threads, 0, as_stream(stream)>>>(
