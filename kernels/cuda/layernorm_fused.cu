@@ -11,10 +11,16 @@
 namespace prereg::cuda {
 namespace {
 
+/// The minimum blocks per SM ln_fused_fwd declares in __launch_bounds__: 0 (none, the PTX of
+/// every other shape is unchanged by it) except 1 for fp32 rows of 5 vectors over 256 threads,
+/// where ptxas's default heuristic spilled 4 bytes at 48 registers (with it: 55, no spill).
+template <class T, class S>
+inline constexpr int ln_fwd_min_blocks = sizeof(T) == 4 && S::TPR == 256 && S::VPT == 5 ? 1 : 0;
+
 /// BT threads per block, BT / TPR rows per block. Early: gamma and beta are loaded with x,
 /// before the reductions (the small-row layout, where one DRAM round trip is the whole time).
 template <class T, class S, int BT, bool Early>
-__global__ void __launch_bounds__(BT)
+__global__ void __launch_bounds__(BT, (ln_fwd_min_blocks<T, S>))
     ln_fused_fwd(const T *__restrict__ x, const T *__restrict__ gamma, const T *__restrict__ beta,
                  T *__restrict__ y, float *__restrict__ mean, float *__restrict__ rstd,
                  std::int64_t rows, int cols, float eps) {
@@ -82,31 +88,26 @@ __global__ void __launch_bounds__(BT)
   for (int j = 0; j < S::VPT; ++j) {
     const int c = (j * S::TPR + lane) * S::V;
     if (c < cols) {
-      float out[S::V];
+      float gv[S::V], bv[S::V], out[S::V];
       if constexpr (Early) {
-        float gv[S::V], bv[S::V];
         unpack_raw<T>(rg[j], gv);
         unpack_raw<T>(rb[j], bv);
-#pragma unroll
-        for (int k = 0; k < S::V; ++k)
-          out[k] = v[j * S::V + k] * r * gv[k] + bv[k];
       } else {
-        float gv[S::V], bv[S::V];
         load_vec(gamma + c, gv);
         load_vec(beta + c, bv);
-#pragma unroll
-        for (int k = 0; k < S::V; ++k)
-          out[k] = v[j * S::V + k] * r * gv[k] + bv[k];
       }
+#pragma unroll
+      for (int k = 0; k < S::V; ++k)
+        out[k] = v[j * S::V + k] * r * gv[k] + bv[k];
       store_vec_stream(yr + c, out);
     }
   }
 }
 
 /// Persistent: block b takes row groups b, b + P, ... (a group is rows_in_flight<T> rows per
-/// slot, all loaded before the first is used); BT threads per block, BT / TPR slots; each thread keeps fp32 partials of its columns;
-/// at the end the block sums its row slots in shared memory (fixed order) and writes row b of
-/// part_g / part_b.
+/// slot, all loaded before the first is used; BT threads per block, BT / TPR slots); each
+/// thread keeps fp32 partials of its columns; at the end the block sums its row slots in shared
+/// memory (fixed order) and writes row b of part_g / part_b.
 template <class T, class S, int BT>
 __global__ void __launch_bounds__(BT)
     ln_fused_bwd(const T *__restrict__ x, const T *__restrict__ gamma, const T *__restrict__ dy,

@@ -57,20 +57,14 @@ __global__ void __launch_bounds__(BT)
   for (int j = 0; j < S::VPT; ++j) {
     const int c = (j * S::TPR + lane) * S::V;
     if (c < cols) {
-      float out[S::V];
-      if constexpr (Early) {
-        float wv[S::V];
+      float wv[S::V], out[S::V];
+      if constexpr (Early)
         unpack_raw<T>(rw[j], wv);
-#pragma unroll
-        for (int k = 0; k < S::V; ++k)
-          out[k] = v[j * S::V + k] * r * wv[k];
-      } else {
-        float wv[S::V];
+      else
         load_vec(weight + c, wv);
 #pragma unroll
-        for (int k = 0; k < S::V; ++k)
-          out[k] = v[j * S::V + k] * r * wv[k];
-      }
+      for (int k = 0; k < S::V; ++k)
+        out[k] = v[j * S::V + k] * r * wv[k];
       store_vec_stream(y + row * cols + c, out);
     }
   }
