@@ -104,8 +104,16 @@ __global__ void __launch_bounds__(BT, (ln_fwd_min_blocks<T, S>))
   }
 }
 
-/// Persistent: block b takes row groups b, b + P, ... (a group is rows_in_flight<T> rows per
-/// slot, all loaded before the first is used; BT threads per block, BT / TPR slots); each
+/// Rows each row slot of ln_fused_bwd loads before using the first: rows_in_flight<T> (2 for
+/// 16-bit types), but 4 for the widened 16-bit layout of 1 vector per thread
+/// (norm_plan::ln_backward_layout, 2056-4096 cols), so that it keeps as many bytes in flight
+/// as the 2-vector layouts.
+template <class T, class S>
+inline constexpr int ln_bwd_rows_in_flight =
+    sizeof(T) == 2 && S::TPR == 512 && S::VPT == 1 ? 4 : rows_in_flight<T>;
+
+/// Persistent: block b takes row groups b, b + P, ... (a group is ln_bwd_rows_in_flight rows
+/// per slot, all loaded before the first is used; BT threads per block, BT / TPR slots); each
 /// thread keeps fp32 partials of its columns; at the end the block sums its row slots in shared
 /// memory (fixed order) and writes row b of part_g / part_b.
 template <class T, class S, int BT>
@@ -115,17 +123,17 @@ __global__ void __launch_bounds__(BT)
                  float *__restrict__ part_g, float *__restrict__ part_b, std::int64_t rows,
                  int cols) {
   constexpr int RPB = BT / S::TPR;
-  constexpr int R = rows_in_flight<T>;
+  constexpr int R = ln_bwd_rows_in_flight<T, S>;
   __shared__ float red[2 * BT / 32];
   __shared__ __align__(16) float tile[BT * S::E];
   const int slot = static_cast<int>(threadIdx.x) / S::TPR;
   const int lane = static_cast<int>(threadIdx.x) % S::TPR;
   const float inv_n = 1.f / static_cast<float>(cols);
 
-  // The widened 16-bit layouts (ln_backward_layout: 2 vectors over 256 or 512 threads) keep
-  // gamma as bits, two per register, and convert it where it is used: with it as floats the
-  // 512-thread instantiation needed more than its 128 registers (ptxas spilled 4 bytes).
-  constexpr bool packed_gamma = sizeof(T) == 2 && S::TPR >= 256 && S::VPT == 2;
+  // The widened 16-bit layout of 2 vectors (ln_backward_layout) keeps gamma as bits, two per
+  // register, and converts it where it is used: with it as floats it needed more than its 128
+  // registers (ptxas spilled 4 bytes).
+  constexpr bool packed_gamma = sizeof(T) == 2 && S::TPR == 512 && S::VPT == 2;
   float g[packed_gamma ? 1 : S::E], pg[S::E], pb[S::E];
   uint4 graw[packed_gamma ? S::VPT : 1];
 #pragma unroll
@@ -513,7 +521,7 @@ void backward(const norm_tensors &t, step_allocator &alloc, void *stream) {
     }
     dispatch_ln_backward<T>(t.cols, [&]<class S, int BT>() {
       constexpr int RPB = BT / S::TPR;
-      constexpr int R = rows_in_flight<T>;
+      constexpr int R = ln_bwd_rows_in_flight<T, S>;
       const std::int64_t groups = (t.rows + RPB * R - 1) / (RPB * R);
       const std::int64_t resident =
           static_cast<std::int64_t>(blocks_per_sm<ln_fused_bwd<T, S, BT>, BT>()) * sm_count();

@@ -80,10 +80,10 @@ template <class T, class F> void dispatch_ln_backward(std::int64_t cols, F &&f) 
       detail::dispatch_vpt<T, 64, wide_vpt>(reg.vpt, reg_shape);
       return;
     }
-    if (l.vpt != 2)
-      throw std::logic_error("backward dispatch: a widened layout has 2 vectors per thread");
-    if (l.tpr == 256)
-      f.template operator()<row_shape<T, 256, 2>, 256>();
+    if (l.tpr != 512)
+      throw std::logic_error("backward dispatch: a widened layout has 512 threads per row");
+    if (l.vpt == 1)
+      f.template operator()<row_shape<T, 512, 1>, 512>();
     else
       f.template operator()<row_shape<T, 512, 2>, 512>();
   }

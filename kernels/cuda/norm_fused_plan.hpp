@@ -61,15 +61,17 @@ struct row_layout {
 /// LayerNorm's backward layout on the register path. The register layout, except for 16-bit
 /// rows over 128 or more threads (cols > 2048, `vec` 8): there each thread held 4 vectors of
 /// two rows (x and dy of rows_in_flight = 2) plus gamma and two fp32 partials of its 32
-/// columns, over 255 registers (ptxas spilled 36-44 bytes); they take the 256 or 512 threads
-/// that hold the row with 2 vectors each instead, in blocks of max(256, tpr) threads.
+/// columns, over 255 registers (ptxas spilled 36-44 bytes). They take 512 threads per row in
+/// 512-thread blocks instead (__launch_bounds__(512): at most 128 registers, which these
+/// shapes fit without spilling): 2 vectors per thread above 4096 cols, 1 up to 4096 (the
+/// kernel then keeps 4 rows in flight, ln_bwd_rows_in_flight), so each SM keeps 64 KiB of x
+/// and dy in flight, as before.
 [[nodiscard]] constexpr row_layout ln_backward_layout(std::int64_t cols, int vec) {
   const row_layout reg = register_layout(cols, vec);
   if (vec != 8 || reg.tpr < 128)
     return reg;
   const std::int64_t vectors = cols / vec;
-  const int tpr = vectors <= 512 ? 256 : 512;
-  return {tpr, static_cast<int>((vectors + tpr - 1) / tpr), std::max(256, tpr), false};
+  return {512, vectors <= 512 ? 1 : 2, 512, false};
 }
 
 /// Blocks of a wide-path kernel (cols > register_cols): one per row up to `per_sm_resident`

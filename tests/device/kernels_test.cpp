@@ -214,8 +214,8 @@ TEST_CASE("fused norms: wide rows (8192 < cols <= 65536) match the reference") {
 }
 
 TEST_CASE("fused norms: the wide and widened backwards are deterministic") {
-  // wide rows with several rows per block; the 16-bit LayerNorm backward's 256- and 512-thread
-  // layouts (4096, 8192 cols)
+  // wide rows with several rows per block; the 16-bit LayerNorm backward's 512-thread layouts
+  // (4096 cols: 1 vector and 4 rows in flight per thread; 8192: 2 vectors and 2 rows)
   const std::vector<std::pair<std::int64_t, std::int64_t>> cases{
       {300, 16384}, {140, 65536}, {3, 32768}, {2503, 4096}, {1031, 8192}};
   for (const arm_info *arm : fused_norm_arms()) {
