@@ -109,8 +109,9 @@ __global__ void __launch_bounds__(BT, (ln_fwd_min_blocks<T, S>))
 /// (norm_plan::ln_backward_layout, 2056-4096 cols), so that it keeps as many bytes in flight
 /// as the 2-vector layouts.
 template <class T, class S>
-inline constexpr int ln_bwd_rows_in_flight =
-    sizeof(T) == 2 && S::TPR == 512 && S::VPT == 1 ? 4 : rows_in_flight<T>;
+inline constexpr int ln_bwd_rows_in_flight = sizeof(T) == 2 && S::TPR == 512 && S::VPT == 1
+                                                 ? 4
+                                                 : rows_in_flight<T>;
 
 /// Persistent: block b takes row groups b, b + P, ... (a group is ln_bwd_rows_in_flight rows
 /// per slot, all loaded before the first is used; BT threads per block, BT / TPR slots); each
@@ -507,13 +508,13 @@ void backward(const norm_tensors &t, step_allocator &alloc, void *stream) {
     if (t.cols > norm_plan::register_cols) {
       // Re-read per row: x and dy, plus the partial row's dgamma and dbeta (fp32).
       const std::int64_t row_bytes = t.cols * static_cast<std::int64_t>(2 * sizeof(T) + 8);
-      const int parts = norm_plan::wide_grid(t.rows, row_bytes, sm_count(),
-                                             blocks_per_sm<ln_wide_bwd<T>, norm_plan::wide_threads>(), l2_bytes());
+      const int parts = norm_plan::wide_grid(
+          t.rows, row_bytes, sm_count(), blocks_per_sm<ln_wide_bwd<T>, norm_plan::wide_threads>(),
+          l2_bytes());
       const std::size_t n = static_cast<std::size_t>(parts) * static_cast<std::size_t>(t.cols);
       auto *part = static_cast<float *>(alloc.allocate(2 * n * sizeof(float)));
-      PREREG_CUDA_LAUNCH(
-          ln_wide_bwd<T><<<parts, norm_plan::wide_threads, 0, as_stream(stream)>>>(
-              x, gamma, dy, t.mean, t.rstd, dx, part, part + n, t.rows, cols));
+      PREREG_CUDA_LAUNCH(ln_wide_bwd<T><<<parts, norm_plan::wide_threads, 0, as_stream(stream)>>>(
+          x, gamma, dy, t.mean, t.rstd, dx, part, part + n, t.rows, cols));
       reduce_partials<T>(part, part + n, parts, cols, static_cast<T *>(t.dgamma),
                          static_cast<T *>(t.dbeta), as_stream(stream));
       alloc.release(part);

@@ -361,8 +361,9 @@ void backward(const norm_tensors &t, step_allocator &alloc, void *stream) {
     if (t.cols > norm_plan::register_cols) {
       // Re-read per row: x and dy, plus the partial row's dweight (fp32).
       const std::int64_t row_bytes = t.cols * static_cast<std::int64_t>(2 * sizeof(T) + 4);
-      const int parts = norm_plan::wide_grid(t.rows, row_bytes, sm_count(),
-                                             blocks_per_sm<rms_wide_bwd<T>, norm_plan::wide_threads>(), l2_bytes());
+      const int parts = norm_plan::wide_grid(
+          t.rows, row_bytes, sm_count(), blocks_per_sm<rms_wide_bwd<T>, norm_plan::wide_threads>(),
+          l2_bytes());
       const std::size_t n = static_cast<std::size_t>(parts) * static_cast<std::size_t>(t.cols);
       auto *part = static_cast<float *>(alloc.allocate(n * sizeof(float)));
       PREREG_CUDA_LAUNCH(rms_wide_bwd<T><<<parts, norm_plan::wide_threads, 0, as_stream(stream)>>>(

@@ -201,9 +201,9 @@ TEST_CASE("fused norms: wide rows (8192 < cols <= 65536) match the reference") {
   // per SM where the re-read rows would overflow L2), so blocks take several rows and the
   // backward adds into its partial row after storing it.
   const std::vector<case_shape> wide{
-      {1, 8200, false},  {3, 8200, true},    {3, 16384, true},  {64, 16384, false},
-      {300, 16384, true}, {1, 32768, false}, {64, 32768, true}, {1, 65536, false},
-      {3, 65536, true},  {140, 65536, false},
+      {1, 8200, false},   {3, 8200, true},     {3, 16384, true},  {64, 16384, false},
+      {300, 16384, true}, {1, 32768, false},   {64, 32768, true}, {1, 65536, false},
+      {3, 65536, true},   {140, 65536, false},
   };
   std::uint64_t seed = 0x91de;
   for (const arm_info *arm : fused_norm_arms())
