@@ -110,6 +110,55 @@ void expect_close(const char *name, const std::vector<double> &got, const std::v
   CHECK(cmp.passed);
 }
 
+/// Runs `arm` on fresh inputs of shape `s` (adversarial rows if asked) and checks every output
+/// against the float64 reference with the dtype's default tolerance, and the peak allocation
+/// against the registry.
+void check_against_reference(const arm_info &arm, dtype type, pass_kind pass, const case_shape &s,
+                             std::uint64_t &seed) {
+  const operation norm = arm.op == "layernorm" ? operation::layernorm : operation::rmsnorm;
+  const arm_ops *ops = cuda_arm_ops(arm.name);
+  REQUIRE_MESSAGE(ops != nullptr, arm.name);
+  const correctness_spec tol = default_tolerance(type);
+  CAPTURE(arm.name);
+  CAPTURE(to_string(type));
+  CAPTURE(to_string(pass));
+  CAPTURE(s.rows);
+  CAPTURE(s.cols);
+  REQUIRE_FALSE(cannot_run(arm, pass, s.rows, s.cols, type).has_value());
+  const bool bwd = pass == pass_kind::fwd_bwd;
+  reference::inputs64 in = reference::random_inputs(s.rows, s.cols, type, ++seed);
+  if (s.adversarial)
+    make_adversarial(in, type, ++seed);
+  const reference::outputs64 ref = reference::compute(norm, in, bwd);
+  const run_result got = run_arm(*ops, in, type, bwd);
+  expect_close("y", got.out.y, ref.y, tol, s.cols);
+  if (norm == operation::layernorm)
+    expect_close("mean", got.out.mean, ref.mean, tol, 0);
+  expect_close("rstd", got.out.rstd, ref.rstd, tol, 0);
+  if (bwd) {
+    expect_close("dx", got.out.dx, ref.dx, tol, s.cols);
+    expect_close("dgamma", got.out.dgamma, ref.dgamma, tol, 0);
+    if (norm == operation::layernorm)
+      expect_close("dbeta", got.out.dbeta, ref.dbeta, tol, 0);
+  }
+  const bool allocates = bwd ? (arm.allocates_fwd || arm.allocates_bwd) : arm.allocates_fwd;
+  if (allocates)
+    CHECK(got.peak > 0);
+  else
+    CHECK(got.peak == 0);
+}
+
+/// The fused norm arms (the ones with the small-row and wide-row layouts).
+std::vector<const arm_info *> fused_norm_arms() {
+  std::vector<const arm_info *> arms;
+  for (const char *name : {"layernorm.fused", "rmsnorm.fused"}) {
+    const arm_info *arm = find_arm("cuda", name);
+    REQUIRE_MESSAGE(arm != nullptr, name);
+    arms.push_back(arm);
+  }
+  return arms;
+}
+
 } // namespace
 
 TEST_CASE("every CUDA arm matches the float64 reference on adversarial shapes") {
@@ -117,41 +166,73 @@ TEST_CASE("every CUDA arm matches the float64 reference on adversarial shapes") 
   for (const arm_info &arm : all_arms()) {
     if (arm.device != "cuda" || arm.abi != "norm")
       continue; // the generic-seam arms have their own test
-    const operation norm = arm.op == "layernorm" ? operation::layernorm : operation::rmsnorm;
-    const arm_ops *ops = cuda_arm_ops(arm.name);
-    REQUIRE_MESSAGE(ops != nullptr, arm.name);
-    for (const dtype type : arm.dtypes) {
-      const correctness_spec tol = default_tolerance(type);
-      for (const pass_kind pass : {pass_kind::fwd, pass_kind::fwd_bwd}) {
-        for (const case_shape &s : shapes) {
-          CAPTURE(arm.name);
-          CAPTURE(to_string(type));
-          CAPTURE(to_string(pass));
-          CAPTURE(s.rows);
-          CAPTURE(s.cols);
-          REQUIRE_FALSE(cannot_run(arm, pass, s.rows, s.cols, type).has_value());
-          const bool bwd = pass == pass_kind::fwd_bwd;
-          reference::inputs64 in = reference::random_inputs(s.rows, s.cols, type, ++seed);
-          if (s.adversarial)
-            make_adversarial(in, type, ++seed);
-          const reference::outputs64 ref = reference::compute(norm, in, bwd);
-          const run_result got = run_arm(*ops, in, type, bwd);
-          expect_close("y", got.out.y, ref.y, tol, s.cols);
-          if (norm == operation::layernorm)
-            expect_close("mean", got.out.mean, ref.mean, tol, 0);
-          expect_close("rstd", got.out.rstd, ref.rstd, tol, 0);
-          if (bwd) {
-            expect_close("dx", got.out.dx, ref.dx, tol, s.cols);
-            expect_close("dgamma", got.out.dgamma, ref.dgamma, tol, 0);
-            if (norm == operation::layernorm)
-              expect_close("dbeta", got.out.dbeta, ref.dbeta, tol, 0);
-          }
-          const bool allocates = bwd ? (arm.allocates_fwd || arm.allocates_bwd) : arm.allocates_fwd;
-          if (allocates)
-            CHECK(got.peak > 0);
-          else
-            CHECK(got.peak == 0);
-        }
+    for (const dtype type : arm.dtypes)
+      for (const pass_kind pass : {pass_kind::fwd, pass_kind::fwd_bwd})
+        for (const case_shape &s : shapes)
+          check_against_reference(arm, type, pass, s, seed);
+  }
+}
+
+TEST_CASE("fused norms: small row counts (the spread forward layout) match the reference") {
+  // 1..512 rows fill fewer than 132 SMs with the register layout (8 rows per block at 896 and
+  // 1024 cols, 2 at fp32 4096), so the forward spreads each row over a block of its own;
+  // 1048 and 1056 rows of 1024 fp32 sit on either side of that threshold on an H200, 131 and
+  // 132 rows of 8192 likewise (fp32; 16-bit 8192 rows take 256 threads as well).
+  std::vector<case_shape> small;
+  for (const std::int64_t cols : {896, 1024, 4096})
+    for (const std::int64_t rows : {1, 2, 7, 128, 512})
+      small.push_back({rows, cols, rows >= 2 && rows % 2 == 0});
+  small.push_back({1048, 1024, false});
+  small.push_back({1056, 1024, true});
+  small.push_back({131, 8192, true});
+  small.push_back({132, 8192, false});
+  small.push_back({5, 8, false});
+  small.push_back({3, 264, true});
+  std::uint64_t seed = 0x5a11;
+  for (const arm_info *arm : fused_norm_arms())
+    for (const dtype type : arm->dtypes)
+      for (const pass_kind pass : {pass_kind::fwd, pass_kind::fwd_bwd})
+        for (const case_shape &s : small)
+          check_against_reference(*arm, type, pass, s, seed);
+}
+
+TEST_CASE("fused norms: wide rows (8192 < cols <= 65536) match the reference") {
+  // 300 rows of 16384 and 140 rows of 65536: more rows than the wide grid's blocks (about one
+  // per SM where the re-read rows would overflow L2), so blocks take several rows and the
+  // backward adds into its partial row after storing it.
+  const std::vector<case_shape> wide{
+      {1, 8200, false},   {3, 8200, true},     {3, 16384, true},  {64, 16384, false},
+      {300, 16384, true}, {1, 32768, false},   {64, 32768, true}, {1, 65536, false},
+      {3, 65536, true},   {140, 65536, false},
+  };
+  std::uint64_t seed = 0x91de;
+  for (const arm_info *arm : fused_norm_arms())
+    for (const dtype type : arm->dtypes)
+      for (const pass_kind pass : {pass_kind::fwd, pass_kind::fwd_bwd})
+        for (const case_shape &s : wide)
+          check_against_reference(*arm, type, pass, s, seed);
+}
+
+TEST_CASE("fused norms: the wide and widened backwards are deterministic") {
+  // wide rows with several rows per block; the 16-bit LayerNorm backward's 512-thread layouts
+  // (4096 cols: 1 vector and 4 rows in flight per thread; 8192: 2 vectors and 2 rows)
+  const std::vector<std::pair<std::int64_t, std::int64_t>> cases{
+      {300, 16384}, {140, 65536}, {3, 32768}, {2503, 4096}, {1031, 8192}};
+  for (const arm_info *arm : fused_norm_arms()) {
+    for (const dtype type : {dtype::fp32, dtype::fp16, dtype::bf16}) {
+      for (const auto &[rows, cols] : cases) {
+        CAPTURE(arm->name);
+        CAPTURE(to_string(type));
+        CAPTURE(rows);
+        CAPTURE(cols);
+        const reference::inputs64 in = reference::random_inputs(rows, cols, type, 4242);
+        const run_result a = run_arm(*cuda_arm_ops(arm->name), in, type, true);
+        const run_result b = run_arm(*cuda_arm_ops(arm->name), in, type, true);
+        CHECK(a.out.dx == b.out.dx);
+        CHECK(a.out.dgamma == b.out.dgamma);
+        if (arm->op == "layernorm")
+          CHECK(a.out.dbeta == b.out.dbeta); // RMSNorm leaves dbeta (poisoned with NaN) alone
+        CHECK(a.out.y == b.out.y);
       }
     }
   }
