@@ -69,8 +69,17 @@ check "the fresh report" report "$fresh"
 check "the fresh frozen protocol" protocol "$PREREG_STORE"/protocols/*/protocol.json
 
 # The schemas can fail: planted-bad copies of a version-3 (fresh) and a version-1 (committed)
-# report and of their protocols are rejected.
-for base in "$fresh" "${reports[0]}"; do
+# report and of their protocols are rejected. The committed one is the first whose report is
+# schema_version 1 and whose protocol is prereg: 1 (the planted edits assume `shapes`).
+v1=""
+for r in "${reports[@]}"; do
+  if "$py" -c 'import json,sys; r = json.load(open(sys.argv[1])); sys.exit(0 if r["schema_version"] == 1 and r["protocol"]["body"]["prereg"] == 1 else 1)' "$r"; then
+    v1=$r
+    break
+  fi
+done
+[ -n "$v1" ] && pass "a committed version-1 report to plant into: $v1" || fail "no committed version-1 report"
+for base in "$fresh" "$v1"; do
   "$py" -c 'import json,sys; json.dump(json.load(open(sys.argv[1]))["protocol"]["body"], open(sys.argv[2], "w"))' \
     "$base" "$work/body.json"
   if "$py" "$validate" "$schemas" --planted "$base" "$work/body.json" >"$work/val" 2>&1; then
