@@ -15,7 +15,9 @@ side directly, with the same wrapper in both places:
 - As a script (`python3 tools/host_probe.py ln|decode OUT.json`), the same steps in a plain
   python3 under the orders prereg might impose: hot back to back, each window after an input
   refresh + poison + a 256 MiB read sweep (prereg's window), and interleaved with the other
-  arms of the protocol (prereg's default order), with CUDA events around each step.
+  arms of the protocol (prereg's default order), with CUDA events around each step. `micro`
+  times the microbenches (`pybench`, `torchbench`) after each piece of prereg's pre-window
+  host work; `micro-cpu` times `pybench` on the CPU alone (no torch).
 
 Exploratory: nothing here is frozen, and nothing of it is a prereg measurement.
 """
@@ -167,8 +169,7 @@ def pybench(t):
 def _torchbench_step(t):
     # 200 tiny torch ops on the current stream: the dispatcher and launch path alone.
     import torch
-    x = t.x if t.x is not None else None
-    a = x.reshape(-1)[:256].float().clone()
+    a = t.x.reshape(-1)[:256].float().clone()
     b = a.clone()
     out = _write_y(t)
 
@@ -251,12 +252,71 @@ def _t_qwen(torch):
     return t
 
 
+def _window_prep(torch):
+    """What prereg does on the device before a window, as torch calls: prep(t) refreshes t.x,
+    poisons t.y, runs a 256 MiB read sweep and synchronises."""
+    sweep = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    acc = torch.empty((), dtype=torch.int64, device="cuda")
+
+    def prep(t):
+        t.x.uniform_(-1, 1)
+        t.y.fill_(float("nan"))
+        acc.copy_(sweep.view(torch.int32).sum())
+        torch.cuda.synchronize()
+    return prep
+
+
+def _median_us(calls, column):
+    return statistics.median(c[column] for c in calls)
+
+
+def _plain_micro(torch, out_path):
+    """pybench after each piece of host work prereg does before a Python arm's window, then
+    pybench and torchbench back to back; prints and saves the medians."""
+    t = _t_ln(torch, 128, 1024, "fwd")
+    steps = {"pybench": _wrap("plain_pybench", _pybench_step(t)),
+             "torchbench": _wrap("plain_torchbench", _torchbench_step(t))}
+    prep = _window_prep(torch)
+
+    def stats():
+        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.memory_allocated()
+
+    befores = (("nothing", lambda: None),
+               ("torch memory statistics", stats),
+               ("cudaMemGetInfo twice", lambda: (torch.cuda.mem_get_info(), torch.cuda.mem_get_info())),
+               ("fill, poison, read sweep, sync", lambda: prep(t)),
+               ("memory statistics, then fill, poison, sweep, sync", lambda: (stats(), prep(t))))
+    loops = _LOG.setdefault("pybench_loop_us", [])
+    for bname, before in befores:
+        for i in range(220):
+            if i == 20:
+                n0 = len(loops)
+            before()
+            steps["pybench"]()
+        torch.cuda.synchronize()
+        print(json.dumps({"micro": "pybench loop after " + bname,
+                          "loop_us_median": statistics.median(loops[n0:])}), flush=True)
+    for name, st in steps.items():
+        for n in (20, 200):  # warm-up, then the calls whose medians are printed
+            for _ in range(n):
+                st()
+            torch.cuda.synchronize()
+        calls = _LOG["arms"]["plain_" + name]["calls"][-200:]
+        print(json.dumps({"micro": name, "host_wall_us_median": _median_us(calls, 0),
+                          "host_cpu_us_median": _median_us(calls, 1)}), flush=True)
+    _LOG["plain_facts"] = facts()
+    with open(out_path, "w") as f:
+        json.dump(_LOG, f, indent=1)
+
+
 def _plain(kind, out_path):
     import torch
     side = torch.cuda.Stream()
     torch.cuda.set_stream(torch.cuda.ExternalStream(side.cuda_stream))
-    sweep = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    acc = torch.empty((), dtype=torch.int64, device="cuda")
+    if kind == "micro":
+        _plain_micro(torch, out_path)
+        return
     if kind == "ln":
         import torch_norms
         import triton_layernorm
@@ -265,55 +325,6 @@ def _plain(kind, out_path):
                  "compiled": torch_norms.layernorm_compiled(ts["compiled"]),
                  "triton": triton_layernorm.layernorm(ts["triton"])}
         target, n, warm = "eager", 200, 30
-    elif kind == "micro":
-        t = _t_ln(torch, 128, 1024, "fwd")
-        ts = {"pybench": t, "torchbench": t}
-        steps = {"pybench": _wrap("plain_pybench", _pybench_step(t)),
-                 "torchbench": _wrap("plain_torchbench", _torchbench_step(t))}
-        # pybench after what prereg does on the host before a Python arm's window
-        sweep = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-        acc = torch.empty((), dtype=torch.int64, device="cuda")
-
-        def stats():
-            torch.cuda.reset_peak_memory_stats()
-            torch.cuda.memory_allocated()
-
-        befores = (("nothing", lambda: None),
-                   ("torch memory statistics", stats),
-                   ("cudaMemGetInfo twice", lambda: (torch.cuda.mem_get_info(), torch.cuda.mem_get_info())),
-                   ("fill, poison, read sweep, sync", lambda: (t.x.uniform_(-1, 1), t.y.fill_(float("nan")),
-                                                               acc.copy_(sweep.view(torch.int32).sum()),
-                                                               torch.cuda.synchronize())),
-                   ("memory statistics, then fill, poison, sweep, sync",
-                    lambda: (stats(), t.x.uniform_(-1, 1), t.y.fill_(float("nan")),
-                             acc.copy_(sweep.view(torch.int32).sum()), torch.cuda.synchronize())))
-        loops = _LOG.setdefault("pybench_loop_us", [])
-        for bname, before in befores:
-            for _ in range(20):
-                before()
-                steps["pybench"]()
-            n0 = len(loops)
-            for _ in range(200):
-                before()
-                steps["pybench"]()
-            torch.cuda.synchronize()
-            print(json.dumps({"micro": "pybench loop after " + bname,
-                              "loop_us_median": statistics.median(loops[n0:])}), flush=True)
-        for name, st in steps.items():
-            for _ in range(20):
-                st()
-            torch.cuda.synchronize()
-            calls = _LOG["arms"]["plain_" + name]["calls"][-200:]
-            for _ in range(200):
-                st()
-            torch.cuda.synchronize()
-            calls = _LOG["arms"]["plain_" + name]["calls"][-200:]
-            print(json.dumps({"micro": name, "host_wall_us_median": statistics.median(c[0] for c in calls),
-                              "host_cpu_us_median": statistics.median(c[1] for c in calls)}), flush=True)
-        _LOG["plain_facts"] = facts()
-        with open(out_path, "w") as f:
-            json.dump(_LOG, f, indent=1)
-        return
     else:
         import qwen_decode
         ts = {n: _t_qwen(torch) for n in ("decode_hf", "decode_fused", "decode_graph", "prefill_hf")}
@@ -330,12 +341,10 @@ def _plain(kind, out_path):
         e.synchronize()
         return s.elapsed_time(e) * 1000
 
+    prep = _window_prep(torch)
+
     def prereg_like():
-        t = ts[target]
-        t.x.uniform_(-1, 1)          # refresh
-        t.y.fill_(float("nan"))      # poison
-        acc.copy_(sweep.view(torch.int32).sum())  # a read sweep
-        torch.cuda.synchronize()
+        prep(ts[target])
 
     def others_then(before):
         def f():
@@ -361,8 +370,8 @@ def _plain(kind, out_path):
         results.append({"regime": name, "n": n,
                         "events_us_median": round(statistics.median(ev), 1),
                         "events_us_min": round(min(ev), 1), "events_us_max": round(max(ev), 1),
-                        "host_wall_us_median": statistics.median(c[0] for c in host),
-                        "host_cpu_us_median": statistics.median(c[1] for c in host),
+                        "host_wall_us_median": _median_us(host, 0),
+                        "host_cpu_us_median": _median_us(host, 1),
                         "gc_in_step": sum(c[2] for c in host),
                         "gc_us_in_step": round(sum(c[3] for c in host), 1)})
         print(json.dumps(results[-1]), flush=True)
@@ -387,8 +396,8 @@ def _plain_cpu(out_path):
         st()
     calls = _LOG["arms"]["plain_pybench"]["calls"][-200:]
     res = {"micro": "pybench (cpu)", "loop_us_median": statistics.median(_LOG["pybench_loop_us"][-200:]),
-           "host_wall_us_median": statistics.median(c[0] for c in calls),
-           "host_cpu_us_median": statistics.median(c[1] for c in calls), "executable": sys.executable}
+           "host_wall_us_median": _median_us(calls, 0),
+           "host_cpu_us_median": _median_us(calls, 1), "executable": sys.executable}
     print(json.dumps(res), flush=True)
     with open(out_path, "w") as f:
         json.dump(res, f)

@@ -162,7 +162,7 @@ def levers_part(lv, where):
     hf = cell(lv, "decode_hf")
     out += [f"From `{where}` (`order: sequential`, `kernel_clock: false`; medians; the eager decode "
             f"step {ms(hf):.1f} ms, IQR {hf['iqr_ms']:.1f} ms, against the pilot's 21.3 ms outside "
-            "prereg; why the first run read more: [evidence](docs/evidence/python-host-path.md)):", "",
+            "prereg; on the first run's higher figure: [evidence](docs/evidence/python-host-path.md)):", "",
             "| lever | step | speedup over eager | verdict |", "| --- | ---: | ---: | --- |"]
     for arm, what, ids in (("decode_fused", "fused RMSNorm", ("L1",)),
                            ("decode_graph", "CUDA graph", ("L2", "L5")),

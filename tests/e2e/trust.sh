@@ -88,13 +88,14 @@ run_id=$(basename "$first")
 # The committed reports are signed by the project keys: the store holds exactly the keys
 # .ci/run pins (a key a session adds to .prereg/keys must be pinned there too), and pinned,
 # every committed report audits clean.
-pins=()
-for k in "$PREREG_SOURCE_DIR"/.prereg/keys/*.pub; do pins+=(--trust "$(basename "$k" .pub)"); done
-nkeys=$(( ${#pins[@]} / 2 ))
-stored=$(ls "$PREREG_SOURCE_DIR"/.prereg/keys/ | sed 's/\.pub$//' | sort)
+stored=() pins=()
+for k in "$PREREG_SOURCE_DIR"/.prereg/keys/*.pub; do stored+=("$(basename "$k" .pub)"); done
+for f in "${stored[@]}"; do pins+=(--trust "$f"); done
+nkeys=${#stored[@]}
 pinned=$(grep -oE '^ *[0-9a-f]{64}$' "$PREREG_SOURCE_DIR/.ci/run" | tr -d ' ' | sort)
-[ "$nkeys" -ge 2 ] && [ "$stored" = "$pinned" ] && pass "the store's keys are the keys .ci/run pins ($nkeys)" \
-  || fail "project keys: stored ${pins[*]}; .ci/run pins $(echo $pinned)"
+[ "$nkeys" -ge 2 ] && [ "$(printf '%s\n' "${stored[@]}" | sort)" = "$pinned" ] \
+  && pass "the store's keys are the keys .ci/run pins ($nkeys)" \
+  || fail "project keys: stored ${stored[*]}; .ci/run pins $(echo $pinned)"
 bad=0
 for r in "$PREREG_SOURCE_DIR"/reports/*/*/report.json; do
   "$PREREG" audit --store "$PREREG_SOURCE_DIR/.prereg" "$(dirname "$r")" "${pins[@]}" >"$work/out" 2>&1 \
