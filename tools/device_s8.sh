@@ -4,6 +4,9 @@
 # protocol starts only while at least MIN_LEFT seconds of BUDGET remain (a run is never killed
 # half-way on purpose). Then, if NCU=1 and time remains, Nsight Compute's speed-of-light and
 # occupancy sections over exploratory copies of the cells named in tools/ncu_s8.txt.
+# A device call runs on a copy of this tree: its runs extend the copy's .prereg ledger. Unpack
+# each call's results.tgz and commit its ledger before the next call, or the next call's ledger
+# forks from the same head (session 8's three calls did: docs/evidence/issue15-s8/README.md).
 # Usage: BUDGET=SECONDS [MIN_LEFT=S] [NCU=1] bash tools/device_s8.sh BIN_DIR TAG HASH...
 set -uo pipefail
 SECONDS=0
@@ -47,7 +50,7 @@ if [ "${NCU:-0}" = 1 ] && [ -f tools/ncu_s8.txt ]; then
     step "ncu $name"
     timeout "$(( $(left) - 15 < 120 ? $(left) - 15 : 120 ))" ncu --clock-control none --cache-control all \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
-      --target-processes all --csv --page details --log-file "$out/ncu_$name.csv" \
+      -k "regex:ln_|rms_|triton|layer_norm|reduce_partials" -c 40 --target-processes all --csv --page details --log-file "$out/ncu_$name.csv" \
       "$bin/prereg" try "$yaml" --quiet --out "/tmp/ncu-$name" >"$out/ncu_$name.out" 2>&1
     echo "ncu rc=$?" | tee -a "$S"
     pack
