@@ -102,6 +102,20 @@ for r in "$PREREG_SOURCE_DIR"/reports/*/*/report.json; do
     && grep -q "pinned by --trust ($nkeys key(s))" "$work/out" || { bad=1; tail -3 "$work/out"; }
 done
 [ $bad -eq 0 ] && pass "every committed report audits clean with the project keys pinned" || fail "committed reports"
+# Reports kept with the forked store their run extended (docs/evidence/*/fork-*/, e.g. issue 15's
+# session 8): each audits clean against its own store, with the project keys pinned, and FAILs
+# against the committed one, whose ledger holds the run transcribed at another seq.
+forks=0 bad=0
+for r in "$PREREG_SOURCE_DIR"/docs/evidence/*/fork-*/reports/*/*/report.json; do
+  [ -e "$r" ] || continue
+  fork=${r%/reports/*}
+  forks=$((forks + 1))
+  "$PREREG" audit --store "$fork/store" "$(dirname "$r")" "${pins[@]}" >"$work/out" 2>&1 || { bad=1; tail -3 "$work/out"; }
+  "$PREREG" audit --store "$PREREG_SOURCE_DIR/.prereg" "$(dirname "$r")" "${pins[@]}" >"$work/out" 2>&1
+  [ $? -eq 4 ] && grep -q "FAIL ledger: the report records ledger head" "$work/out" || { bad=1; tail -3 "$work/out"; }
+done
+[ $bad -eq 0 ] && pass "$forks report(s) of forked stores audit clean there and fail against the committed store" \
+  || fail "reports of forked stores"
 grep -q -- '--trust' "$PREREG_SOURCE_DIR/.ci/run" && pass ".ci/run pins keys" || fail ".ci/run does not pin"
 
 # ---- 4. a ledger that does not verify is never extended ------------------------------------
