@@ -133,18 +133,20 @@ expect_exit 3 "freeze refuses an edited ledger" -- "$PREREG" freeze --store "$wo
   && pass "no report, no ledger line, no stored protocol" || fail "something was written"
 
 # ---- 5. kill -9 between freeze.json and the ledger append ----------------------------------
-# A shared lock on the ledger lets the freeze read and verify it but blocks its append.
+# A shared lock on the ledger lets the freeze read and verify it but blocks its append. This
+# shell holds it on fd 9 (the freeze does not inherit the fd) and closing fd 9 releases it. (A
+# background `flock -s FILE sleep 30` did not: killing flock left its sleep holding the lock, and
+# the repair below waited out the 30 s.)
 sed 's/^id: tiny_cpu/id: tiny_kill/' "$tiny" >"$work/kill.yaml"
 khash=$("$PREREG" check "$work/kill.yaml" | tail -n 1)
-flock -s "$PREREG_STORE/ledger.jsonl" sleep 30 &
-holder=$!
-sleep 0.3
-"$PREREG" freeze "$work/kill.yaml" >/dev/null 2>&1 &
+exec 9<"$PREREG_STORE/ledger.jsonl"
+flock -s 9
+"$PREREG" freeze "$work/kill.yaml" >/dev/null 2>&1 9<&- &
 victim=$!
 for _ in $(seq 100); do [ -f "$PREREG_STORE/protocols/$khash/freeze.json" ] && break; sleep 0.1; done
 sleep 0.3
 kill -9 $victim; wait $victim 2>/dev/null
-kill $holder; wait $holder 2>/dev/null
+exec 9<&-
 [ -f "$PREREG_STORE/protocols/$khash/freeze.json" ] && ! grep -q "$khash" "$PREREG_STORE/ledger.jsonl" \
   && pass "killed between freeze.json and the ledger line" || fail "the kill did not land there"
 expect_exit 3 "run refuses a protocol whose freeze is not in the ledger" -- "$PREREG" run "$khash" --out "$out" --quiet
