@@ -1,0 +1,348 @@
+// Checks report pages in one headless Chromium session (DevTools protocol over
+// --remote-debugging-pipe): per page, what a reader's browser would do with it. Run by
+// check_report.sh, which checks its arguments and that chromium and node exist.
+//
+// Usage: node check_pages.js CHROMIUM WORK_DIR HTML PNG [HTML PNG]...
+// Exit: 0 every page passed, 1 a check failed on some page (each failing page is named).
+//
+// Per page, in a fresh tab of a 1280x2000 viewport: the DOM as --dump-dom serialises it (after
+// the load event), a screenshot of the viewport, every console message (console API, uncaught
+// exception, or one Chromium adds itself: CSP, failed load, deprecation) and every request the
+// page starts. Two session-wide backstops catch what the tab's events might not: Chromium's own
+// log (--enable-logging=stderr) and its net log (--log-net-log), checked as the one-page-per-launch
+// checker did; a hit there is charged to the page whose URL it names, else to the session.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { spawn } = require('child_process');
+const { pathToFileURL } = require('url');
+
+const [chromium, work, ...rest] = process.argv.slice(2);
+const pages = [];
+for (let i = 0; i + 1 < rest.length; i += 2) {
+  const url = pathToFileURL(fs.realpathSync(rest[i])).href;
+  pages.push({ html: rest[i], shot: rest[i + 1], url });
+}
+
+const pageTimeoutMs = 60000; // the old checker gave each chromium launch 120 s, two per page
+const dumpDom =
+  "(document.doctype ? new XMLSerializer().serializeToString(document.doctype) + '\\n' : '') + " +
+  'document.documentElement.outerHTML';
+
+// ---- the checks (unchanged from the one-page-per-launch checker) -----------------------------
+
+const decode = (s) =>
+  s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'")
+   .replace(/&nbsp;/g, '\u00a0').replace(/&amp;/g, '&');
+const attr = (tag, name) => {
+  const m = tag.match(new RegExp(`\\s${name}="([^"]*)"`));
+  return m ? decode(m[1]) : null;
+};
+
+// The DOM checks: the arms table, one series group per arm in every chart, renderer 2's summary.
+function checkDom(dom, check) {
+  check('the DOM was dumped', dom.includes('</html>'), `${dom.length} bytes`);
+
+  // The arms, read from the page's arms table (not from the charts).
+  const armsTable = dom.match(/<table class="arms">[\s\S]*?<tbody>([\s\S]*?)<\/tbody>/);
+  const arms = armsTable
+    ? [...armsTable[1].matchAll(/<th scope="row"[^>]*><code>([\s\S]*?)<\/code>/g)].map((m) => decode(m[1]))
+    : [];
+  check('the arms table lists arms', arms.length > 0, 'no table.arms rows');
+
+  const charts = [...dom.matchAll(/<svg\b[^>]*\bclass="chart"[^>]*>[\s\S]*?<\/svg>/g)].map((m) => m[0]);
+  check('the page has charts', charts.length > 0, 'no svg.chart');
+  const want = [...arms].sort().join('\n');
+  for (const svg of charts) {
+    const tag = svg.slice(0, svg.indexOf('>') + 1);
+    const id = attr(tag, 'id') || '?';
+    const series = [...svg.matchAll(/<g\b[^>]*\bclass="series"[^>]*>/g)].map((m) => attr(m[0], 'data-arm'));
+    const declared = Number(attr(tag, 'data-arms'));
+    check(`${id}: one series group per arm (${arms.length})`,
+          series.length === arms.length && declared === arms.length &&
+            [...series].sort().join('\n') === want,
+          `data-arms=${declared}, series=[${series.join(', ')}], arms=[${arms.join(', ')}]`);
+  }
+
+  // Renderer 2 pages (main[data-renderer]): the summary is above the fold — before the results
+  // and the environment — with a time and a speedup chart per pass, the fastest arm ringed.
+  const mainTag = (dom.match(/<main\b[^>]*>/) || [''])[0];
+  const renderer = Number(attr(mainTag, 'data-renderer') || 1);
+  if (renderer >= 2) {
+    const at = (re) => { const m = dom.search(re); return m < 0 ? Infinity : m; };
+    const summary = at(/<section id="summary">/);
+    check('summary section present', summary !== Infinity, 'no section#summary');
+    check('summary before results and environment',
+          summary < at(/<section id="results">/) && summary < at(/<section id="environment">/) &&
+            at(/<section id="correctness">/) < at(/<section id="environment">/),
+          'section order');
+    const summaryHtml = dom.slice(summary, dom.indexOf('</section>', summary));
+    const kinds = [...summaryHtml.matchAll(/<svg\b[^>]*\bclass="chart"[^>]*>/g)].map((m) => attr(m[0], 'data-kind'));
+    const times = kinds.filter((k) => k === 'time').length;
+    const speedups = kinds.filter((k) => k === 'speedup').length;
+    check(`summary: a time and a speedup chart per pass (${times}, ${speedups})`,
+          times > 0 && times === speedups, `kinds=[${kinds.join(', ')}]`);
+    for (const svg of charts.filter((c) => attr(c.slice(0, c.indexOf('>') + 1), 'data-kind') === 'speedup')) {
+      const id = attr(svg.slice(0, svg.indexOf('>') + 1), 'id');
+      const winners = [...svg.matchAll(/<circle\b[^>]*\bclass="winner"/g)].length;
+      const xs = new Set([...svg.matchAll(/<g class="pt[^"]*"><title>[^<]*?· \S+ (\d+)×\d+ ·/g)].map((m) => m[1]));
+      check(`${id}: one fastest arm ringed per rows (${winners} of ${xs.size})`,
+            winners > 0 && winners === xs.size, `${winners} rings, ${xs.size} rows with data`);
+    }
+    if (attr(mainTag, 'data-exploratory') === 'true')
+      check('an exploratory page says so', /<p class="exploratory">EXPLORATORY:/.test(dom) &&
+            /<title>EXPLORATORY: /.test(dom), 'no EXPLORATORY banner or title');
+  }
+}
+
+const isPngOfWidth = (png, width) =>
+  png.length > 24 && png.subarray(0, 8).equals(Buffer.from([137, 80, 78, 71, 13, 10, 26, 10])) &&
+  png.readUInt32BE(16) === width;
+
+// Chromium's log lines that are console output (the page has no scripts, so any console message
+// is an error; Chromium logs console.error and uncaught exceptions as INFO:CONSOLE lines).
+const consoleLine = /:CONSOLE|ERROR:CONSOLE|Uncaught|Content Security Policy/;
+
+// ---- the DevTools protocol over the pipe ------------------------------------------------------
+
+class Browser {
+  constructor(exe, flags) {
+    this.next = 1;
+    this.waiting = new Map(); // id -> {resolve, reject, method}
+    this.listeners = new Set(); // (message) => void, for events
+    this.exited = null;
+    this.dead = new Promise((_, reject) => { this.onDead = reject; }); // rejects when it exits
+    this.dead.catch(() => {});
+    const out = fs.openSync(`${work}/chromium.out`, 'w');
+    const log = fs.openSync(`${work}/chromium.log`, 'w');
+    // fd 3: commands to Chromium, fd 4: its replies and events, each JSON ending in a NUL.
+    this.proc = spawn(exe, flags, { stdio: ['ignore', out, log, 'pipe', 'pipe'] });
+    let pending = '';
+    this.proc.stdio[4].setEncoding('utf8');
+    this.proc.stdio[4].on('data', (chunk) => {
+      pending += chunk;
+      let end;
+      while ((end = pending.indexOf('\0')) >= 0) {
+        const msg = JSON.parse(pending.slice(0, end));
+        pending = pending.slice(end + 1);
+        if (msg.id !== undefined && this.waiting.has(msg.id)) {
+          const w = this.waiting.get(msg.id);
+          this.waiting.delete(msg.id);
+          if (msg.error) w.reject(new Error(`${w.method}: ${msg.error.message}`));
+          else w.resolve(msg.result);
+        } else {
+          for (const l of this.listeners) l(msg);
+        }
+      }
+    });
+    this.proc.stdio[3].on('error', () => {}); // a dead chromium is reported through 'exit'
+    this.proc.on('error', (e) => this.fail(`chromium did not start: ${e.message}`));
+    this.proc.on('exit', (code, signal) => this.fail(`chromium exited (${signal || code})`));
+  }
+  fail(why) {
+    if (this.exited) return;
+    this.exited = why;
+    this.onDead(new Error(why));
+    for (const w of this.waiting.values()) w.reject(new Error(why));
+    this.waiting.clear();
+  }
+  send(method, params = {}, sessionId) {
+    if (this.exited) return Promise.reject(new Error(this.exited));
+    const id = this.next++;
+    const msg = { id, method, params };
+    if (sessionId) msg.sessionId = sessionId;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject, method });
+      this.proc.stdio[3].write(JSON.stringify(msg) + '\0');
+    });
+  }
+  close() {
+    if (this.exited) return Promise.resolve();
+    return new Promise((resolve) => {
+      const kill = setTimeout(() => this.proc.kill('SIGKILL'), 10000);
+      this.proc.once('exit', () => { clearTimeout(kill); resolve(); });
+      this.send('Browser.close').catch(() => {});
+    });
+  }
+}
+
+const withTimeout = (promise, ms, what) => {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took over ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+};
+
+// A page's result: its check lines and how many failed.
+const newResult = (page) => {
+  const r = { page, lines: [], failed: 0 };
+  r.check = (name, ok, detail) => {
+    r.lines.push(`${ok ? 'PASS' : 'FAIL'} ${name}${ok || !detail ? '' : ': ' + detail}`);
+    if (!ok) r.failed++;
+  };
+  return r;
+};
+
+// Loads one page in a new tab and returns what the checks need.
+async function loadPage(browser, page) {
+  const { targetId } = await browser.send('Target.createTarget', { url: 'about:blank' });
+  const { sessionId } = await browser.send('Target.attachToTarget', { targetId, flatten: true });
+  const send = (method, params = {}) => browser.send(method, params, sessionId);
+  const seen = { console: [], requests: [] };
+  let loads = 0; // load events seen, and who waits for the next one
+  let wake = null;
+  const listener = (m) => {
+    if (m.sessionId !== sessionId) return;
+    const p = m.params || {};
+    if (m.method === 'Page.loadEventFired') {
+      loads++;
+      if (wake) wake();
+      wake = null;
+    } else if (m.method === 'Runtime.consoleAPICalled') {
+      const args = (p.args || []).map((a) => a.value ?? a.description ?? a.type);
+      seen.console.push(`console.${p.type}: ${args.join(' ')}`);
+    } else if (m.method === 'Runtime.exceptionThrown') {
+      const d = p.exceptionDetails || {};
+      seen.console.push(`uncaught exception: ${d.exception?.description || d.text}`);
+    } else if (m.method === 'Log.entryAdded') {
+      const e = p.entry;
+      seen.console.push(`${e.source} ${e.level}: ${e.text}${e.url ? ` (${e.url})` : ''}`);
+    } else if (m.method === 'Network.requestWillBeSent') {
+      seen.requests.push(p.request.url);
+    }
+  };
+  browser.listeners.add(listener);
+  try {
+    for (const domain of ['Page', 'Runtime', 'Log', 'Network']) await send(`${domain}.enable`);
+    await send('Emulation.setDeviceMetricsOverride',
+               { width: 1280, height: 2000, deviceScaleFactor: 1, mobile: false });
+    await send('Emulation.setScrollbarsHidden', { hidden: true });
+    const nav = await send('Page.navigate', { url: page.url });
+    if (nav.errorText) throw new Error(`navigation failed: ${nav.errorText}`);
+    // Loaded: the tab shows the page, not the about:blank it opened with (whose own load event
+    // may come late), and the page's document is complete (set as its load event fires). An
+    // evaluation that meets the navigation half-way fails; the next load event retries it.
+    for (;;) {
+      const before = loads;
+      const expression = '[document.URL, document.readyState]';
+      const state = await send('Runtime.evaluate', { expression, returnByValue: true })
+        .catch(() => null);
+      const [url, ready] = state?.result?.value || [];
+      if (url && url !== 'about:blank' && ready === 'complete') break;
+      if (loads === before) await Promise.race([new Promise((r) => { wake = r; }), browser.dead]);
+    }
+    const dom = await send('Runtime.evaluate', { expression: dumpDom, returnByValue: true });
+    seen.dom = typeof dom.result?.value === 'string' ? dom.result.value : '';
+    const shot = await send('Page.captureScreenshot', { format: 'png' });
+    seen.png = Buffer.from(shot.data, 'base64');
+    // One more round trip, so events sent before the screenshot's reply have all arrived.
+    await send('Runtime.evaluate', { expression: '0' });
+    return seen;
+  } finally {
+    browser.listeners.delete(listener);
+    await browser.send('Target.closeTarget', { targetId }).catch(() => {});
+  }
+}
+
+// Requests in a net log that a file:// document started for anything but a file (the old check).
+function netLogFetches(file) {
+  const text = fs.readFileSync(file, 'utf8').trim();
+  const closed = text.endsWith(']}') || text.endsWith('}');
+  const log = JSON.parse(closed ? text : text.replace(/,?\s*$/, ']}'));
+  const start = log.constants.logEventTypes.URL_REQUEST_START_JOB;
+  const fetched = [];
+  for (const e of log.events || []) {
+    const p = e.params || {};
+    if (e.type === start && typeof p.url === 'string' && !p.url.startsWith('file:') &&
+        String(p.site_for_cookies || '').includes('site=file://')) fetched.push(p.url);
+  }
+  return fetched;
+}
+
+async function main() {
+  // No name resolves, so nothing can leave the machine even if a page asked; the net log still
+  // records every request a page made.
+  const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--no-first-run',
+    `--user-data-dir=${work}/profile`, '--host-resolver-rules=MAP * ~NOTFOUND',
+    '--enable-logging=stderr', '--v=0', `--log-net-log=${work}/net.json`,
+    '--remote-debugging-pipe', 'about:blank'];
+  const browser = new Browser(chromium, flags);
+  const results = [];
+  let broken = null; // why the session ended early
+  for (const page of pages) {
+    const r = newResult(page);
+    results.push(r);
+    if (broken) {
+      r.check('the page was loaded', false, broken);
+      continue;
+    }
+    let seen;
+    try {
+      seen = await withTimeout(loadPage(browser, page), pageTimeoutMs, 'loading the page');
+    } catch (e) {
+      r.check('the page was loaded', false, e.message);
+      broken = `the session ended at ${page.html}: ${e.message}`;
+      continue;
+    }
+    checkDom(seen.dom, r.check);
+    r.console = seen.console;
+    r.fetched = seen.requests.filter((u) => !/^(file|data|about|blob):/.test(u));
+    fs.mkdirSync(path.dirname(page.shot), { recursive: true });
+    fs.writeFileSync(page.shot, seen.png);
+    r.png = seen.png;
+  }
+  await browser.close();
+
+  // Backstops: Chromium's log and net log of the whole session, charged to the page they name.
+  const sessionLines = [];
+  const logFile = `${work}/chromium.log`;
+  const logText = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8') : '';
+  for (const line of logText.split('\n').filter((l) => consoleLine.test(l))) {
+    const r = results.find((x) => x.console && line.includes(x.page.url));
+    if (r) r.console.push(`Chromium's log: ${line}`);
+    else sessionLines.push(`console output in Chromium's log: ${line}`);
+  }
+  let netFetches = [];
+  try { netFetches = netLogFetches(`${work}/net.json`); } catch (e) {
+    if (!broken) sessionLines.push(`Chromium's net log could not be read: ${e.message}`);
+  }
+  for (const u of netFetches)
+    if (!results.some((r) => (r.fetched || []).includes(u)))
+      sessionLines.push(`a file:// page requested ${u} (net log; no page's events name it)`);
+
+  let failedPages = 0;
+  for (const r of results) {
+    if (r.console) { // the page was loaded
+      r.check('no console messages or errors', r.console.length === 0,
+              '\n  ' + r.console.join('\n  '));
+      r.check('the page requested nothing from the network', r.fetched.length === 0,
+              r.fetched.join(', '));
+      r.check(`screenshot ${r.page.shot}`, isPngOfWidth(r.png, 1280), `${r.png.length} bytes`);
+    }
+    console.log(`== ${r.page.html}`);
+    for (const l of r.lines) console.log(l);
+    console.log(r.failed === 0 ? 'page passed' : `page FAILED: ${r.failed} check(s) failed`);
+    if (r.failed) failedPages++;
+  }
+  for (const l of sessionLines) console.log(`FAIL session: ${l}`);
+  if (broken) {
+    const tail = logText.split('\n').slice(-20).join('\n');
+    process.stderr.write(`${broken}\nChromium's log, last lines:\n${tail}\n`);
+  }
+  if (failedPages === 0 && sessionLines.length === 0) {
+    console.log(`check_report: all checks passed (${results.length} page(s))`);
+    return 0;
+  }
+  const names = results.filter((r) => r.failed).map((r) => r.page.html);
+  console.log(`check_report: FAILED: ${names.length} of ${results.length} page(s)` +
+              (names.length ? `: ${names.join(' ')}` : '') +
+              (sessionLines.length ? `; ${sessionLines.length} session-wide failure(s)` : ''));
+  return 1;
+}
+
+main().then((rc) => process.exit(rc), (e) => {
+  console.log(`check_report: FAILED: ${e.stack || e}`);
+  process.exit(1);
+});
