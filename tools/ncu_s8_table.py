@@ -11,6 +11,8 @@ import csv
 import statistics
 import sys
 
+from ncu_agreement import short  # the kernel's bare name, as in the agreement table
+
 KEEP = ("ID", "Kernel Name", "Block Size", "Grid Size", "Section Name", "Metric Name", "Metric Unit",
         "Metric Value")
 METRICS = [("Duration", "duration"), ("DRAM Throughput", "DRAM % of peak"),
@@ -32,13 +34,6 @@ def rows_of(path):
     h = rows[head]
     n = h.index("Metric Value") + 1  # metric rows stop there; rule rows run to the last column
     return h, [r for r in rows[head + 1:] if len(r) >= n and r[h.index("Metric Name")]]
-
-
-def short(name):
-    base = name.removeprefix("void ").split("(")[0]
-    for scope in ("prereg::cuda::", "prereg::", "(anonymous namespace)::", "<unnamed>::", "unnamed>::"):
-        base = base.replace(scope, "")
-    return base
 
 
 def slim(src, dst):
