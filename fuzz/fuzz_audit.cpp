@@ -6,12 +6,12 @@
 // whose payload is those bytes (so the payload and canonical-form checks go further).
 #include "fuzz_common.hpp"
 
-#include "prereg/audit.hpp"
-#include "prereg/crypto.hpp"
-#include "prereg/fs.hpp"
-#include "prereg/json.hpp"
-#include "prereg/report.hpp"
-#include "prereg/store.hpp"
+#include "audit/audit.hpp"
+#include "crypto/crypto.hpp"
+#include "base/fs.hpp"
+#include "base/json.hpp"
+#include "report/report.hpp"
+#include "store/store.hpp"
 
 #include <unistd.h>
 

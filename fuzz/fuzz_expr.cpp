@@ -3,7 +3,7 @@
 // (NaN, infinities, zero, huge and tiny numbers) without a crash.
 #include "fuzz_common.hpp"
 
-#include "prereg/expr.hpp"
+#include "base/expr.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 // idempotent.
 #include "fuzz_common.hpp"
 
-#include "prereg/json.hpp"
+#include "base/json.hpp"
 
 #include <cmath>
 

@@ -3,8 +3,8 @@
 // normalises to the same bytes (so its hash is stable).
 #include "fuzz_common.hpp"
 
-#include "prereg/json.hpp"
-#include "prereg/protocol.hpp"
+#include "base/json.hpp"
+#include "spec/protocol.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
   using namespace prereg;

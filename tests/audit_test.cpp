@@ -2,14 +2,14 @@
 // checks that should catch it, and deleting a record never turns a FAIL into a PASS.
 #include "fake_device.hpp"
 
-#include "prereg/audit.hpp"
-#include "prereg/cell_stats.hpp"
-#include "prereg/crypto.hpp"
-#include "prereg/fs.hpp"
-#include "prereg/ledger.hpp"
-#include "prereg/report.hpp"
-#include "prereg/report_text.hpp"
-#include "prereg/signed_json.hpp"
+#include "audit/audit.hpp"
+#include "analysis/cell_stats.hpp"
+#include "crypto/crypto.hpp"
+#include "base/fs.hpp"
+#include "store/ledger.hpp"
+#include "report/report.hpp"
+#include "report/report_text.hpp"
+#include "crypto/signed_json.hpp"
 
 #include <doctest/doctest.h>
 

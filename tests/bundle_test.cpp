@@ -1,10 +1,11 @@
 // Tests of export/import bundles: a round trip between two stores, then every refusal.
 #include "fake_device.hpp"
 
-#include "prereg/bundle.hpp"
-#include "prereg/fs.hpp"
-#include "prereg/ledger.hpp"
-#include "prereg/run.hpp"
+#include "audit/audit.hpp"
+#include "store/bundle.hpp"
+#include "base/fs.hpp"
+#include "store/ledger.hpp"
+#include "run/run.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // Tests of the bytes model and the GB/s and % of ceiling derived from it.
-#include "prereg/bytes_model.hpp"
+#include "spec/bytes_model.hpp"
 #include "prereg/error.hpp"
 
 #include <doctest/doctest.h>

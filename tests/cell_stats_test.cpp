@@ -1,7 +1,7 @@
 // Tests of per-cell statistics, `bound` and `flags`.
-#include "prereg/cell_stats.hpp"
+#include "analysis/cell_stats.hpp"
 #include "prereg/error.hpp"
-#include "prereg/report.hpp"
+#include "report/report.hpp"
 
 #include <doctest/doctest.h>
 

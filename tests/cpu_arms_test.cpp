@@ -1,10 +1,10 @@
 // Tests of the CPU arms against the float64 reference: shapes, passes, constant and
 // ill-conditioned rows, what each arm allocates, and the source files each arm lists.
-#include "prereg/arm_code.hpp"
-#include "prereg/reference.hpp"
+#include "spec/arm_code.hpp"
+#include "spec/reference.hpp"
 
 #include "prereg/error.hpp"
-#include "prereg/registry.hpp"
+#include "spec/registry.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

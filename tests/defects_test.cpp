@@ -1,5 +1,5 @@
 // Tests of defect detection: each defect planted in a fake backend's raw run, one at a time.
-#include "prereg/defects.hpp"
+#include "analysis/defects.hpp"
 #include "prereg/error.hpp"
 
 #include <doctest/doctest.h>

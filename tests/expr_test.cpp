@@ -1,6 +1,6 @@
 // Tests of the `expect` expression language: each grammar rule, evaluation and each error.
 #include "prereg/error.hpp"
-#include "prereg/expr.hpp"
+#include "base/expr.hpp"
 
 #include <doctest/doctest.h>
 

@@ -5,17 +5,17 @@
 // CPU arms; a planted correctness failure corrupts what the engine downloads.
 #pragma once
 
-#include "prereg/arm_code.hpp"
-#include "prereg/device.hpp"
-#include "prereg/measure.hpp"
-#include "prereg/crypto.hpp"
+#include "spec/arm_code.hpp"
+#include "device/device.hpp"
+#include "engine/measure.hpp"
+#include "crypto/crypto.hpp"
 #include "prereg/error.hpp"
-#include "prereg/fs.hpp"
-#include "prereg/json.hpp"
-#include "prereg/protocol.hpp"
-#include "prereg/rng.hpp"
-#include "prereg/run.hpp"
-#include "prereg/store.hpp"
+#include "base/fs.hpp"
+#include "base/json.hpp"
+#include "spec/protocol.hpp"
+#include "base/rng.hpp"
+#include "run/run.hpp"
+#include "store/store.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -2,16 +2,16 @@
 // numbers outside double range, huge lines and sizes, and every input a fuzzer found. Each is
 // refused with exit 2 and a short one-line message that says where (ctest's timeout covers
 // "quickly"), or accepted without a crash; CRLF files hash like LF files.
-#include "prereg/audit.hpp"
-#include "prereg/crypto.hpp"
+#include "audit/audit.hpp"
+#include "crypto/crypto.hpp"
 #include "prereg/error.hpp"
-#include "prereg/expr.hpp"
-#include "prereg/fs.hpp"
-#include "prereg/json.hpp"
-#include "prereg/protocol.hpp"
-#include "prereg/report.hpp"
-#include "prereg/store.hpp"
-#include "prereg/yaml_strict.hpp"
+#include "base/expr.hpp"
+#include "base/fs.hpp"
+#include "base/json.hpp"
+#include "spec/protocol.hpp"
+#include "report/report.hpp"
+#include "store/store.hpp"
+#include "base/yaml_strict.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 // Tests of the measuring side's pipe format: the raw run's JSON round trip and the parent's
 // strict validation of what a (possibly hostile) measuring process sends.
 #include "prereg/error.hpp"
-#include "prereg/isolate.hpp"
+#include "run/isolate.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
-// The kernel clock's records cut into windows and regions (prereg/kernel_windows.hpp).
-#include "prereg/kernel_windows.hpp"
+// The kernel clock's records cut into windows and regions (device/kernel_windows.hpp).
+#include "device/kernel_windows.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,12 +1,12 @@
 // The ledger: an append writes one line at the end and never rewrites earlier bytes; the chain
 // and signature format; one read per command with appends by others noticed; the truncated-line
 // refusal; attempt counting.
-#include "prereg/crypto.hpp"
+#include "crypto/crypto.hpp"
 #include "prereg/error.hpp"
-#include "prereg/fs.hpp"
-#include "prereg/ledger.hpp"
-#include "prereg/signed_json.hpp"
-#include "prereg/store.hpp"
+#include "base/fs.hpp"
+#include "store/ledger.hpp"
+#include "crypto/signed_json.hpp"
+#include "store/store.hpp"
 
 #include <doctest/doctest.h>
 

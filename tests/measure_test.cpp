@@ -1,10 +1,10 @@
 // Tests of the measurement engine on the CPU device: probe, memory refusal, a small measured
 // plan, sample order, instrument facts, and planted wrong arms failing correctness.
-#include "prereg/arm_code.hpp"
-#include "prereg/device.hpp"
-#include "prereg/measure.hpp"
-#include "prereg/registry.hpp"
-#include "prereg/rng.hpp"
+#include "spec/arm_code.hpp"
+#include "device/device.hpp"
+#include "engine/measure.hpp"
+#include "spec/registry.hpp"
+#include "base/rng.hpp"
 
 #include <doctest/doctest.h>
 

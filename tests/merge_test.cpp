@@ -2,10 +2,10 @@
 // (a missing shard naming its cells, a shard twice, a non-shard), atomic placement, tampering.
 #include "fake_device.hpp"
 
-#include "prereg/audit.hpp"
-#include "prereg/fs.hpp"
-#include "prereg/merge.hpp"
-#include "prereg/run.hpp"
+#include "audit/audit.hpp"
+#include "base/fs.hpp"
+#include "run/merge.hpp"
+#include "run/run.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,9 +1,9 @@
 // Tests of strict YAML, protocol validation (every rejection at its line:column),
 // normalisation to JSON and the JSON round trip.
 #include "prereg/error.hpp"
-#include "prereg/fs.hpp"
-#include "prereg/protocol.hpp"
-#include "prereg/yaml_strict.hpp"
+#include "base/fs.hpp"
+#include "spec/protocol.hpp"
+#include "base/yaml_strict.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

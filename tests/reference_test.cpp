@@ -1,6 +1,6 @@
 // Tests of the float64 reference: formulas, finite-difference gradients, 16-bit conversions,
 // inputs, poison and compare.
-#include "prereg/reference.hpp"
+#include "spec/reference.hpp"
 
 #include "prereg/error.hpp"
 

@@ -1,12 +1,12 @@
 // Tests of the arm registry (arms as data: kernels/*/*.arm) and the operation descriptors.
-#include "prereg/crypto.hpp"
+#include "crypto/crypto.hpp"
 #include "prereg/error.hpp"
-#include "prereg/fs.hpp"
-#include "prereg/json.hpp"
-#include "prereg/operation.hpp"
+#include "base/fs.hpp"
+#include "base/json.hpp"
+#include "spec/operation.hpp"
 #include "prereg/ops/softmax.hpp"
-#include "prereg/reference.hpp"
-#include "prereg/registry.hpp"
+#include "spec/reference.hpp"
+#include "spec/registry.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,9 +1,9 @@
 // Tests of the report model: every committed report re-serialises to its signed bytes, and the
 // parser rejects what the format does not allow, naming the JSON path.
-#include "prereg/report_model.hpp"
+#include "model/report_model.hpp"
 
 #include "prereg/error.hpp"
-#include "prereg/fs.hpp"
+#include "base/fs.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

@@ -1,9 +1,9 @@
 // Tests of report.md and report.html rendered from hand-made sample reports (tests/data/reports).
-#include "prereg/report_text.hpp"
+#include "report/report_text.hpp"
 
 #include "prereg/error.hpp"
-#include "prereg/fs.hpp"
-#include "prereg/json.hpp"
+#include "base/fs.hpp"
+#include "base/json.hpp"
 
 #include <doctest/doctest.h>
 

@@ -2,13 +2,13 @@
 // defects with their exact codes, and deviations.
 #include "fake_device.hpp"
 
-#include "prereg/audit.hpp"
-#include "prereg/crypto.hpp"
-#include "prereg/fs.hpp"
-#include "prereg/ledger.hpp"
-#include "prereg/report.hpp"
-#include "prereg/run.hpp"
-#include "prereg/store.hpp"
+#include "audit/audit.hpp"
+#include "crypto/crypto.hpp"
+#include "base/fs.hpp"
+#include "store/ledger.hpp"
+#include "report/report.hpp"
+#include "run/run.hpp"
+#include "store/store.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,11 +1,11 @@
 // Tests of the shard rule: K/N parsing, shape groups, a partition that is disjoint and complete
 // and keeps every prediction's compared cells together; the device list; the replication rule.
 #include "prereg/error.hpp"
-#include "prereg/fs.hpp"
-#include "prereg/merge.hpp"
-#include "prereg/protocol.hpp"
-#include "prereg/run.hpp"
-#include "prereg/shard.hpp"
+#include "base/fs.hpp"
+#include "run/merge.hpp"
+#include "spec/protocol.hpp"
+#include "run/run.hpp"
+#include "spec/shard.hpp"
 
 #include <doctest/doctest.h>
 

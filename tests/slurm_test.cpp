@@ -1,6 +1,6 @@
 // Tests of the Slurm submit script: the array, the afterok merge, quoting, the options.
 #include "prereg/error.hpp"
-#include "prereg/slurm.hpp"
+#include "run/slurm.hpp"
 
 #include <doctest/doctest.h>
 

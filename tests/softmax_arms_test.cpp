@@ -5,7 +5,7 @@
 
 #include "prereg/error.hpp"
 #include "prereg/ops/softmax.hpp"
-#include "prereg/rng.hpp"
+#include "base/rng.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

@@ -1,8 +1,8 @@
 // Tests of the decision rule: seeded bootstrap p per cell and the verdict it gives.
-#include "prereg/bytes_model.hpp"
+#include "spec/bytes_model.hpp"
 #include "prereg/error.hpp"
-#include "prereg/stats.hpp"
-#include "prereg/verdict.hpp"
+#include "base/stats.hpp"
+#include "analysis/verdict.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

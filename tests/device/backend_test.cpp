@@ -3,7 +3,7 @@
 #include "device_helpers.hpp"
 
 #include "prereg/error.hpp"
-#include "prereg/registry.hpp"
+#include "spec/registry.hpp"
 
 #include <algorithm>
 

@@ -4,7 +4,7 @@
 // the report's bytes model. No timing assertions.
 #include "device_helpers.hpp"
 
-#include "prereg/bytes_model.hpp"
+#include "spec/bytes_model.hpp"
 
 #include <fmt/format.h>
 

@@ -1,12 +1,12 @@
 // Helpers of the GPU tests: device buffers, a counting step_allocator, protocol/plan builders.
 #pragma once
 
-#include "prereg/reference.hpp"
-#include "prereg/arm_code.hpp"
-#include "prereg/backend.hpp"
-#include "prereg/device.hpp"
-#include "prereg/measure.hpp"
-#include "prereg/protocol.hpp"
+#include "spec/reference.hpp"
+#include "spec/arm_code.hpp"
+#include "spec/records.hpp"
+#include "device/device.hpp"
+#include "engine/measure.hpp"
+#include "spec/protocol.hpp"
 
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>

@@ -6,7 +6,7 @@
 
 #include "cuda/softmax_arms.hpp"
 #include "prereg/ops/softmax.hpp"
-#include "prereg/rng.hpp"
+#include "base/rng.hpp"
 
 #include <fmt/format.h>
 

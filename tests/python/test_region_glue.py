@@ -1,19 +1,17 @@
 #!/usr/bin/env python3
-"""prereg's Python glue for named regions (runner/src/python_arm.cpp, glue_source) with a fake
+"""prereg's Python glue for named regions (runner/arms/python_glue.py) with a fake
 torch: CUDA events per region, and with the kernel clock the region marks queued through the
 C function prereg hands the binding (docs/python-arms.md, "Kernel time per region"). No GPU,
-no torch, no prereg binary: the glue's source is read from python_arm.cpp and run as a module."""
+no torch, no prereg binary: the glue's source file is run as a module."""
 import ctypes
 import json
 import os
-import re
 import sys
 import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-src = open(os.path.join(ROOT, "runner/src/python_arm.cpp")).read()
-m = re.search(r'glue_source = R"PY\((.*?)\)PY"', src, re.S)
-assert m, "glue_source not found in python_arm.cpp"
+GLUE = os.path.join(ROOT, "runner/arms/python_glue.py")
+src = open(GLUE).read()
 
 failures = 0
 
@@ -56,7 +54,7 @@ torch.cuda = types.SimpleNamespace(
 sys.modules["torch"] = torch
 
 glue = types.ModuleType("prereg_glue_under_test")
-exec(compile(m.group(1), "glue_source", "exec"), glue.__dict__)
+exec(compile(src, GLUE, "exec"), glue.__dict__)
 
 # --- the mark function, as prereg's would be: int mark(int open, void *stream) -------------
 MARK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)

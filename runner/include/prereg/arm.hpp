@@ -14,7 +14,7 @@ enum class dtype { fp32, fp16, bf16 };
 /// A pass of a cell: forward only, or forward followed by backward.
 enum class pass_kind { fwd, fwd_bwd };
 /// The normalisation family of the first kernels (their `norm_tensors` seam). Operations in
-/// general are data: prereg/operation.hpp.
+/// general are data: spec/operation.hpp.
 enum class operation { layernorm, rmsnorm };
 
 [[nodiscard]] std::string_view to_string(dtype d);
@@ -63,7 +63,7 @@ struct arm_ops {
 };
 
 /// The buffers of one invocation of any operation, for arms written against the generic seam:
-/// one pointer per tensor of the operation's descriptor (prereg/operation.hpp), in its order,
+/// one pointer per tensor of the operation's descriptor (spec/operation.hpp), in its order,
 /// null for a tensor the pass does not use. Host memory for CPU arms, device memory for CUDA.
 struct arm_option {
   const char *name; ///< as the arm's descriptor declares it

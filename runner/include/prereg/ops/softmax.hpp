@@ -1,4 +1,4 @@
-// The softmax operation's tensors, in the order of its descriptor (runner/src/operations.cpp):
+// The softmax operation's tensors, in the order of its descriptor (runner/spec/operations.cpp):
 // kernels on the generic seam (tensor_args) index their buffers with these.
 //   fwd:      y = softmax(x) over the last axis (cols), row by row
 //   fwd+bwd:  then dx = y * (dy - sum_j(dy_j * y_j)) per row

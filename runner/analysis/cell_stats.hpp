@@ -1,0 +1,108 @@
+// Per-cell statistics of a run: the report's cells[] numbers, `bound` and `flags`, derived
+// only from a cell's raw record, the protocol and the instrument (docs/analysis.md).
+#pragma once
+
+#include "spec/records.hpp"
+#include "base/json.hpp"
+#include "spec/protocol.hpp"
+#include "model/report_model.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prereg {
+
+/// Thresholds of `bound`, `flags` and the cell-level defects; fixed, part of the contract.
+namespace thresholds {
+inline constexpr double launch_bound_factor = 2.0;      ///< launch if median < 2 x floor x repeat
+inline constexpr double bandwidth_bound_pct = 60.0;     ///< bandwidth if pct_ceiling >= 60
+inline constexpr double above_ceiling_pct = 100.0;      ///< above-ceiling if pct_ceiling > 100
+inline constexpr double timer_resolution_factor = 20.0; ///< median < 20 x timer resolution
+inline constexpr double drift_abs_rho = 0.5;            ///< drift if |Spearman rho| > 0.5 ...
+inline constexpr std::size_t drift_min_samples = 10;    ///< ... and at least 10 samples
+inline constexpr double clock_throttle_ratio = 0.9;     ///< clock < 0.9 x clock at start
+inline constexpr double flush_llc_factor = 2.0;         ///< flush buffer >= 2 x last-level cache
+inline constexpr double off_window_min_ms = 0.05;       ///< off-window-work if pending work > 0.05 ms
+inline constexpr double off_window_ratio = 0.1;         ///< ... and > 0.1 x the cell's median
+inline constexpr double launch_gap_share_pct = 50.0;    ///< with a kernel clock: launch if the
+                                                        ///< median gap share >= 50%
+} // namespace thresholds
+
+/// The kernel clock's derived numbers of one cell (docs/analysis.md).
+struct kernel_statistics {
+  std::vector<double> gap_ms; ///< per sample: step minus kernel time
+  double median_kernel_ms = 0;
+  double q1_kernel_ms = 0;
+  double q3_kernel_ms = 0;
+  double statistic_kernel_ms = 0; ///< the protocol's statistic of kernel_ms
+  double median_gap_ms = 0;
+  double gap_share_pct = 0; ///< median over samples of 100 x gap / step (0 where step is 0)
+  double median_kernels = 0;
+  std::vector<double> name_median_ms; ///< per kernel name, as the record's kernel_names
+  std::vector<double> name_share_pct; ///< 100 x the name's summed time / summed step time
+};
+
+/// 100 x (step - kernel) / step, 0 for a zero step: one sample's gap share.
+[[nodiscard]] double gap_share_pct(double step_ms, double kernel_ms);
+
+/// The derived numbers of one cell. Times are NaN when the cell has no samples.
+struct cell_statistics {
+  cell_key key;
+  std::size_t n = 0; ///< number of samples
+  double median_ms = 0;
+  double q1_ms = 0;
+  double q3_ms = 0;
+  double iqr_ms = 0;
+  double mean_ms = 0;
+  double min_ms = 0;
+  double statistic_ms = 0; ///< the protocol's statistic (median, mean or min)
+  double spearman_rho = 0; ///< samples vs repetition index
+  std::uint64_t peak_bytes = 0;
+  std::uint64_t bytes_per_step = 0; ///< bytes model x the arm's repeat
+  double gbps = 0;                  ///< bytes_per_step at statistic_ms [GB/s]
+  double pct_ceiling = 0;           ///< 100 x gbps / ceiling_gbps [%]
+  bool unstable = false;
+  bound_kind bound = bound_kind::neither;
+  std::vector<std::string> flags; ///< in the documented order
+  std::optional<kernel_statistics> kernel; ///< the cell has kernel-clock facts
+  std::vector<region_share> region_shares; ///< one per label of cell.regions_ms, in label order
+};
+
+/// 100 x sum(region[i]) / sum(samples[i]) over the indices `pick` (every sample when empty)
+/// [%]; NaN when the step's sum is not positive.
+[[nodiscard]] double region_share_pct(std::span<const double> samples,
+                                      std::span<const double> region,
+                                      std::span<const std::size_t> pick = {});
+
+/// The share of each region of `cell` with its interval: `resamples` percentile-bootstrap
+/// resamples of the sample indices (seeded from the cell key and label), at `confidence`.
+/// Throws `error` (exit 2) when a region's list is not as long as samples_ms or holds a
+/// negative or non-finite time.
+[[nodiscard]] std::vector<region_share> compute_region_shares(const cell_record &cell,
+                                                              std::int64_t resamples,
+                                                              double confidence);
+
+/// True if a cell with this IQR and median is unstable: iqr/median > ratio when median > 0;
+/// when median <= 0, iqr > 0. False for NaN (no samples).
+[[nodiscard]] bool is_unstable(double iqr_ms, double median_ms, double ratio);
+
+/// The `correctness_record` of `key`, or null.
+[[nodiscard]] const correctness_record *find_correctness(std::span<const correctness_record> all,
+                                                         const cell_key &key);
+
+/// The statistics of one cell. Throws `error` (exit 2) if the cell's arm is not in `proto`
+/// or a sample is not finite.
+[[nodiscard]] cell_statistics compute_cell_statistics(const cell_record &cell,
+                                                      const protocol &proto,
+                                                      const instrument_record &instrument,
+                                                      std::span<const correctness_record> checks);
+
+/// The statistics of every cell of `run`, in the order of `run.cells`.
+[[nodiscard]] std::vector<cell_statistics> compute_cell_statistics(const protocol &proto,
+                                                                   const raw_run &run);
+
+} // namespace prereg

@@ -1,0 +1,391 @@
+// Cell-by-cell comparison of two reports: ratio of medians with a percentile-bootstrap interval.
+#include "analysis/compare.hpp"
+
+#include "prereg/error.hpp"
+#include "spec/protocol.hpp"
+#include "base/rng.hpp"
+#include "base/stats.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <span>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+namespace prereg {
+namespace {
+
+// The R-7 median of `x` (non-empty); reorders `x`. Equal to quantile(x, 0.5) of stats.hpp.
+double median_inplace(std::vector<double> &x) {
+  const std::size_t lo = (x.size() - 1) / 2;
+  std::nth_element(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(lo), x.end());
+  const double a = x[lo];
+  if (x.size() % 2 == 1)
+    return a;
+  const double b = *std::min_element(x.begin() + static_cast<std::ptrdiff_t>(lo) + 1, x.end());
+  // For an even count h = (n-1)/2 = lo + 0.5 falls between the two middle values, which is the
+  // R-7 quantile 0.5 of just those two (sorted): a + 0.5·(b − a).
+  const std::array<double, 2> middle{a, b};
+  return quantile_sorted(middle, 0.5);
+}
+
+using cell_id = std::tuple<std::string, std::string, std::int64_t, std::int64_t>;
+
+std::uint64_t rotl1(std::uint64_t x) { return (x << 1) | (x >> 63); }
+
+std::uint64_t fnv1a64(const std::string &s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string label(const cell_id &k) {
+  return fmt::format("{}|{}|{}x{}", std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k));
+}
+
+// A ratio of two medians: 0/0 is 1 (both instantaneous), x/0 is +infinity.
+double ratio_of(double b, double a) {
+  if (a == 0.0)
+    return b == 0.0 ? 1.0 : std::numeric_limits<double>::infinity();
+  return b / a;
+}
+
+struct side {
+  std::string hash;
+  std::string run_id;
+  std::string protocol_id;
+  std::map<cell_id, const std::vector<double> *> cells;
+  std::vector<cell_id> order; ///< cells in report order
+};
+
+side read_side(const report_document &report, const std::string &who) {
+  side s;
+  s.hash = report.protocol.hash;
+  s.run_id = report.run.run_id;
+  s.protocol_id = report.protocol.body.value("id", "");
+  if (report.cells.size() > static_cast<std::size_t>(max_cells))
+    throw invalid_input(fmt::format("{}: {} cells, more than the protocol limit of {}", who,
+                                    report.cells.size(), max_cells));
+  for (std::size_t i = 0; i < report.cells.size(); ++i) {
+    const report_cell &c = report.cells[i];
+    if (c.samples_ms.size() > static_cast<std::size_t>(max_repetitions))
+      throw invalid_input(fmt::format("{}: cells[{}] has {} samples, more than the protocol limit "
+                                      "of {} repetitions",
+                                      who, i, c.samples_ms.size(), max_repetitions));
+    cell_id k{c.key.arm, std::string(to_string(c.key.pass)), c.key.rows, c.key.cols};
+    if (!s.cells.emplace(k, &c.samples_ms).second)
+      throw invalid_input(fmt::format("{}: cells[{}] repeats cell {}", who, i, label(k)));
+    s.order.push_back(k);
+  }
+  return s;
+}
+
+/// `report` parsed by the report model; errors name the report ("report A: cells[2] ...").
+report_document parse_side(const json &report, const std::string &who) {
+  try {
+    return report_from_json(report, "");
+  } catch (const error &e) {
+    throw invalid_input(fmt::format("{}: {}", who, e.what()));
+  }
+}
+
+json key_json(const cell_id &k) {
+  return {{"arm", std::get<0>(k)},
+          {"pass", std::get<1>(k)},
+          {"rows", std::get<2>(k)},
+          {"cols", std::get<3>(k)}};
+}
+
+// Display width of UTF-8 text: code points, not bytes.
+std::size_t width(const std::string &s) {
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+
+std::string pad(const std::string &s, std::size_t w, bool right) {
+  const std::string fill(w > width(s) ? w - width(s) : 0, ' ');
+  return right ? fill + s : s + fill;
+}
+
+std::string time_text(const json &ms) {
+  if (!ms.is_number())
+    return "-";
+  const double ms_v = ms.get<double>();
+  const bool micro = ms_v < 1.0;
+  const double v = micro ? ms_v * 1e3 : ms_v;
+  return fmt::format("{:.{}f} {}", v, v < 10.0 ? 2 : v < 100.0 ? 1 : 0, micro ? "µs" : "ms");
+}
+
+std::string ratio_text(const json &r) {
+  if (!r.is_number())
+    return "-";
+  return fmt::format("{:.3f}", r.get<double>());
+}
+
+} // namespace
+
+std::uint64_t compare_cell_seed(const std::string &hash_a, const std::string &hash_b,
+                                const std::string &cell_label) {
+  const std::uint64_t base =
+      stream_seed(seed_from_hash(hash_a) ^ rotl1(seed_from_hash(hash_b)), stream_id::bootstrap);
+  return base ^ fnv1a64(cell_label);
+}
+
+json compare_reports(const json &a, const json &b, double min_effect) {
+  const report_document da = parse_side(a, "report A");
+  const report_document db = parse_side(b, "report B");
+  return compare_reports(da, db, min_effect);
+}
+
+json compare_reports(const report_document &a, const report_document &b, double min_effect) {
+  return compare_reports(std::vector<report_document>{a}, std::vector<report_document>{b},
+                         min_effect);
+}
+
+json compare_reports(const std::vector<report_document> &runs_a,
+                     const std::vector<report_document> &runs_b, double min_effect) {
+  if (runs_a.empty() || runs_b.empty())
+    throw invalid_input("compare needs at least one report on each side");
+  if (!(min_effect >= 0.0 && min_effect < 1.0))
+    throw invalid_input(fmt::format("--min-effect must be from 0 to 1 (a fraction), got {}",
+                                    min_effect));
+  std::vector<side> sa, sb;
+  for (std::size_t i = 0; i < runs_a.size(); ++i)
+    sa.push_back(read_side(runs_a[i], runs_a.size() == 1 ? "report A" : fmt::format("report A{}", i + 1)));
+  for (std::size_t i = 0; i < runs_b.size(); ++i)
+    sb.push_back(read_side(runs_b[i], runs_b.size() == 1 ? "report B" : fmt::format("report B{}", i + 1)));
+  const bool by_runs = sa.size() > 1 || sb.size() > 1;
+  // The protocol body is the protocol's format, not the report's: only the two members the
+  // comparison reads are checked here, so that reports of retired kernels still compare.
+  const json &body = runs_a.front().protocol.body;
+  const json *analysis = body.contains("analysis") ? &body.at("analysis") : nullptr;
+  const auto analysis_member = [&](const char *key) -> const json & {
+    if (analysis == nullptr || !analysis->is_object() || !analysis->contains(key))
+      throw invalid_input(fmt::format("report A has no protocol.body.analysis.{}", key));
+    return analysis->at(key);
+  };
+  const json &conf_j = analysis_member("confidence");
+  const json &res_j = analysis_member("bootstrap_resamples");
+  if (!conf_j.is_number() || !(conf_j.get<double>() > 0.0 && conf_j.get<double>() < 1.0))
+    throw invalid_input("report A: protocol.body.analysis.confidence is not in (0, 1)");
+  // Bounded by the protocol schema's limit: the count sizes an allocation and the work.
+  if (!res_j.is_number_integer() || res_j.get<std::int64_t>() < 1 ||
+      res_j.get<std::int64_t>() > max_bootstrap_resamples)
+    throw invalid_input(fmt::format("report A: protocol.body.analysis.bootstrap_resamples is not "
+                                    "between 1 and {}",
+                                    max_bootstrap_resamples));
+  const double confidence = conf_j.get<double>();
+  const auto resamples = static_cast<std::size_t>(res_j.get<std::int64_t>());
+  const double p_lo = (1.0 - confidence) / 2.0;
+  const double p_hi = (1.0 + confidence) / 2.0;
+  // A ratio within [1/(1 + e), 1 + e] is "same" whatever its interval: a smaller difference is
+  // not one the comparison claims.
+  const double same_hi = 1.0 + min_effect;
+  const double same_lo = 1.0 / same_hi;
+
+  // A cell is compared when every run of both sides has it; its samples, one list per run.
+  const auto runs_of = [](const std::vector<side> &sides, const cell_id &k) {
+    std::vector<const std::vector<double> *> out;
+    for (const side &s : sides) {
+      const auto it = s.cells.find(k);
+      if (it == s.cells.end()) return std::vector<const std::vector<double> *>{};
+      out.push_back(it->second);
+    }
+    return out;
+  };
+  const auto pooled = [](const std::vector<const std::vector<double> *> &runs) {
+    std::vector<double> all;
+    for (const auto *r : runs) all.insert(all.end(), r->begin(), r->end());
+    return all;
+  };
+
+  json cells = json::array();
+  json only_a = json::array();
+  std::size_t faster = 0, slower = 0, same = 0;
+  double log_sum = 0.0;
+  std::size_t log_n = 0;
+  std::vector<double> ra, rb, ratios(resamples);
+  for (const cell_id &k : sa.front().order) {
+    const auto xa_runs = runs_of(sa, k);
+    const auto xb_runs = runs_of(sb, k);
+    if (xa_runs.empty() || xb_runs.empty()) {
+      only_a.push_back(key_json(k));
+      continue;
+    }
+    const std::vector<double> xa = pooled(xa_runs);
+    const std::vector<double> xb = pooled(xb_runs);
+    json row = key_json(k);
+    row["n_a"] = xa.size();
+    row["n_b"] = xb.size();
+    if (std::any_of(xa_runs.begin(), xa_runs.end(), [](auto *r) { return r->empty(); }) ||
+        std::any_of(xb_runs.begin(), xb_runs.end(), [](auto *r) { return r->empty(); })) {
+      ra = xa;
+      rb = xb;
+      row["median_a_ms"] = ra.empty() ? json(nullptr) : json(median_inplace(ra));
+      row["median_b_ms"] = rb.empty() ? json(nullptr) : json(median_inplace(rb));
+      row["ratio"] = nullptr;
+      row["ci_lo"] = nullptr;
+      row["ci_hi"] = nullptr;
+      row["mark"] = "no-samples";
+      cells.push_back(std::move(row));
+      continue;
+    }
+    ra = xa;
+    rb = xb;
+    const double ma = median_inplace(ra);
+    const double mb = median_inplace(rb);
+    const double ratio = ratio_of(mb, ma);
+    rng gen(compare_cell_seed(sa.front().hash, sb.front().hash, label(k)));
+    // One side of one resample: with one run, its samples redrawn; with several, runs redrawn
+    // first (as many as there are), then each drawn run's samples.
+    const auto redraw = [&gen](const std::vector<const std::vector<double> *> &runs,
+                               const std::vector<double> &all, std::vector<double> &out) {
+      if (runs.size() == 1) {
+        for (auto &v : out) v = all[gen.below(all.size())];
+        return;
+      }
+      out.clear();
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        const std::vector<double> &run = *runs[gen.below(runs.size())];
+        for (std::size_t j = 0; j < run.size(); ++j) out.push_back(run[gen.below(run.size())]);
+      }
+    };
+    for (std::size_t r = 0; r < resamples; ++r) {
+      redraw(xa_runs, xa, ra);
+      redraw(xb_runs, xb, rb);
+      ratios[r] = ratio_of(median_inplace(rb), median_inplace(ra));
+    }
+    std::sort(ratios.begin(), ratios.end());
+    const double lo = quantile_sorted(ratios, p_lo);
+    const double hi = quantile_sorted(ratios, p_hi);
+    const bool small = ratio > same_lo && ratio < same_hi;
+    const char *mark = small ? "same" : hi < 1.0 ? "faster" : lo > 1.0 ? "slower" : "same";
+    (std::string_view(mark) == "faster" ? faster : std::string_view(mark) == "slower" ? slower
+                                                                                        : same) += 1;
+    if (std::isfinite(ratio) && ratio > 0.0) {
+      log_sum += std::log(ratio);
+      ++log_n;
+    }
+    row["median_a_ms"] = ma;
+    row["median_b_ms"] = mb;
+    row["ratio"] = finite_or_null(ratio);
+    row["ci_lo"] = finite_or_null(lo);
+    row["ci_hi"] = finite_or_null(hi);
+    row["mark"] = mark;
+    cells.push_back(std::move(row));
+  }
+  json only_b = json::array();
+  for (const cell_id &k : sb.front().order)
+    if (runs_of(sa, k).empty() || runs_of(sb, k).empty()) only_b.push_back(key_json(k));
+
+  const auto side_json = [](const std::vector<side> &runs) {
+    const side &s = runs.front();
+    json out{{"protocol_hash", s.hash}, {"protocol_id", s.protocol_id}, {"run_id", s.run_id}};
+    if (runs.size() > 1) {
+      json ids = json::array();
+      for (const side &r : runs) ids.push_back(r.run_id);
+      out["run_ids"] = ids;
+    }
+    return out;
+  };
+  json out = {{"a", side_json(sa)},
+              {"b", side_json(sb)},
+              {"method", by_runs ? "percentile bootstrap of median(B*)/median(A*), resampling "
+                                   "runs, then samples within each drawn run"
+                                 : "percentile bootstrap of median(B*)/median(A*)"},
+              {"confidence", confidence},
+              {"bootstrap_resamples", resamples},
+              {"min_effect", min_effect},
+              {"runs_a", sa.size()},
+              {"runs_b", sb.size()},
+              {"cells", cells},
+              {"only_in_a", only_a},
+              {"only_in_b", only_b},
+              {"summary",
+               {{"faster", faster},
+                {"slower", slower},
+                {"same", same},
+                {"geomean_ratio",
+                 log_n == 0 ? json(nullptr)
+                            : finite_or_null(std::exp(log_sum / static_cast<double>(log_n)))}}}};
+  return out;
+}
+
+std::string render_comparison(const json &cmp) {
+  const auto side_line = [](const char *name, const json &s) {
+    return fmt::format("{} = run {} (protocol {} {})\n", name, s.value("run_id", "?"),
+                       s.value("protocol_id", "?"), s.value("protocol_hash", "?").substr(0, 12));
+  };
+  std::string out = side_line("A", cmp.at("a")) + side_line("B", cmp.at("b"));
+  const double min_effect = cmp.value("min_effect", 0.0);
+  const std::size_t runs_a = cmp.value("runs_a", std::size_t{1});
+  const std::size_t runs_b = cmp.value("runs_b", std::size_t{1});
+  if (runs_a > 1 || runs_b > 1)
+    out += fmt::format("{} run(s) on side A, {} on side B: the bootstrap resamples runs, then "
+                       "samples within each drawn run\n",
+                       runs_a, runs_b);
+  out += fmt::format("ratio = median B / median A; {:g}% percentile-bootstrap interval from {} "
+                     "resamples; same = the interval contains 1 or the ratio is within {:g}% of "
+                     "1 (--min-effect)\n",
+                     100.0 * cmp.at("confidence").get<double>(),
+                     cmp.at("bootstrap_resamples").get<std::size_t>(), 100.0 * min_effect);
+  if (runs_a == 1 && runs_b == 1)
+    out += "one run a side: the interval covers the noise within each run, not the variation "
+           "from run to run (compare several runs a side for that)\n";
+  out += "\n";
+  std::vector<std::array<std::string, 6>> rows;
+  rows.push_back({"cell", "median A", "median B", "ratio", "[lo, hi]", "mark"});
+  for (const json &c : cmp.at("cells")) {
+    const std::string interval =
+        c.at("ci_lo").is_number() && c.at("ci_hi").is_number()
+            ? fmt::format("[{:.3f}, {:.3f}]", c["ci_lo"].get<double>(), c["ci_hi"].get<double>())
+            : "-";
+    rows.push_back(
+        {fmt::format("{} {} {}x{}", c.at("arm").get<std::string>(), c.at("pass").get<std::string>(),
+                     c.at("rows").get<std::int64_t>(), c.at("cols").get<std::int64_t>()),
+         time_text(c.at("median_a_ms")), time_text(c.at("median_b_ms")), ratio_text(c.at("ratio")),
+         interval, c.at("mark").get<std::string>()});
+  }
+  std::array<std::size_t, 6> w{};
+  for (const auto &r : rows)
+    for (std::size_t i = 0; i < r.size(); ++i)
+      w[i] = std::max(w[i], width(r[i]));
+  for (const auto &r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const bool right = i >= 1 && i <= 3;
+      line += (i == 0 ? "" : "  ") + (i + 1 == r.size() ? r[i] : pad(r[i], w[i], right));
+    }
+    out += line + "\n";
+  }
+  const json &s = cmp.at("summary");
+  out += fmt::format("\n{} faster, {} slower, {} same", s.at("faster").get<std::size_t>(),
+                     s.at("slower").get<std::size_t>(), s.at("same").get<std::size_t>());
+  if (s.at("geomean_ratio").is_number())
+    out += fmt::format("; geometric mean ratio {:.3f}", s["geomean_ratio"].get<double>());
+  out += "\n";
+  for (const auto &[key, name] :
+       {std::pair{"only_in_a", "only in A"}, {"only_in_b", "only in B"}}) {
+    const json &list = cmp.at(key);
+    if (list.empty())
+      continue;
+    std::string cells;
+    for (const json &c : list)
+      cells += fmt::format("{}{} {} {}x{}", cells.empty() ? "" : ", ",
+                           c.at("arm").get<std::string>(), c.at("pass").get<std::string>(),
+                           c.at("rows").get<std::int64_t>(), c.at("cols").get<std::int64_t>());
+    out += fmt::format("{} ({}): {}\n", name, list.size(), cells);
+  }
+  return out;
+}
+
+} // namespace prereg

@@ -1,0 +1,289 @@
+// The decision rule: seeded bootstrap per selected cell, then confirmed/refuted/inconclusive.
+#include "analysis/verdict.hpp"
+
+#include "spec/bytes_model.hpp"
+#include "analysis/cell_stats.hpp"
+#include "prereg/error.hpp"
+#include "base/stats.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace prereg {
+namespace {
+
+// One involved arm's data at one selected cell.
+struct arm_cell {
+  const arm_spec *spec = nullptr;
+  const cell_record *record = nullptr;
+  std::uint64_t bytes_per_step = 0;
+  std::vector<double> resample; // scratch, reused across resamples
+  std::vector<std::size_t> picked; // the resample's sample indices (kept when a share is read)
+  bool reads_share = false;
+  double time_ms = 0;           // this resample's statistic
+  bool kernel = false;          // a kernel metric of this arm is read
+  std::vector<double> kernel_resample, share_resample, count_resample;
+  double kernel_ms = 0;  // this resample's statistic of kernel_ms
+  double gap_share = 0;  // ... median of per-sample gap shares [%]
+  double kernels = 0;    // ... median of per-sample kernel counts
+};
+
+std::string shape_label(pass_kind pass, std::int64_t rows, std::int64_t cols) {
+  return fmt::format("{} {}x{}", to_string(pass), rows, cols);
+}
+
+const cell_record *find_record(const raw_run &run, const cell_key &key) {
+  const auto it = std::find_if(run.cells.begin(), run.cells.end(),
+                               [&](const cell_record &c) { return c.key == key; });
+  return it == run.cells.end() ? nullptr : &*it;
+}
+
+std::vector<std::string> involved_arms(const std::vector<metric_ref> &refs) {
+  std::vector<std::string> arms;
+  for (const auto &r : refs) {
+    if (std::find(arms.begin(), arms.end(), r.arm) == arms.end())
+      arms.push_back(r.arm);
+  }
+  return arms;
+}
+
+// Why this arm's data at this cell cannot support a verdict, or empty.
+std::vector<std::string> problems(const protocol &proto, const raw_run &run, const arm_cell &a,
+                                  const cell_key &key, const std::string &where) {
+  std::vector<std::string> out;
+  const std::string &arm = key.arm;
+  if (a.record == nullptr) {
+    out.push_back(fmt::format("arm {} has no measurement at {} (cannot run)", arm, where));
+    return out;
+  }
+  if (a.record->error) {
+    out.push_back(fmt::format("arm {} failed at {}: {}", arm, where, *a.record->error));
+  }
+  if (a.record->samples_ms.empty()) {
+    out.push_back(fmt::format("arm {} has no samples at {}", arm, where));
+    return out;
+  }
+  const correctness_record *check = find_correctness(run.correctness, key);
+  if (check == nullptr) {
+    out.push_back(fmt::format("arm {} has no correctness check at {}", arm, where));
+  } else if (!check->passed) {
+    out.push_back(fmt::format("arm {} failed correctness at {}{}", arm, where,
+                              check->detail.empty() ? "" : " (" + check->detail + ")"));
+  }
+  const std::span<const double> s = a.record->samples_ms;
+  const double med = median(s);
+  const double spread = iqr(s);
+  if (is_unstable(spread, med, proto.analysis.unstable_iqr_ratio)) {
+    out.push_back(fmt::format("arm {} is unstable at {} (IQR/median = {:g} > {:g})", arm, where,
+                              med > 0.0 ? spread / med : spread,
+                              proto.analysis.unstable_iqr_ratio));
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string> &parts) {
+  std::string out;
+  for (const auto &p : parts) {
+    if (!out.empty())
+      out += "; ";
+    out += p;
+  }
+  return out;
+}
+
+} // namespace
+
+std::uint64_t bootstrap_seed(std::string_view protocol_hash) {
+  return stream_seed(seed_from_hash(protocol_hash), stream_id::bootstrap);
+}
+
+prediction_result evaluate_prediction(const protocol &proto, const prediction_spec &spec,
+                                      const prediction_check &check, const raw_run &run, rng &gen) {
+  const std::int64_t resamples = proto.analysis.bootstrap_resamples;
+  if (resamples < 1) {
+    throw invalid_input(fmt::format("bootstrap_resamples {} is below 1", resamples));
+  }
+  const double confidence = proto.analysis.confidence;
+  const double refute_at = 1.0 - confidence;
+
+  std::vector<arm_cell> arms;
+  for (const auto &id : involved_arms(check.refs)) {
+    const arm_spec *found = find_arm_spec(proto, id);
+    if (found == nullptr) {
+      throw invalid_input(
+          fmt::format("prediction {} reads arm '{}', which the protocol lacks", spec.id, id));
+    }
+    arm_cell a;
+    a.spec = found;
+    for (const auto &r : check.refs)
+      if (r.arm == id && is_kernel_metric(r.what))
+        a.kernel = true;
+    a.reads_share = std::any_of(check.refs.begin(), check.refs.end(), [&](const metric_ref &r) {
+      return r.arm == id && (r.what == metric::share || r.what == metric::kernel_share);
+    });
+    arms.push_back(std::move(a));
+  }
+
+  prediction_result result{spec.id, spec.claim, spec.expect, verdict_kind::inconclusive, {}, {}};
+  std::vector<std::string> blocked;   // problems that force inconclusive
+  std::vector<std::string> refuting;  // clean cells with p <= 1 - confidence
+  std::vector<std::string> undecided; // clean cells with 1 - confidence < p < confidence
+
+  for (const pass_kind pass : spec.at.passes) {
+    for (const std::int64_t rows : spec.at.rows) {
+      for (const std::int64_t cols : spec.at.cols) {
+        const std::string where = shape_label(pass, rows, cols);
+        bool all_sampled = true;
+        std::size_t blocked_before = blocked.size();
+        for (auto &a : arms) {
+          const cell_key key{a.spec->id, pass, rows, cols};
+          a.record = find_record(run, key);
+          a.bytes_per_step = bytes_per_step(proto.op, proto.type, pass, rows, cols, a.spec->repeat);
+          for (auto &p : problems(proto, run, a, key, where))
+            blocked.push_back(std::move(p));
+          if (a.kernel && a.record != nullptr && !a.record->samples_ms.empty() &&
+              a.record->kernel_ms.size() != a.record->samples_ms.size())
+            blocked.push_back(fmt::format("arm {} has no kernel clock at {}", a.spec->id, where));
+          if (a.record != nullptr && !a.record->samples_ms.empty())
+            for (const auto &r : check.refs)
+              if (r.what == metric::share && r.arm == a.spec->id &&
+                  !a.record->regions_ms.contains(r.label))
+                blocked.push_back(fmt::format("arm {} has no region \"{}\" at {}", r.arm,
+                                              r.label, where));
+              else if (r.what == metric::kernel_share && r.arm == a.spec->id &&
+                       !a.record->region_kernels_ms.contains(r.label))
+                blocked.push_back(fmt::format("arm {} has no kernel time for region \"{}\" at {}",
+                                              r.arm, r.label, where));
+          if (a.record == nullptr || a.record->samples_ms.empty())
+            all_sampled = false;
+        }
+        cell_p cp{pass, rows, cols, std::nullopt};
+        if (all_sampled) {
+          const metric_lookup lookup = [&](const metric_ref &ref) -> double {
+            const auto it = std::find_if(arms.begin(), arms.end(),
+                                         [&](const arm_cell &a) { return a.spec->id == ref.arm; });
+            const arm_cell &a = *it; // every ref's arm is in `arms` by construction
+            switch (ref.what) {
+            case metric::time:
+              return a.time_ms;
+            case metric::peak_mb:
+              return static_cast<double>(a.record->peak_bytes) / 1e6;
+            case metric::gbps:
+              return gbps(a.bytes_per_step, a.time_ms);
+            case metric::pct_ceiling:
+              return pct_ceiling(gbps(a.bytes_per_step, a.time_ms), run.instrument.ceiling_gbps);
+            case metric::kernel_time:
+              return a.kernel_ms;
+            case metric::gap_share:
+              return a.gap_share;
+            case metric::kernels:
+              return a.kernels;
+            case metric::share: {
+              const auto r = a.record->regions_ms.find(ref.label);
+              if (r == a.record->regions_ms.end())
+                return std::numeric_limits<double>::quiet_NaN();
+              return region_share_pct(a.record->samples_ms, r->second, a.picked);
+            }
+            case metric::kernel_share: {
+              const auto r = a.record->region_kernels_ms.find(ref.label);
+              if (r == a.record->region_kernels_ms.end())
+                return std::numeric_limits<double>::quiet_NaN();
+              return region_share_pct(a.record->kernel_ms, r->second, a.picked);
+            }
+            }
+            return 0.0;
+          };
+          std::int64_t hits = 0;
+          for (std::int64_t b = 0; b < resamples; ++b) {
+            for (auto &a : arms) {
+              const auto &samples = a.record->samples_ms;
+              const std::size_t n = samples.size();
+              a.resample.resize(n);
+              a.picked.resize(a.reads_share ? n : 0);
+              // One draw per resampled element, as always: a kernel metric or a region's share
+              // reads the same resampled samples, so adding one changes no other p value.
+              const bool k = a.kernel && a.record->kernel_ms.size() == n;
+              if (k) {
+                a.kernel_resample.resize(n);
+                a.share_resample.resize(n);
+                a.count_resample.resize(n);
+              }
+              for (std::size_t i = 0; i < n; ++i) {
+                const std::size_t j = gen.below(n);
+                a.resample[i] = samples[j];
+                if (a.reads_share)
+                  a.picked[i] = j;
+                if (k) {
+                  a.kernel_resample[i] = a.record->kernel_ms[j];
+                  a.share_resample[i] = gap_share_pct(samples[j], a.record->kernel_ms[j]);
+                  a.count_resample[i] = static_cast<double>(a.record->kernel_counts[j]);
+                }
+              }
+              a.time_ms = statistic(a.resample, proto.analysis.statistic);
+              if (k) {
+                a.kernel_ms = statistic(a.kernel_resample, proto.analysis.statistic);
+                a.gap_share = median(a.share_resample);
+                a.kernels = median(a.count_resample);
+              }
+            }
+            if (check.holds(lookup))
+              ++hits;
+          }
+          const double p = static_cast<double>(hits) / static_cast<double>(resamples);
+          cp.p = p;
+          if (blocked.size() == blocked_before) {
+            if (p <= refute_at) {
+              refuting.push_back(fmt::format("p = {:g} <= {:g} at {}", p, refute_at, where));
+            } else if (p < confidence) {
+              undecided.push_back(fmt::format("p = {:g} at {} is between {:g} and {:g}", p, where,
+                                              refute_at, confidence));
+            }
+          }
+        }
+        result.cells.push_back(cp);
+      }
+    }
+  }
+
+  if (result.cells.empty()) {
+    result.verdict = verdict_kind::inconclusive;
+    result.reason = "no cell selected";
+  } else if (!blocked.empty()) {
+    result.verdict = verdict_kind::inconclusive;
+    result.reason = join(blocked);
+    if (!refuting.empty())
+      result.reason += "; a usable cell alone would refute: " + join(refuting);
+  } else if (refuting.empty() && undecided.empty()) {
+    result.verdict = verdict_kind::confirmed;
+    result.reason =
+        fmt::format("p >= {:g} in every selected cell ({})", confidence, result.cells.size());
+  } else if (!refuting.empty()) {
+    result.verdict = verdict_kind::refuted;
+    result.reason = join(refuting);
+  } else {
+    result.verdict = verdict_kind::inconclusive;
+    result.reason = join(undecided);
+  }
+  return result;
+}
+
+std::vector<prediction_result> evaluate_predictions(const protocol &proto,
+                                                    std::string_view protocol_hash,
+                                                    std::span<const prediction_check> checks,
+                                                    const raw_run &run) {
+  if (checks.size() != proto.predictions.size()) {
+    throw io_error(fmt::format("{} prediction checks for {} predictions", checks.size(),
+                               proto.predictions.size()));
+  }
+  rng gen(bootstrap_seed(protocol_hash));
+  std::vector<prediction_result> out;
+  out.reserve(checks.size());
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    out.push_back(evaluate_prediction(proto, proto.predictions[i], checks[i], run, gen));
+  }
+  return out;
+}
+
+} // namespace prereg

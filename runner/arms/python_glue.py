@@ -1,0 +1,193 @@
+# The Python half of the bridge between prereg and a Python arm (docs/python-arms.md), run
+# once in the embedded interpreter. Compiled into prereg as text (cmake/embed_text.cmake).
+import sys, types, importlib.util, traceback
+
+class _DL:
+    """A DLPack producer around one capsule of prereg's buffers (consumed once)."""
+    __slots__ = ("cap", "dev")
+    def __init__(self, cap, dev):
+        self.cap, self.dev = cap, dev
+    def __dlpack__(self, stream=None, **kwargs):
+        cap, self.cap = self.cap, None
+        if cap is None:
+            raise RuntimeError("prereg: a DLPack capsule was consumed twice")
+        return cap
+    def __dlpack_device__(self):
+        return self.dev
+
+_files = {}
+
+def load(path, function, module_name):
+    mod = _files.get(path)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot import {path}")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = mod
+        spec.loader.exec_module(mod)
+        _files[path] = mod
+    fn = getattr(mod, function, None)
+    if fn is None or not callable(fn):
+        raise LookupError(f"{path} has no function {function}")
+    return fn
+
+def _numpy_view(cap):
+    import numpy
+    a = numpy.from_dlpack(_DL(cap, (1, 0)))
+    if not a.flags.writeable:  # numpy < 2 marks DLPack imports read-only: same memory, writable
+        a = numpy.ndarray(a.shape, a.dtype, buffer=(numpy.ctypeslib.as_array(
+            (numpy.ctypeslib.ctypes.c_char * a.nbytes).from_address(
+                a.__array_interface__["data"][0]))))
+    return a
+
+_LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+class _Region:
+    """One `with t.region(label):` block: CUDA events on the current stream, or perf_counter.
+    With the kernel clock on, two mark kernels bracket the events (the clock's region bounds)."""
+    __slots__ = ("rec", "label", "pair", "t0", "stream")
+    def __init__(self, rec, label):
+        if (not isinstance(label, str) or not 1 <= len(label) <= 64
+                or not _LABEL_CHARS.issuperset(label)):
+            raise ValueError(f"t.region: the label {label!r} is not 1 to 64 of A-Z a-z 0-9 _ . -")
+        self.rec, self.label, self.pair, self.t0, self.stream = rec, label, None, 0.0, None
+    def __enter__(self):
+        rec = self.rec
+        if rec.torch is not None:
+            if rec.torch.cuda.is_current_stream_capturing():
+                return self  # captured into a graph: events there cannot be timed; not a region
+            if rec.mark is not None:
+                s = rec.torch.cuda.current_stream().cuda_stream
+                if rec.mark(1, s) != 0:
+                    raise RuntimeError("t.region: the kernel clock's region mark could not be queued")
+                self.stream = s
+                rec.order.append(self.label)
+            i = rec.used
+            if i == len(rec.pool):
+                E = rec.torch.cuda.Event
+                rec.pool.append((E(enable_timing=True), E(enable_timing=True)))
+            rec.used = i + 1
+            self.pair = rec.pool[i]
+            self.pair[0].record()
+        else:
+            self.t0 = rec.clock()
+        return self
+    def __exit__(self, *exc):
+        rec = self.rec
+        if rec.torch is not None:
+            if self.pair is not None:
+                self.pair[1].record()
+                rec.marks.append((self.label, self.pair))
+            if self.stream is not None and rec.mark(0, self.stream) != 0:
+                raise RuntimeError("t.region: the kernel clock's region mark could not be queued")
+        else:
+            rec.marks.append((self.label, (rec.clock() - self.t0) * 1e3))
+        return False
+
+class _Regions:
+    """The named regions a step marked since the last window opened (docs/python-arms.md)."""
+    __slots__ = ("torch", "clock", "marks", "pool", "used", "mark", "order")
+    def __init__(self, cuda, mark_ptr=0):
+        import time
+        self.torch = None
+        self.mark = None  # the device's region mark (kernel clock on), through ctypes
+        if cuda:
+            import torch
+            self.torch = torch
+            if mark_ptr:
+                import ctypes
+                self.mark = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)(mark_ptr)
+        self.clock = time.perf_counter
+        self.marks, self.pool, self.used, self.order = [], [], 0, []
+    def region(self, label):
+        return _Region(self, label)
+
+def regions_reset(rec):
+    rec.marks = []
+    rec.used = 0
+    rec.order = []
+
+def regions_take(rec):
+    """{"ms": label -> ms summed over the regions since the reset, "order": the labels of the
+    regions the kernel clock's marks bracket, in entry order}, as JSON; None when none."""
+    marks, order = rec.marks, rec.order
+    rec.marks = []
+    rec.used = 0
+    rec.order = []
+    if not marks and not order:
+        return None
+    import json
+    out = {}
+    if rec.torch is not None:
+        for label, (a, b) in marks:
+            b.synchronize()
+            out[label] = out.get(label, 0.0) + a.elapsed_time(b)
+    else:
+        for label, ms in marks:
+            out[label] = out.get(label, 0.0) + ms
+    return json.dumps({"ms": out, "order": order})
+
+def bind(fn, meta, caps, device, ordinal, stream_ptr, mark_ptr=0):
+    t = types.SimpleNamespace()
+    if device == "cuda":
+        import torch
+        torch.cuda.set_device(ordinal)
+        torch.cuda.set_stream(torch.cuda.ExternalStream(stream_ptr, device=ordinal))
+        for name, cap in caps.items():
+            setattr(t, name, None if cap is None else torch.from_dlpack(_DL(cap, (2, ordinal))))
+    else:
+        for name, cap in caps.items():
+            setattr(t, name, None if cap is None else _numpy_view(cap))
+    for k, v in meta.items():
+        setattr(t, k, v)
+    rec = _Regions(device == "cuda", mark_ptr)
+    t.region = rec.region
+    step = fn(t)
+    if not callable(step):
+        raise TypeError(f"the arm function returned {type(step).__name__}, not a step callable")
+    return (t, step, rec)
+
+def collect(t, result, device):
+    if result is None:
+        return
+    if not isinstance(result, dict):
+        raise TypeError(f"the step returned {type(result).__name__}, not None or a dict of outputs")
+    for name, v in result.items():
+        dst = getattr(t, name, None) if isinstance(name, str) else None
+        if dst is None:
+            raise KeyError(f"the step returned '{name}', which is not a tensor of this pass")
+        if device == "cuda":
+            dst.copy_(v.detach().reshape(dst.shape))
+        else:
+            import numpy
+            numpy.copyto(dst, numpy.asarray(v).reshape(dst.shape), casting="unsafe")
+
+def window_open(ordinal, rec):
+    import torch
+    regions_reset(rec)
+    torch.cuda.reset_peak_memory_stats(ordinal)
+    return torch.cuda.memory_allocated(ordinal)
+
+def window_peak(ordinal, base):
+    import torch
+    return max(0, torch.cuda.max_memory_allocated(ordinal) - base)
+
+def versions_json():
+    import json
+    return json.dumps(versions())
+
+def describe(exc):
+    lines = traceback.format_exception_only(type(exc), exc)
+    text = "".join(lines).strip().splitlines()
+    return text[-1] if text else type(exc).__name__
+
+def versions():
+    from importlib import metadata
+    out = {"python": sys.version.split()[0], "executable": sys.executable, "packages": {}}
+    for p in ("numpy", "torch", "triton", "transformers"):
+        try:
+            out["packages"][p] = metadata.version(p)
+        except Exception:
+            out["packages"][p] = None
+    return out

@@ -1,0 +1,42 @@
+// The measurement engine (docs/engine.md): the one procedure that turns a plan into raw facts
+// on any device. Backends supply device primitives only (device/device.hpp).
+#pragma once
+
+#include "spec/arm_code.hpp"
+#include "spec/records.hpp"
+#include "device/device.hpp"
+#include "spec/operation.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace prereg {
+
+/// Test hooks of the engine; the defaults are what `prereg run` uses.
+struct engine_hooks {
+  /// Called before each timed sample (outside its window, before the flush) with its cell.
+  std::function<void(const cell_key &cell)> on_sample;
+  /// Called before each cell's correctness run with its cell.
+  std::function<void(const cell_key &cell)> on_check;
+  /// Called before each untimed warm-up window with its cell.
+  std::function<void(const cell_key &cell)> on_warmup;
+};
+
+/// Why `dev` cannot take this cell of `arm` beyond the registry's static limits (its memory
+/// estimate does not fit the device's budget, or graph launch on a device that cannot
+/// capture), or nullopt. The engine's memory estimate is documented in docs/engine.md.
+[[nodiscard]] std::optional<std::string>
+device_cannot_run(const device &dev, const operation_desc &op, const arm_info &arm,
+                  const arm_spec &spec, pass_kind pass, std::int64_t rows, std::int64_t cols,
+                  dtype type);
+
+/// Measures `plan` on `dev`: the correctness gate of every cell's arm x pass x shape on fresh
+/// random inputs with poisoned outputs, the instrument (timer, flush, ceiling, floor, clock),
+/// then every cell's samples. `environment` is the device's probe(); arm code comes from
+/// `resolve`. Arm failures are recorded on their cells; a broken device ends the run (throws).
+[[nodiscard]] raw_run measure(device &dev, json environment, const run_plan &plan,
+                              const arm_resolver &resolve, progress_sink &progress,
+                              const engine_hooks &hooks = {});
+
+} // namespace prereg

@@ -1,0 +1,278 @@
+// The typed report: every member of report.json as a struct, with the one serialiser and the
+// one strict parser of the format (docs/report.md, docs/schema/report.schema.json).
+#pragma once
+
+#include "spec/records.hpp"
+#include "base/json.hpp"
+#include "spec/shard.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prereg {
+
+/// The schema_version new reports are written with.
+inline constexpr int report_schema_version = 4;
+/// The oldest schema_version the parser reads (version 1: cells carry no clock_mhz and no
+/// harness_bytes_in_window; before version 3 no first_call_ms, warmup_calls, off_window_ms;
+/// before version 4 no kernel clock: no cells[].kernel_clock, no instrument.kernel_*).
+inline constexpr int report_schema_version_min = 1;
+/// The newest layout of report.md/html (report_text.hpp); a new report records it in
+/// tool.renderer, and the audit regenerates each report's pages with the renderer it names.
+inline constexpr int report_renderer_version = 2;
+
+/// What limits a cell, judged from its median.
+enum class bound_kind { launch, bandwidth, neither };
+/// "launch" | "bandwidth" | "neither".
+[[nodiscard]] std::string_view to_string(bound_kind b);
+
+enum class verdict_kind { confirmed, refuted, inconclusive };
+/// "confirmed" | "refuted" | "inconclusive".
+[[nodiscard]] std::string_view to_string(verdict_kind v);
+
+/// The build that wrote the report.
+struct report_tool {
+  std::string name;        ///< "prereg"
+  std::string version;     ///< semantic version of the tool
+  std::string git_commit;  ///< commit of the source tree, or "unknown"
+  std::string build_flags; ///< e.g. "Release cuda=ON static=ON sanitize=OFF"
+  /// The layout of report.md/html that this report was rendered with (report_text.hpp);
+  /// absent in reports made before it was recorded: those are renderer 1.
+  int renderer = 1;
+};
+
+/// The frozen protocol the run followed. `body` and `freeze` are other formats (the
+/// normalised protocol and the signed freeze record), kept as JSON byte for byte.
+struct report_protocol {
+  std::string hash;             ///< SHA-256 hex of canonical_json(body)
+  json body = json::object();   ///< the normalised protocol (docs/schema/protocol-v*.schema.json)
+  json freeze = json::object(); ///< the store's signed freeze.json
+};
+
+/// The ledger entry a run extended (the one before its run-start): a witness of the ledger.
+struct report_ledger_head {
+  std::int64_t seq = 0; ///< 0: the run-start was the first entry
+  std::string sha256;   ///< SHA-256 hex of that entry's line (the genesis for seq 0)
+};
+
+/// Facts about the run that are not measurements.
+struct report_run {
+  std::string run_id;      ///< the report folder's name
+  std::string started_at;  ///< RFC 3339 UTC
+  std::string finished_at; ///< RFC 3339 UTC
+  std::int64_t device_ordinal = 0;
+  std::optional<report_ledger_head> ledger_head; ///< absent in reports written before it
+};
+
+/// The instrument's own measured properties. NaN stands for null (not measured).
+using report_instrument = instrument_record;
+
+/// One kernel name of a cell's kernel clock: raw calls and per-sample times, and derived from
+/// them its median per sample and its share of the cell's step time.
+struct report_kernel_name {
+  std::string name;
+  std::int64_t calls = 0;
+  std::vector<double> samples_ms;
+  double median_ms = std::numeric_limits<double>::quiet_NaN();
+  double share_pct = std::numeric_limits<double>::quiet_NaN(); ///< 100 x sum / sum of samples_ms
+};
+
+/// Version 4: a cell's kernel clock (docs/report.md): raw per-sample kernel time and count,
+/// the gap (step minus kernel time) and the statistics derived from them.
+struct report_kernel_clock {
+  std::vector<double> kernel_ms;
+  std::vector<double> gap_ms; ///< samples_ms[i] - kernel_ms[i]
+  std::vector<std::int64_t> kernels;
+  /// Per sample, the kernels that ran as CUDA graph nodes; empty (absent in the JSON) when
+  /// none did in any sample.
+  std::vector<std::int64_t> graph_kernels;
+  double median_kernel_ms = std::numeric_limits<double>::quiet_NaN();
+  double q1_kernel_ms = std::numeric_limits<double>::quiet_NaN();
+  double q3_kernel_ms = std::numeric_limits<double>::quiet_NaN();
+  double statistic_kernel_ms = std::numeric_limits<double>::quiet_NaN();
+  double median_gap_ms = std::numeric_limits<double>::quiet_NaN();
+  double gap_share_pct = std::numeric_limits<double>::quiet_NaN(); ///< median of 100 x gap/step
+  double median_kernels = std::numeric_limits<double>::quiet_NaN();
+  std::vector<report_kernel_name> names;
+};
+
+/// One named region's share of a cell's step (docs/analysis.md, "Region shares"): 100 x the
+/// region's summed time / the step's summed time over the samples, with a seeded
+/// percentile-bootstrap interval at the protocol's confidence [%].
+/// With the kernel clock (`kernel` true), also the region's kernels' share of the step's
+/// kernel time: 100 x the region's summed kernel time / the cells' summed kernel time, with an
+/// interval from the same resampled indices.
+struct region_share {
+  std::string label;
+  double share_pct = std::numeric_limits<double>::quiet_NaN();
+  double lo_pct = std::numeric_limits<double>::quiet_NaN();
+  double hi_pct = std::numeric_limits<double>::quiet_NaN();
+  bool kernel = false;
+  double kernel_share_pct = std::numeric_limits<double>::quiet_NaN();
+  double kernel_lo_pct = std::numeric_limits<double>::quiet_NaN();
+  double kernel_hi_pct = std::numeric_limits<double>::quiet_NaN();
+  /// Equal members, NaN equal to NaN (a share nobody computed).
+  friend bool operator==(const region_share &a, const region_share &b) {
+    const auto same = [](double x, double y) { return x == y || (x != x && y != y); };
+    return a.label == b.label && same(a.share_pct, b.share_pct) && same(a.lo_pct, b.lo_pct) &&
+           same(a.hi_pct, b.hi_pct) && a.kernel == b.kernel &&
+           same(a.kernel_share_pct, b.kernel_share_pct) &&
+           same(a.kernel_lo_pct, b.kernel_lo_pct) && same(a.kernel_hi_pct, b.kernel_hi_pct);
+  }
+};
+
+/// One cells[] entry: the raw record and every statistic derived from it. NaN stands for null.
+struct report_cell {
+  cell_key key;
+  std::vector<double> samples_ms; ///< finite, in measurement order
+  std::uint64_t n = 0;
+  double median_ms = std::numeric_limits<double>::quiet_NaN();
+  double q1_ms = std::numeric_limits<double>::quiet_NaN();
+  double q3_ms = std::numeric_limits<double>::quiet_NaN();
+  double iqr_ms = std::numeric_limits<double>::quiet_NaN();
+  double mean_ms = std::numeric_limits<double>::quiet_NaN();
+  double min_ms = std::numeric_limits<double>::quiet_NaN();
+  double statistic_ms = std::numeric_limits<double>::quiet_NaN();
+  double spearman_rho = std::numeric_limits<double>::quiet_NaN();
+  std::uint64_t peak_bytes = 0;
+  std::uint64_t bytes_per_step = 0;
+  double gbps = std::numeric_limits<double>::quiet_NaN();        ///< [GB/s]
+  double pct_ceiling = std::numeric_limits<double>::quiet_NaN(); ///< [%]
+  bound_kind bound = bound_kind::neither;
+  std::vector<std::string> flags;
+  std::optional<std::string> error;
+  /// Version 2: the SM clock read after the cell [MHz] (NaN: null, not read); absent in v1.
+  std::optional<double> clock_mhz;
+  /// Version 2: device memory the harness gained inside a timed window [bytes]; absent in v1.
+  std::optional<std::uint64_t> harness_bytes_in_window;
+  /// Version 3: the arm's first call at the cell [ms] (NaN: null); absent before v3.
+  std::optional<double> first_call_ms;
+  /// Version 3: untimed warm-up windows before the first sample; absent before v3.
+  std::optional<std::int64_t> warmup_calls;
+  /// Version 3: work found pending after a window [ms] (NaN: null, the device cannot tell);
+  /// absent before v3.
+  std::optional<double> off_window_ms;
+  /// Version 4: the kernel clock's facts; absent where the run had no kernel clock.
+  std::optional<report_kernel_clock> kernel_clock;
+  /// Version 3, only when the arm marked regions: label -> ms per sample (raw), and each
+  /// label's share of the step (derived). Both empty (absent from the JSON) otherwise.
+  std::map<std::string, std::vector<double>> regions_ms;
+  std::vector<region_share> region_shares;
+  /// Version 4, only with the kernel clock's region marks: label -> kernel ms per sample (raw,
+  /// JSON `region_kernels`); every label is one of regions_ms's.
+  std::map<std::string, std::vector<double>> region_kernels_ms;
+};
+
+/// One correctness[] entry. NaN stands for null.
+using report_correctness = correctness_record;
+
+/// p of one selected cell; nullopt when an involved arm has no samples there.
+struct cell_p {
+  pass_kind pass = pass_kind::fwd;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::optional<double> p;
+};
+
+/// One predictions[] entry: the judgement of one prediction.
+struct prediction_result {
+  std::string id;
+  std::string claim;
+  std::string expect;
+  verdict_kind verdict = verdict_kind::inconclusive;
+  std::vector<cell_p> cells; ///< in selector order: passes, then rows, then cols
+  std::string reason;
+};
+
+/// One defects[] entry; `evidence` holds the code's documented numbers (docs/report.md).
+struct report_defect {
+  std::string code;
+  std::optional<cell_key> cell; ///< absent for run-level defects
+  std::string message;
+  json evidence = json::object();
+};
+
+/// One deviations[] entry: {kind, message, cell?} and the kind's own members (`extra`).
+struct report_deviation {
+  std::string kind;
+  std::string message;
+  std::optional<cell_key> cell;
+  json extra = json::object(); ///< every other member, e.g. device-changed's previous_device
+};
+
+/// The whole report.json.
+struct report_document {
+  int schema_version = report_schema_version;
+  report_tool tool;
+  report_protocol protocol;
+  report_run run;
+  json environment = json::object(); ///< open-ended, device-specific facts
+  report_instrument instrument;
+  std::vector<report_cell> cells;
+  std::vector<report_correctness> correctness;
+  std::vector<prediction_result> predictions;
+  std::vector<report_defect> defects;
+  std::vector<report_deviation> deviations;
+  std::int64_t attempt = 0; ///< this run's number among the protocol's runs in the ledger
+  /// Made by `prereg try` from an unfrozen protocol: unsigned, outside the ledger, never
+  /// confirmatory (the member is present only when true).
+  bool exploratory = false;
+  /// `prereg run --shard K/N`: a partial report holding shard K's cells only (the member is
+  /// present only in a shard's report; docs/scale-out.md).
+  std::optional<shard_spec> shard;
+};
+
+/// The top-level members of a report, for parsing some of them only.
+namespace report_part {
+inline constexpr unsigned schema_version = 1u << 0;
+inline constexpr unsigned tool = 1u << 1;
+inline constexpr unsigned protocol = 1u << 2;
+inline constexpr unsigned run = 1u << 3;
+inline constexpr unsigned environment = 1u << 4;
+inline constexpr unsigned instrument = 1u << 5;
+inline constexpr unsigned cells = 1u << 6;
+inline constexpr unsigned correctness = 1u << 7;
+inline constexpr unsigned predictions = 1u << 8;
+inline constexpr unsigned defects = 1u << 9;
+inline constexpr unsigned deviations = 1u << 10;
+inline constexpr unsigned attempt = 1u << 11;
+inline constexpr unsigned all = (1u << 12) - 1;
+} // namespace report_part
+
+/// {arm, pass, rows, cols}.
+[[nodiscard]] json to_json(const report_cell &c);
+[[nodiscard]] json to_json(const prediction_result &r);
+[[nodiscard]] json to_json(const report_defect &d);
+[[nodiscard]] json to_json(const report_deviation &d);
+/// report.json as JSON; canonical_json of it is the signed payload. Cells carry clock_mhz and
+/// harness_bytes_in_window exactly when they hold them (a parsed version-1 report: never).
+[[nodiscard]] json to_json(const report_document &r);
+
+/// Parses and strictly validates report.json (schema versions 1 to 3): every member present
+/// with its type, no unknown member outside environment, protocol.body, protocol.freeze,
+/// defect evidence and deviation extras. Throws `error` (exit 2) naming the JSON path, e.g.
+/// "cells[3].samples_ms[2] is not a number", with `where` (a file name) as its place.
+/// to_json of the result gives back the same canonical bytes.
+[[nodiscard]] report_document report_from_json(const json &root, const std::string &where);
+
+/// report_from_json restricted to the members in `parts` (report_part bits); the others keep
+/// their defaults and unknown top-level members are not rejected. Cells need the
+/// schema_version, which is parsed (and validated) whenever `parts` holds cells.
+[[nodiscard]] report_document report_from_json(const json &root, const std::string &where,
+                                               unsigned parts);
+
+/// Throws like report_from_json unless `root` is an object whose members are all report members
+/// and whose schema_version is one this build reads.
+void check_report_members(const json &root, const std::string &where);
+
+/// A {arm, pass, rows, cols} object at `path` (e.g. "defects[2].cell"); throws like
+/// report_from_json.
+[[nodiscard]] cell_key cell_key_from_json(const json &j, const std::string &path,
+                                          const std::string &where);
+
+} // namespace prereg

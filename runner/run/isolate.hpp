@@ -1,0 +1,45 @@
+// The measuring side of `prereg run` (docs/engine.md, "The measuring process"): the device's
+// probe, the plan and the measurement, either in this process or in a forked child that never
+// holds the signing key and sends its raw facts back over a pipe.
+#pragma once
+
+#include "spec/records.hpp"
+#include "base/json.hpp"
+#include "spec/protocol.hpp"
+#include "run/run.hpp"
+
+#include <memory>
+#include <vector>
+
+namespace prereg {
+
+/// What the device side found before measuring: the probe and the cells it can run.
+struct measuring_plan {
+  json environment = json::object(); ///< the device's probe()
+  std::vector<cell_key> cells;       ///< runnable cells, in plan order
+  std::vector<json> skipped;         ///< cell-skipped deviations of the other cells
+};
+
+/// The device side of a run: plan() once, then measure() once.
+class measuring_side {
+public:
+  virtual ~measuring_side() = default;
+  /// Probes the device and plans every cell of the protocol; throws the probe's error (exit 5).
+  [[nodiscard]] virtual measuring_plan plan() = 0;
+  /// Measures the planned cells; progress events arrive on `progress`.
+  [[nodiscard]] virtual raw_run measure(progress_sink &progress) = 0;
+};
+
+/// The measuring side for `options` (its make_device, resolve_arm, hooks, device_ordinal):
+/// in this process, or with `options.isolate` in a child forked now, before the caller loads
+/// its key. `seed` is the plan seed.
+[[nodiscard]] std::unique_ptr<measuring_side>
+start_measuring(const run_options &options, const protocol &proto, std::uint64_t seed);
+
+/// The raw facts as JSON (NaN as null) and back; raw_from_json validates every member's type
+/// and that every cell and correctness record is one of `cells`, at most once. Throws `error`
+/// (exit 1) naming the member.
+[[nodiscard]] json raw_to_json(const raw_run &raw);
+[[nodiscard]] raw_run raw_from_json(const json &j, const std::vector<cell_key> &cells);
+
+} // namespace prereg

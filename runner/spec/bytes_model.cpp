@@ -1,0 +1,57 @@
+// The bytes model: every operation's is derived from its descriptor (spec/operation.hpp;
+// docs/analysis.md states the rule and each operation's formula).
+#include "spec/bytes_model.hpp"
+
+#include "prereg/error.hpp"
+#include "spec/operation.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+namespace prereg {
+namespace {
+
+std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b) {
+  if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a) {
+    throw invalid_input("bytes model overflows 64 bits");
+  }
+  return a * b;
+}
+
+} // namespace
+
+std::uint64_t bytes_per_invocation(const std::string &op, dtype type, pass_kind pass,
+                                   std::int64_t rows, std::int64_t cols) {
+  if (rows < 0 || cols < 0) {
+    throw invalid_input(fmt::format("negative shape {}x{} in the bytes model", rows, cols));
+  }
+  const operation_desc *d = find_operation(op);
+  if (d == nullptr)
+    throw invalid_input(fmt::format("the bytes model knows no operation '{}'", op));
+  return d->bytes_per_invocation(type, pass, d->shape_of(rows, cols));
+}
+
+std::uint64_t bytes_per_step(const std::string &op, dtype type, pass_kind pass, std::int64_t rows,
+                             std::int64_t cols, std::int64_t repeat) {
+  if (repeat < 1)
+    throw invalid_input(fmt::format("repeat {} is below 1", repeat));
+  return checked_mul(bytes_per_invocation(op, type, pass, rows, cols),
+                     static_cast<std::uint64_t>(repeat));
+}
+
+double gbps(std::uint64_t bytes, double time_ms) {
+  if (!(time_ms > 0.0) || !std::isfinite(time_ms))
+    return std::numeric_limits<double>::quiet_NaN();
+  return static_cast<double>(bytes) / (time_ms * 1e-3) / 1e9;
+}
+
+double pct_ceiling(double gbps, double ceiling_gbps) {
+  if (!(ceiling_gbps > 0.0) || !std::isfinite(ceiling_gbps)) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  return 100.0 * gbps / ceiling_gbps;
+}
+
+} // namespace prereg

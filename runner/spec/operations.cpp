@@ -1,0 +1,309 @@
+// The operations this build knows, as descriptors (docs/operations.md), and what every
+// descriptor derives: element counts and sizes, the bytes model, the float64 reference.
+#include "spec/operation.hpp"
+
+#include "prereg/error.hpp"
+#include "prereg/ops/softmax.hpp"
+#include "spec/reference.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace prereg {
+namespace {
+
+std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b) {
+  if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a)
+    throw invalid_input("bytes model overflows 64 bits");
+  return a * b;
+}
+
+std::uint64_t checked_add(std::uint64_t a, std::uint64_t b) {
+  if (b > std::numeric_limits<std::uint64_t>::max() - a)
+    throw invalid_input("bytes model overflows 64 bits");
+  return a + b;
+}
+
+// --- LayerNorm and RMSNorm: the float64 reference in spec/reference.hpp ----------------------
+
+/// Runs reference::compute for a normalisation, moving tensors by name in and out.
+void norm_reference(const operation_desc &op, const shape &s, pass_kind pass, host_tensors &t) {
+  const bool layernorm = op.name == "layernorm";
+  auto at = [&](std::string_view name) -> std::vector<double> & {
+    static std::vector<double> none;
+    const int i = op.index_of(name);
+    return i < 0 ? none : t[static_cast<std::size_t>(i)];
+  };
+  // The inputs are moved in and back out (a 65536 x 1024 tensor is 512 MiB of doubles).
+  reference::inputs64 in;
+  in.rows = s.extents.at(0);
+  in.cols = s.extents.at(1);
+  in.x = std::move(at("x"));
+  in.gamma = std::move(at("gamma"));
+  if (layernorm)
+    in.beta = std::move(at("beta"));
+  const bool backward = pass == pass_kind::fwd_bwd;
+  if (backward)
+    in.dy = std::move(at("dy"));
+  reference::outputs64 out =
+      reference::compute(layernorm ? operation::layernorm : operation::rmsnorm, in, backward);
+  at("x") = std::move(in.x); // the inputs back where they were
+  at("gamma") = std::move(in.gamma);
+  if (layernorm)
+    at("beta") = std::move(in.beta);
+  if (backward)
+    at("dy") = std::move(in.dy);
+  at("y") = std::move(out.y);
+  if (layernorm)
+    at("mean") = std::move(out.mean);
+  at("rstd") = std::move(out.rstd);
+  if (backward) {
+    at("dx") = std::move(out.dx);
+    at("dgamma") = std::move(out.dgamma);
+    if (layernorm)
+      at("dbeta") = std::move(out.dbeta);
+  }
+}
+
+// --- softmax --------------------------------------------------------------------------------
+
+void softmax_reference(const operation_desc & /*op*/, const shape &s, pass_kind pass,
+                       host_tensors &t) {
+  const std::int64_t rows = s.extents.at(0), cols = s.extents.at(1);
+  const auto n = static_cast<std::size_t>(rows * cols);
+  const std::vector<double> &x = t.at(softmax::x);
+  if (rows < 1 || cols < 1 || x.size() != n)
+    throw invalid_input(fmt::format("reference: inputs do not match shape {}x{}", rows, cols));
+  std::vector<double> &y = t.at(softmax::y);
+  y.assign(n, 0.0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const double *xr = x.data() + r * cols;
+    double *yr = y.data() + r * cols;
+    double m = xr[0];
+    for (std::int64_t c = 1; c < cols; ++c)
+      m = std::max(m, xr[c]);
+    double sum = 0;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      yr[c] = std::exp(xr[c] - m);
+      sum += yr[c];
+    }
+    for (std::int64_t c = 0; c < cols; ++c)
+      yr[c] /= sum;
+  }
+  if (pass != pass_kind::fwd_bwd)
+    return;
+  const std::vector<double> &dy = t.at(softmax::dy);
+  if (dy.size() != n)
+    throw invalid_input(fmt::format("reference: dy does not match shape {}x{}", rows, cols));
+  std::vector<double> &dx = t.at(softmax::dx);
+  dx.assign(n, 0.0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const double *yr = y.data() + r * cols;
+    const double *dyr = dy.data() + r * cols;
+    double dot = 0;
+    for (std::int64_t c = 0; c < cols; ++c)
+      dot += dyr[c] * yr[c];
+    for (std::int64_t c = 0; c < cols; ++c)
+      dx[static_cast<std::size_t>(r * cols + c)] = yr[c] * (dyr[c] - dot);
+  }
+}
+
+// --- the table --------------------------------------------------------------------------------
+
+// Functions, not globals: descriptors may be built during another file's static initialisation.
+std::vector<std::string> rows_cols() { return {"rows", "cols"}; }
+std::vector<std::string> cols_only() { return {"cols"}; }
+std::vector<std::string> rows_only() { return {"rows"}; }
+std::vector<pass_kind> both_passes() { return {pass_kind::fwd, pass_kind::fwd_bwd}; }
+
+tensor_desc input(std::string name, std::vector<std::string> dims, bool fwd, bool bwd,
+                  input_distribution dist) {
+  tensor_desc t;
+  t.name = std::move(name);
+  t.role = tensor_role::input;
+  t.dims = std::move(dims);
+  t.fwd = fwd;
+  t.bwd = bwd;
+  t.dist = dist;
+  return t;
+}
+
+tensor_desc output(std::string name, std::vector<std::string> dims, bool of_backward,
+                   bool read_by_backward = false) {
+  tensor_desc t;
+  t.name = std::move(name);
+  t.role = tensor_role::output;
+  t.dims = std::move(dims);
+  t.fwd = !of_backward;
+  t.bwd = of_backward || read_by_backward;
+  t.produced_by_bwd = of_backward;
+  t.checked = true;
+  return t;
+}
+
+tensor_desc saved(std::string name) {
+  tensor_desc t;
+  t.name = std::move(name);
+  t.role = tensor_role::saved;
+  t.dims = rows_only();
+  t.element = element_rule::fp32;
+  t.fwd = true;
+  t.bwd = true;
+  t.checked = true;
+  return t;
+}
+
+// The distributions of reference::random_inputs (kept: every norm cell sees what it saw).
+constexpr input_distribution x_dist{-2.0, 2.0, 3.0};
+constexpr input_distribution gamma_dist{0.5, 1.5, 0.0};
+constexpr input_distribution beta_dist{-0.5, 0.5, 0.0};
+constexpr input_distribution dy_dist{-1.0, 1.0, 0.0};
+
+std::vector<operation_desc> build_operations() {
+  std::vector<operation_desc> ops;
+  {
+    operation_desc op;
+    op.name = "layernorm";
+    op.summary = "y = (x - mean) * rstd * gamma + beta per row; saves mean and rstd";
+    op.axes = rows_cols();
+    // Input order x, gamma, beta, dy: reference::random_inputs draws them in this order.
+    op.tensors = {input("x", rows_cols(), true, true, x_dist),
+                  input("gamma", cols_only(), true, true, gamma_dist),
+                  input("beta", cols_only(), true, false, beta_dist),
+                  input("dy", rows_cols(), false, true, dy_dist),
+                  output("y", rows_cols(), false),
+                  saved("mean"),
+                  saved("rstd"),
+                  output("dx", rows_cols(), true),
+                  output("dgamma", cols_only(), true),
+                  output("dbeta", cols_only(), true)};
+    op.tensors[3].produced_by_bwd = true; // dy exists in fwd+bwd only
+    op.passes = both_passes();
+    op.eps = norm_eps(operation::layernorm);
+    op.reference = norm_reference;
+    ops.push_back(std::move(op));
+  }
+  {
+    operation_desc op;
+    op.name = "rmsnorm";
+    op.summary = "y = x * rstd * gamma per row (gamma: the weight); saves rstd";
+    op.axes = rows_cols();
+    // beta is drawn (and unused) so that the inputs equal reference::random_inputs' draws.
+    op.tensors = {input("x", rows_cols(), true, true, x_dist),
+                  input("gamma", cols_only(), true, true, gamma_dist),
+                  input("beta", cols_only(), false, false, beta_dist),
+                  input("dy", rows_cols(), false, true, dy_dist),
+                  output("y", rows_cols(), false),
+                  saved("rstd"),
+                  output("dx", rows_cols(), true),
+                  output("dgamma", cols_only(), true)};
+    op.tensors[3].produced_by_bwd = true;
+    op.passes = both_passes();
+    op.eps = norm_eps(operation::rmsnorm);
+    op.reference = norm_reference;
+    ops.push_back(std::move(op));
+  }
+  {
+    operation_desc op;
+    op.name = "softmax";
+    op.summary = "y = exp(x - max) / sum(exp(x - max)) per row; backward dx = y * (dy - <dy, y>)";
+    op.axes = rows_cols();
+    op.tensors = {input("x", rows_cols(), true, false, x_dist),
+                  output("y", rows_cols(), false, true),
+                  input("dy", rows_cols(), false, true, dy_dist),
+                  output("dx", rows_cols(), true)};
+    op.tensors[softmax::dy].produced_by_bwd = true;
+    op.passes = both_passes();
+    op.eps = 0;
+    op.reference = softmax_reference;
+    ops.push_back(std::move(op));
+  }
+  return ops;
+}
+
+} // namespace
+
+int operation_desc::index_of(std::string_view tensor) const {
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].name == tensor)
+      return static_cast<int>(i);
+  return -1;
+}
+
+int operation_desc::axis_of(std::string_view axis) const {
+  for (std::size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] == axis)
+      return static_cast<int>(i);
+  return -1;
+}
+
+shape operation_desc::shape_of(std::int64_t rows, std::int64_t cols) const {
+  const int r = axis_of("rows"), c = axis_of("cols");
+  if (r < 0 || c < 0)
+    throw std::logic_error(fmt::format("operation {} lacks the axes rows and cols", name));
+  shape s;
+  s.extents.assign(axes.size(), 0);
+  s.extents[static_cast<std::size_t>(r)] = rows;
+  s.extents[static_cast<std::size_t>(c)] = cols;
+  return s;
+}
+
+std::uint64_t operation_desc::elements(std::size_t i, const shape &s) const {
+  std::uint64_t n = 1;
+  for (const auto &d : tensors.at(i).dims) {
+    const int a = axis_of(d);
+    if (a < 0 || static_cast<std::size_t>(a) >= s.extents.size() || s.extents[a] < 0)
+      throw invalid_input(fmt::format("operation {}: tensor {} has no extent for axis {}", name,
+                                      tensors[i].name, d));
+    n = checked_mul(n, static_cast<std::uint64_t>(s.extents[static_cast<std::size_t>(a)]));
+  }
+  return n;
+}
+
+std::size_t operation_desc::element_size(std::size_t i, dtype type) const {
+  return tensors.at(i).element == element_rule::fp32 ? 4 : element_bytes(type);
+}
+
+bool operation_desc::used_in(std::size_t i, pass_kind pass) const {
+  const tensor_desc &t = tensors.at(i);
+  if (!t.fwd && !t.bwd)
+    return false;
+  return pass == pass_kind::fwd_bwd || !t.produced_by_bwd;
+}
+
+std::uint64_t operation_desc::bytes_per_invocation(dtype type, pass_kind pass,
+                                                   const shape &s) const {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const tensor_desc &t = tensors[i];
+    const std::uint64_t b = checked_mul(elements(i, s), element_size(i, type));
+    if (t.fwd)
+      total = checked_add(total, b);
+    if (pass == pass_kind::fwd_bwd && t.bwd)
+      total = checked_add(total, b);
+  }
+  return total;
+}
+
+std::span<const operation_desc> all_operations() {
+  static const std::vector<operation_desc> ops = build_operations();
+  return ops;
+}
+
+const operation_desc *find_operation(std::string_view name) {
+  for (const auto &op : all_operations())
+    if (op.name == name)
+      return &op;
+  return nullptr;
+}
+
+const operation_desc &operation_named(std::string_view name) {
+  if (const auto *op = find_operation(name))
+    return *op;
+  throw std::logic_error(fmt::format("unknown operation '{}'", name));
+}
+
+} // namespace prereg

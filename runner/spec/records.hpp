@@ -1,0 +1,151 @@
+// The raw facts of a run: what the measurement engine (engine/measure.hpp) records on a device
+// (device/device.hpp). Measurement only records; analysis (stats, defects, verdicts) computes.
+#pragma once
+
+#include "prereg/arm.hpp"
+#include "base/json.hpp"
+#include "spec/protocol.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prereg {
+
+/// One cell of the experiment: an arm of the protocol, a pass and a shape.
+struct cell_key {
+  std::string arm; ///< the protocol's arm id (not the kernel name)
+  pass_kind pass = pass_kind::fwd;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  friend bool operator==(const cell_key &, const cell_key &) = default;
+};
+
+/// {"arm", "pass", "rows", "cols"}: a cell as reports, deviations and defects name it.
+[[nodiscard]] json to_json(const cell_key &k);
+/// "ARM PASS ROWSxCOLS", for messages.
+[[nodiscard]] std::string cell_label(const cell_key &k);
+
+/// What the engine asks a backend to do: the protocol, the cells that can run (in protocol
+/// order: arms x passes x rows x cols), and the seed for arm order and random inputs.
+class outside_arm;
+
+struct run_plan {
+  const protocol *proto = nullptr;
+  std::vector<cell_key> cells;
+  std::uint64_t seed = 0;
+  /// Loads a protocol's outside arm (plugin, python) where the engine runs: in the measuring
+  /// process, never in one that holds the signing key. Unset: outside arms are cell-skipped.
+  std::function<std::shared_ptr<outside_arm>(const arm_spec &)> load_outside;
+};
+
+/// The kernel clock's facts about one kernel name at one cell (docs/engine.md, kernel clock).
+struct kernel_name_record {
+  std::string name;               ///< the kernel's demangled name as the device reported it
+  std::int64_t calls = 0;         ///< its executions inside the cell's timed windows
+  std::vector<double> samples_ms; ///< per sample: the sum of its executions' device times
+};
+
+/// Raw facts about one cell.
+struct cell_record {
+  cell_key key;
+  std::vector<double> samples_ms; ///< one per repetition, in measurement order; one step each
+  std::uint64_t peak_bytes = 0;   ///< largest total the arm's step_allocator held at once
+  std::uint64_t harness_bytes_in_window = 0; ///< device memory the harness gained inside a
+                                             ///< timed window (should be 0)
+  double clock_mhz = std::numeric_limits<double>::quiet_NaN(); ///< SM clock read after the cell
+  std::optional<std::string> error; ///< the arm failed during measurement (samples may be short)
+  /// Host time of the arm's first call at this cell [ms]: binding, first call (JIT, module
+  /// load, graph capture) and its synchronisation, in the correctness gate (NaN: not run).
+  double first_call_ms = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t warmup_calls = 0; ///< untimed warm-up windows before the first sample
+  /// Largest time a device-wide synchronise after a sample's window took beyond the idle
+  /// bracket [ms]: work left running outside the window (NaN: the device cannot tell).
+  double off_window_ms = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t spot_checks = 0; ///< timed samples whose outputs were checked
+  /// The first input a spot-checked timed call changed ("x: element 3 (row 0, col 3) ..."),
+  /// or nullopt.
+  std::optional<std::string> input_mutated;
+  /// The kernel clock (docs/engine.md): per sample, the union of the device intervals of the
+  /// kernels that ran inside the window [ms], and how many kernels ran; both empty when the
+  /// device has no kernel clock (then the cell has no kernel facts at all).
+  std::vector<double> kernel_ms;
+  std::vector<std::int64_t> kernel_counts;
+  /// Per sample, how many of the window's kernels ran as nodes of a CUDA graph (defect
+  /// graph-under-kernel-clock, docs/analysis.md); as long as kernel_counts, or empty where a
+  /// report left it out (no sample had one).
+  std::vector<std::int64_t> graph_kernel_counts;
+  std::vector<kernel_name_record> kernel_names; ///< per distinct name, in first-seen order
+  /// Named regions inside the step (docs/python-arms.md, "Regions"): label -> the region's
+  /// time summed over the step, one per sample (same order and length as samples_ms) [ms].
+  /// Empty when the arm marks no region.
+  std::map<std::string, std::vector<double>> regions_ms;
+  /// With the kernel clock: label -> the kernel time inside the region, summed over the step,
+  /// one per sample [ms] (the kernels between the region's marks; docs/python-arms.md).
+  /// Empty without the clock, or when its marks did not line up with the arm's regions.
+  std::map<std::string, std::vector<double>> region_kernels_ms;
+  /// Engine-internal, per sample: the kernel clock's regions of the window in mark order
+  /// (window_kernels::region_kernel_ms; nullopt where the marks did not pair). attach_regions()
+  /// turns them into region_kernels_ms and clears them; never serialised.
+  std::vector<std::optional<std::vector<double>>> region_kernel_marks;
+};
+
+/// Correctness of one arm x pass x shape against the float64 reference.
+struct correctness_record {
+  cell_key key;
+  double max_abs_error = 0;
+  double max_rel_error = 0;
+  bool unwritten = false; ///< some output element kept its poison value
+  bool passed = false;
+  std::string detail; ///< which output failed first, or empty
+};
+
+/// The instrument's own measured properties.
+struct instrument_record {
+  double ceiling_gbps = 0;           ///< median copy bandwidth, bytes read + written
+  std::vector<double> ceiling_samples_gbps;
+  std::uint64_t ceiling_bytes = 0;   ///< size of the copied buffer
+  double launch_floor_ms = 0;        ///< median time of an empty step
+  double timer_resolution_ms = 0;    ///< smallest non-zero difference the timer shows
+  std::uint64_t flush_bytes = 0;     ///< size of the buffer read to flush the cache (0: no flush)
+  std::string flush_method;          ///< e.g. "read-sweep"
+  std::uint64_t llc_bytes = 0;       ///< last-level cache size (0: unknown)
+  double clock_start_mhz = std::numeric_limits<double>::quiet_NaN();
+  /// The kernel clock (docs/engine.md): what it is ("CUPTI 13.0 ...") or empty when the device
+  /// has none; the median empty step timed with it on [ms] (NaN: not measured); activity
+  /// records the clock dropped during the run.
+  std::string kernel_clock;
+  double kernel_clock_floor_ms = std::numeric_limits<double>::quiet_NaN();
+  std::uint64_t kernel_records_dropped = 0;
+};
+
+/// Everything a backend measured; analysis derives statistics, defects and verdicts from it.
+struct raw_run {
+  json environment = json::object(); ///< device_name, driver, runtime, sm_count, l2_bytes,
+                                     ///< clocks, other_processes (list or "unknown"), ...
+  instrument_record instrument;
+  std::vector<correctness_record> correctness;
+  std::vector<cell_record> cells;
+  std::vector<json> deviations; ///< {kind, cell?, message} the backend decided (e.g. skipped)
+};
+
+/// Progress callbacks; the engine prints, backends only report.
+class progress_sink {
+public:
+  virtual ~progress_sink() = default;
+  virtual void phase(std::string_view name) = 0;
+  virtual void cell_done(std::size_t done, std::size_t total) = 0;
+  /// Called between the steps of a long phase without cells (the instrument's set-up), so
+  /// that progress stays alive and an interrupt acts within one step; may throw to stop.
+  virtual void tick() {}
+};
+
+} // namespace prereg

@@ -1,0 +1,419 @@
+// The float64 reference of LayerNorm and RMSNorm, 16-bit conversions, inputs, poison, compare.
+#include "spec/reference.hpp"
+
+#include "prereg/error.hpp"
+#include "base/rng.hpp"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace prereg::reference {
+namespace {
+
+// Quiet NaNs with a payload no arithmetic produces (a computed NaN has payload 0).
+constexpr std::uint32_t poison_fp32 = 0x7fe5a5a5u;
+constexpr std::uint16_t poison_fp16 = 0x7e5au;
+constexpr std::uint16_t poison_bf16 = 0x7fe5u;
+
+// float -> double keeping a NaN's sign and payload bit for bit (no reliance on the FPU).
+double widen(float f) {
+  if (!std::isnan(f))
+    return static_cast<double>(f);
+  const auto b = std::bit_cast<std::uint32_t>(f);
+  const std::uint64_t d = (static_cast<std::uint64_t>(b >> 31) << 63) | (0x7ffull << 52) |
+                          (static_cast<std::uint64_t>(b & 0x7fffffu) << 29);
+  return std::bit_cast<double>(d);
+}
+
+// double -> float rounded toward zero with a sticky bit in the last place ("round to odd"):
+// rounding the result to a format with at least 2 fewer significant bits is then the correct
+// round-to-nearest-even of the double (no double rounding).
+float narrow_to_odd(double d) {
+  if (std::isnan(d) || std::isinf(d))
+    return static_cast<float>(d);
+  float f = static_cast<float>(d);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(d))
+    f = std::nextafter(f, 0.0f); // also maps an overflow to inf back to FLT_MAX
+  if (static_cast<double>(f) != d)
+    f = std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) | 1u);
+  return f;
+}
+
+double mean_of(const double *v, std::int64_t n) {
+  double s = 0;
+  for (std::int64_t i = 0; i < n; ++i)
+    s += v[i];
+  return s / static_cast<double>(n);
+}
+
+void check_inputs(operation op, const inputs64 &in, bool backward) {
+  const auto n = static_cast<std::size_t>(in.rows * in.cols);
+  if (in.rows < 1 || in.cols < 1 || in.x.size() != n ||
+      in.gamma.size() != static_cast<std::size_t>(in.cols) ||
+      (op == operation::layernorm && in.beta.size() != static_cast<std::size_t>(in.cols)) ||
+      (backward && in.dy.size() != n))
+    throw invalid_input(
+        fmt::format("reference: inputs do not match shape {}x{}", in.rows, in.cols));
+}
+
+outputs64 layernorm(const inputs64 &in, bool backward) {
+  const std::int64_t rows = in.rows, cols = in.cols;
+  const double eps = norm_eps(operation::layernorm);
+  const auto n = static_cast<std::size_t>(rows * cols);
+  outputs64 out;
+  out.y.resize(n);
+  out.mean.resize(rows);
+  out.rstd.resize(rows);
+  if (backward) {
+    out.dx.resize(n);
+    out.dgamma.assign(cols, 0.0);
+    out.dbeta.assign(cols, 0.0);
+  }
+  std::vector<double> xhat(cols), dxhat(cols);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const double *x = in.x.data() + r * cols;
+    const double mean = mean_of(x, cols);
+    double var = 0;
+    for (std::int64_t c = 0; c < cols; ++c)
+      var += (x[c] - mean) * (x[c] - mean);
+    var /= static_cast<double>(cols);
+    const double rstd = 1.0 / std::sqrt(var + eps);
+    out.mean[r] = mean;
+    out.rstd[r] = rstd;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      xhat[c] = (x[c] - mean) * rstd;
+      out.y[r * cols + c] = xhat[c] * in.gamma[c] + in.beta[c];
+    }
+    if (!backward)
+      continue;
+    const double *dy = in.dy.data() + r * cols;
+    double m1 = 0, m2 = 0;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      dxhat[c] = dy[c] * in.gamma[c];
+      m1 += dxhat[c];
+      m2 += dxhat[c] * xhat[c];
+      out.dgamma[c] += dy[c] * xhat[c];
+      out.dbeta[c] += dy[c];
+    }
+    m1 /= static_cast<double>(cols);
+    m2 /= static_cast<double>(cols);
+    for (std::int64_t c = 0; c < cols; ++c)
+      out.dx[r * cols + c] = rstd * (dxhat[c] - m1 - xhat[c] * m2);
+  }
+  return out;
+}
+
+outputs64 rmsnorm(const inputs64 &in, bool backward) {
+  const std::int64_t rows = in.rows, cols = in.cols;
+  const double eps = norm_eps(operation::rmsnorm);
+  const auto n = static_cast<std::size_t>(rows * cols);
+  outputs64 out;
+  out.y.resize(n);
+  out.rstd.resize(rows);
+  if (backward) {
+    out.dx.resize(n);
+    out.dgamma.assign(cols, 0.0);
+  }
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const double *x = in.x.data() + r * cols;
+    double ms = 0;
+    for (std::int64_t c = 0; c < cols; ++c)
+      ms += x[c] * x[c];
+    ms /= static_cast<double>(cols);
+    const double rstd = 1.0 / std::sqrt(ms + eps);
+    out.rstd[r] = rstd;
+    for (std::int64_t c = 0; c < cols; ++c)
+      out.y[r * cols + c] = x[c] * rstd * in.gamma[c];
+    if (!backward)
+      continue;
+    const double *dy = in.dy.data() + r * cols;
+    double m = 0;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      m += dy[c] * in.gamma[c] * x[c];
+      out.dgamma[c] += dy[c] * x[c] * rstd;
+    }
+    m /= static_cast<double>(cols);
+    for (std::int64_t c = 0; c < cols; ++c)
+      out.dx[r * cols + c] = rstd * (dy[c] * in.gamma[c] - x[c] * rstd * rstd * m);
+  }
+  return out;
+}
+
+} // namespace
+
+operation norm_operation(std::string_view name) {
+  if (name == "layernorm")
+    return operation::layernorm;
+  if (name == "rmsnorm")
+    return operation::rmsnorm;
+  throw std::logic_error("the normalisation reference has no operation " + std::string(name));
+}
+
+outputs64 compute(operation op, const inputs64 &in, bool backward) {
+  check_inputs(op, in, backward);
+  return op == operation::layernorm ? layernorm(in, backward) : rmsnorm(in, backward);
+}
+
+double round_to(double v, dtype type) {
+  switch (type) {
+  case dtype::fp32:
+    return static_cast<double>(static_cast<float>(v));
+  case dtype::fp16:
+    return half_to_float(float_to_half(narrow_to_odd(v)));
+  case dtype::bf16:
+    return bf16_to_float(float_to_bf16(narrow_to_odd(v)));
+  }
+  return v;
+}
+
+inputs64 random_inputs(std::int64_t rows, std::int64_t cols, dtype type, std::uint64_t seed) {
+  if (rows < 1 || cols < 1)
+    throw invalid_input(fmt::format("random_inputs: bad shape {}x{}", rows, cols));
+  rng g(seed);
+  // U(lo, hi) rounded to `type`, drawn again while it rounds to zero.
+  auto draw = [&](double lo, double hi, double shift) {
+    for (;;) {
+      const double v = round_to(shift + lo + (hi - lo) * g.uniform(), type);
+      if (v != 0.0)
+        return v;
+    }
+  };
+  inputs64 in;
+  in.rows = rows;
+  in.cols = cols;
+  const auto n = static_cast<std::size_t>(rows * cols);
+  in.x.reserve(n);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const double offset = -3.0 + 6.0 * g.uniform();
+    for (std::int64_t c = 0; c < cols; ++c)
+      in.x.push_back(draw(-2.0, 2.0, offset));
+  }
+  for (std::int64_t c = 0; c < cols; ++c)
+    in.gamma.push_back(draw(-0.5, 0.5, 1.0));
+  for (std::int64_t c = 0; c < cols; ++c)
+    in.beta.push_back(draw(-0.5, 0.5, 0.0));
+  in.dy.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    in.dy.push_back(draw(-1.0, 1.0, 0.0));
+  return in;
+}
+
+host_tensors random_tensors(const operation_desc &op, const shape &s, dtype type,
+                            std::uint64_t seed) {
+  rng g(seed);
+  host_tensors t(op.tensors.size());
+  for (std::size_t i = 0; i < op.tensors.size(); ++i) {
+    const tensor_desc &d = op.tensors[i];
+    if (d.role != tensor_role::input)
+      continue;
+    const dtype et = d.element == element_rule::fp32 ? dtype::fp32 : type;
+    auto draw = [&](double shift) {
+      for (;;) {
+        const double v = round_to(shift + d.dist.lo + (d.dist.hi - d.dist.lo) * g.uniform(), et);
+        if (v != 0.0)
+          return v;
+      }
+    };
+    const std::uint64_t n = op.elements(i, s);
+    t[i].reserve(static_cast<std::size_t>(n));
+    if (d.dist.row_offset != 0 && d.dims.size() >= 2) {
+      const std::int64_t rows = s.extents.at(static_cast<std::size_t>(op.axis_of(d.dims[0])));
+      const std::uint64_t inner = n / static_cast<std::uint64_t>(rows);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const double offset = -d.dist.row_offset + 2 * d.dist.row_offset * g.uniform();
+        for (std::uint64_t c = 0; c < inner; ++c)
+          t[i].push_back(draw(offset));
+      }
+    } else {
+      for (std::uint64_t k = 0; k < n; ++k)
+        t[i].push_back(draw(0.0));
+    }
+  }
+  return t;
+}
+
+std::uint16_t float_to_half(float f) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+  const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  const std::uint32_t a = bits & 0x7fffffffu;
+  if (a > 0x7f800000u) // NaN: quiet, keeping the payload's top bits
+    return static_cast<std::uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u)
+    return sign | 0x7c00u; // >= 65520 (the tie above 65504) and inf
+  if (a >= 0x38800000u) {  // normal half: >= 2^-14
+    std::uint32_t h = (((a >> 23) - 112u) << 10) | ((a >> 13) & 0x3ffu);
+    const std::uint32_t rem = a & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+      ++h; // a carry lands in the exponent
+    return static_cast<std::uint16_t>(sign | h);
+  }
+  if (a < 0x33000000u)
+    return sign; // below 2^-25 (the tie at 2^-25 goes to even: zero)
+  // Subnormal half: value / 2^-24 rounded to nearest even.
+  const std::uint32_t m = (a & 0x7fffffu) | 0x800000u;
+  const int e = static_cast<int>(a >> 23) - 127; // -25 .. -15
+  const int shift = -e - 1;                      // 14 .. 24
+  std::uint32_t h = m >> shift;
+  const std::uint32_t rem = m & ((1u << shift) - 1u);
+  const std::uint32_t half = 1u << (shift - 1);
+  if (rem > half || (rem == half && (h & 1u)))
+    ++h;
+  return static_cast<std::uint16_t>(sign | h);
+}
+
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t e = (h >> 10) & 0x1fu;
+  std::uint32_t m = h & 0x3ffu;
+  if (e == 0x1f)
+    return std::bit_cast<float>(sign | 0x7f800000u | (m << 13));
+  if (e != 0)
+    return std::bit_cast<float>(sign | ((e + 112u) << 23) | (m << 13));
+  if (m == 0)
+    return std::bit_cast<float>(sign);
+  int exp = -14; // subnormal: normalise
+  while ((m & 0x400u) == 0) {
+    m <<= 1;
+    --exp;
+  }
+  return std::bit_cast<float>(sign | (static_cast<std::uint32_t>(exp + 127) << 23) |
+                              ((m & 0x3ffu) << 13));
+}
+
+std::uint16_t float_to_bf16(float f) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(f);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) // NaN: quiet, keeping the payload's top bits
+    return static_cast<std::uint16_t>((bits >> 16) | 0x0040u);
+  const std::uint32_t rounded = bits + 0x7fffu + ((bits >> 16) & 1u); // overflow gives inf
+  return static_cast<std::uint16_t>(rounded >> 16);
+}
+
+float bf16_to_float(std::uint16_t h) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+}
+
+std::vector<std::uint8_t> pack(const std::vector<double> &v, dtype type) {
+  std::vector<std::uint8_t> bytes(v.size() * element_bytes(type));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (type == dtype::fp32) {
+      const float f = static_cast<float>(v[i]);
+      std::memcpy(bytes.data() + 4 * i, &f, 4);
+    } else {
+      const float f = narrow_to_odd(v[i]);
+      const std::uint16_t h = type == dtype::fp16 ? float_to_half(f) : float_to_bf16(f);
+      std::memcpy(bytes.data() + 2 * i, &h, 2);
+    }
+  }
+  return bytes;
+}
+
+std::vector<double> unpack(const std::vector<std::uint8_t> &bytes, dtype type) {
+  const std::size_t eb = element_bytes(type);
+  if (bytes.size() % eb != 0)
+    throw invalid_input(fmt::format("unpack: {} bytes is not a whole number of {} elements",
+                                    bytes.size(), to_string(type)));
+  std::vector<double> v(bytes.size() / eb);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (type == dtype::fp32) {
+      float f;
+      std::memcpy(&f, bytes.data() + 4 * i, 4);
+      v[i] = widen(f);
+    } else {
+      std::uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      v[i] = widen(type == dtype::fp16 ? half_to_float(h) : bf16_to_float(h));
+    }
+  }
+  return v;
+}
+
+std::vector<std::uint8_t> poison(std::size_t n, dtype type) {
+  std::vector<std::uint8_t> bytes(n * element_bytes(type));
+  for (std::size_t i = 0; i < n; ++i) {
+    if (type == dtype::fp32)
+      std::memcpy(bytes.data() + 4 * i, &poison_fp32, 4);
+    else
+      std::memcpy(bytes.data() + 2 * i, type == dtype::fp16 ? &poison_fp16 : &poison_bf16, 2);
+  }
+  return bytes;
+}
+
+bool is_poison(double v) {
+  if (!std::isnan(v))
+    return false;
+  const auto bits = std::bit_cast<std::uint64_t>(v);
+  return bits == std::bit_cast<std::uint64_t>(widen(std::bit_cast<float>(poison_fp32))) ||
+         bits == std::bit_cast<std::uint64_t>(widen(half_to_float(poison_fp16))) ||
+         bits == std::bit_cast<std::uint64_t>(widen(bf16_to_float(poison_bf16)));
+}
+
+comparison compare(const std::vector<double> &out, const std::vector<double> &ref, double rtol,
+                   double atol) {
+  if (out.size() != ref.size())
+    throw invalid_input(
+        fmt::format("compare: output has {} elements, reference {}", out.size(), ref.size()));
+  comparison c;
+  // rtol is relative to the output's largest reference magnitude: a column sum over many rows
+  // (dgamma, dbeta) cancels, and its fp32 rounding error scales with the terms, not the result.
+  double scale = 0;
+  for (const double r : ref)
+    if (std::isfinite(r)) scale = std::max(scale, std::fabs(r));
+  const double tolerance = atol + rtol * scale;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    bool ok;
+    if (std::isnan(out[i]) || std::isnan(ref[i])) {
+      ok = false;
+      if (is_poison(out[i]))
+        c.unwritten = true;
+    } else {
+      const double err = std::fabs(out[i] - ref[i]);
+      const double rel = err / std::max(std::fabs(ref[i]), std::numeric_limits<double>::min());
+      c.max_abs_error = std::max(c.max_abs_error, err);
+      c.max_rel_error = std::max(c.max_rel_error, rel);
+      ok = err <= tolerance;
+    }
+    if (!ok && c.passed) {
+      c.passed = false;
+      c.first_bad = static_cast<std::int64_t>(i);
+    }
+  }
+  // A constant or all-zero output is not the answer to a reference that varies, whatever atol.
+  if (c.passed && out.size() >= 2) {
+    bool same = true, zero = true, ref_zero = true;
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      same = same && out[i] == out[0];
+      zero = zero && out[i] == 0.0;
+      ref_zero = ref_zero && ref[i] == 0.0;
+      lo = std::min(lo, ref[i]);
+      hi = std::max(hi, ref[i]);
+    }
+    const bool varies = hi - lo > rtol * scale && hi > lo;
+    if ((same && varies) || (zero && !ref_zero)) {
+      c.constant = true;
+      c.passed = false;
+      c.first_bad = 0;
+      for (std::size_t i = 0; i < out.size(); ++i)
+        if (ref[i] != out[i]) {
+          c.first_bad = static_cast<std::int64_t>(i);
+          break;
+        }
+    }
+  }
+  return c;
+}
+
+std::uint64_t cell_seed(std::uint64_t plan_seed, pass_kind pass, std::int64_t rows,
+                        std::int64_t cols) {
+  std::uint64_t s = stream_seed(plan_seed, stream_id::inputs);
+  s = rng(s ^ static_cast<std::uint64_t>(rows)).next();
+  s = rng(s ^ static_cast<std::uint64_t>(cols)).next();
+  return rng(s ^ (pass == pass_kind::fwd ? 0u : 1u)).next();
+}
+
+} // namespace prereg::reference

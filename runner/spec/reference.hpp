@@ -1,0 +1,93 @@
+// The float64 reference of every operation and pass, and the host-side data helpers shared by
+// the CPU and CUDA backends: fp16/bf16 conversion, random inputs, poison, tolerance checks.
+#pragma once
+
+#include "prereg/arm.hpp"
+#include "spec/operation.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prereg::reference {
+
+/// Inputs of one invocation, as doubles (already rounded to the dtype they are stored in).
+struct inputs64 {
+  std::vector<double> x, gamma, beta, dy; ///< x, dy: [rows*cols]; gamma, beta: [cols]
+  std::int64_t rows = 0, cols = 0;
+};
+
+/// The float64 reference outputs. dx/dgamma/dbeta are filled only when backward is asked.
+struct outputs64 {
+  std::vector<double> y, mean, rstd, dx, dgamma, dbeta;
+};
+
+/// The normalisation named `name` ("layernorm" | "rmsnorm", a protocol's or an arm's operation);
+/// throws std::logic_error for any other operation: this reference covers the two
+/// normalisations only (an operation descriptor carries its own reference).
+[[nodiscard]] operation norm_operation(std::string_view name);
+
+/// The float64 reference of `op` (eps = norm_eps(op)); RMSNorm ignores beta and mean.
+[[nodiscard]] outputs64 compute(operation op, const inputs64 &in, bool backward);
+
+/// Fresh random inputs (never zeros): x ~ U(-2, 2) plus a per-row offset, gamma ~ 1 + U(-.5,.5),
+/// beta ~ U(-.5, .5), dy ~ U(-1, 1), each rounded to `type`. Deterministic in `seed`.
+[[nodiscard]] inputs64 random_inputs(std::int64_t rows, std::int64_t cols, dtype type,
+                                     std::uint64_t seed);
+
+/// Round-to-nearest-even conversions between float and the 16-bit storage types.
+[[nodiscard]] std::uint16_t float_to_half(float f);
+[[nodiscard]] float half_to_float(std::uint16_t h);
+[[nodiscard]] std::uint16_t float_to_bf16(float f);
+[[nodiscard]] float bf16_to_float(std::uint16_t h);
+
+/// Packs doubles into `type`'s storage bytes (fp32: float, fp16/bf16: uint16).
+[[nodiscard]] std::vector<std::uint8_t> pack(const std::vector<double> &v, dtype type);
+/// Unpacks `type`'s storage bytes into doubles.
+[[nodiscard]] std::vector<double> unpack(const std::vector<std::uint8_t> &bytes, dtype type);
+/// `n` elements of `type` filled with a quiet-NaN bit pattern (the poison).
+[[nodiscard]] std::vector<std::uint8_t> poison(std::size_t n, dtype type);
+
+/// Compares one output with its reference: element passes if |out-ref| <= atol + rtol*max|ref|
+/// (rtol is relative to the output's largest reference magnitude, so column sums that cancel
+/// are judged against the scale of their terms)
+/// (NaN never passes; a NaN output where the poison was is reported as unwritten). An output of
+/// two or more elements that are all equal fails (`constant`) when the reference's spread
+/// (max - min) exceeds rtol*max|ref|; an all-zero output of two or more elements fails when
+/// the reference is not all zero.
+struct comparison {
+  double max_abs_error = 0;
+  double max_rel_error = 0; ///< |out-ref| / max(|ref|, tiny)
+  bool unwritten = false;
+  /// Every element is the same number (or zero) while the reference is not: the output fails
+  /// whatever the tolerances (a weak atol must not pass zeros or a constant).
+  bool constant = false;
+  bool passed = true;
+  std::int64_t first_bad = -1; ///< index of the first failing element, or -1
+};
+[[nodiscard]] comparison compare(const std::vector<double> &out, const std::vector<double> &ref,
+                                 double rtol, double atol);
+
+/// Whether `v` is the poison of some dtype, as unpack() returns it (a NaN that an arm never
+/// computes: it carries the poison's payload).
+[[nodiscard]] bool is_poison(double v);
+
+/// `v` rounded (to nearest, ties to even) to the values `type` can hold.
+[[nodiscard]] double round_to(double v, dtype type);
+
+/// Fresh random inputs (never zeros) of every input tensor of `op` at shape `s`, drawn in the
+/// descriptor's tensor order from one generator seeded with `seed`: per tensor with a per-row
+/// offset, one offset U(-row_offset, row_offset) per row and then the row's elements; each
+/// element U(lo, hi) (plus the offset) rounded to its element type, drawn again while it
+/// rounds to zero. Outputs and saved tensors are left empty. For layernorm and rmsnorm this
+/// draws exactly what random_inputs() draws.
+[[nodiscard]] host_tensors random_tensors(const operation_desc &op, const shape &s, dtype type,
+                                          std::uint64_t seed);
+
+/// The seed of one cell's random inputs: `stream_seed(plan_seed, stream_id::inputs)` mixed
+/// with rows, cols and the pass through the generator (identical for every arm of the cell).
+[[nodiscard]] std::uint64_t cell_seed(std::uint64_t plan_seed, pass_kind pass, std::int64_t rows,
+                                      std::int64_t cols);
+
+} // namespace prereg::reference

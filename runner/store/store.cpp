@@ -1,0 +1,438 @@
+// The frozen-protocol store and the integrity check run performs before measuring.
+#include "store/store.hpp"
+#include "spec/outside_file.hpp"
+
+#include "prereg/build_info.hpp"
+#include "prereg/error.hpp"
+#include "base/fs.hpp"
+#include "base/time.hpp"
+#include "crypto/keyring.hpp"
+#include "spec/registry.hpp"
+#include "crypto/signed_json.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace prereg {
+namespace fs = std::filesystem;
+namespace {
+
+bool is_hex(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  });
+}
+
+void collect_changes(const json &a, const json &b, const std::string &path,
+                     std::vector<std::string> &out) {
+  if (a.is_object() && b.is_object()) {
+    for (const auto &[k, v] : a.items()) {
+      const std::string p = path.empty() ? k : path + "." + k;
+      if (!b.contains(k)) out.push_back(p);
+      else collect_changes(v, b.at(k), p, out);
+    }
+    for (const auto &[k, v] : b.items())
+      if (!a.contains(k)) out.push_back(path.empty() ? k : path + "." + k);
+    return;
+  }
+  if (a.is_array() && b.is_array() && a.size() == b.size()) {
+    for (std::size_t i = 0; i < a.size(); ++i)
+      collect_changes(a[i], b[i], fmt::format("{}[{}]", path, i), out);
+    return;
+  }
+  if (canonical_json(a) != canonical_json(b)) out.push_back(path);
+}
+
+// [a-z0-9][a-z0-9_-]{0,63}, the protocol id's form (docs/protocol.md).
+bool is_protocol_id(std::string_view s) {
+  return !s.empty() && s.size() <= 64 && s[0] != '_' && s[0] != '-' &&
+         std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+         });
+}
+
+} // namespace
+
+std::vector<std::string> changed_fields(const json &a, const json &b) {
+  std::vector<std::string> out;
+  collect_changes(a, b, "", out);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+store::store(std::filesystem::path root)
+    : m_root(std::move(root)),
+      m_ledger(m_root / "ledger.jsonl", [r = m_root](const std::string &fp) {
+        try {
+          return store(r).find_key(fp);
+        } catch (const error &) {
+          return std::optional<public_key>(); // a key file not matching its name is no key
+        }
+      }) {}
+
+bool ledger_records_freeze(std::span<const json> entries, std::string_view hash) {
+  return std::any_of(entries.begin(), entries.end(), [&](const json &e) {
+    if (!e.is_object() || e.value("protocol_hash", "") != hash) return false;
+    const std::string event = e.value("event", "");
+    return event == ledger_event::freeze || event == ledger_event::import; // imported: frozen
+  });
+}
+
+fs::path store::default_root(const std::string &flag) {
+  if (!flag.empty()) return flag;
+  if (const char *env = std::getenv("PREREG_STORE"); env && *env) return env;
+  return ".prereg";
+}
+
+fs::path store::protocol_dir(const std::string &hash) const {
+  return m_root / "protocols" / hash;
+}
+
+void store::add_key(const public_key &key) const {
+  const auto path = m_root / "keys" / (key.fingerprint() + ".pub");
+  if (fs::exists(path) && read_file(path) == key.pem()) return;
+  write_file_atomic(path, key.pem());
+}
+
+std::optional<public_key> store::find_key(const std::string &fingerprint) const {
+  if (!is_hex(fingerprint) || fingerprint.size() != 64) return std::nullopt;
+  const auto path = m_root / "keys" / (fingerprint + ".pub");
+  if (!fs::exists(path)) return std::nullopt;
+  auto key = public_key::from_pem(read_file(path), path.string());
+  if (key.fingerprint() != fingerprint)
+    throw integrity_error("public key file does not match its fingerprint name", path.string());
+  return key;
+}
+
+namespace {
+// A path as the freeze record keeps it: relative to `project` when inside it, else absolute.
+std::string project_relative(const fs::path &project, const fs::path &file) {
+  const fs::path rel = file.lexically_relative(project);
+  if (!rel.empty() && *rel.begin() != "..")
+    return rel.generic_string();
+  return file.generic_string();
+}
+} // namespace
+
+fs::path store::project_root() const { return fs::absolute(m_root).lexically_normal().parent_path(); }
+
+freeze_outcome store::freeze(std::string_view source, const protocol &p, const signing_key &key,
+                             const fs::path &source_dir) const {
+  const json body = to_json(p);
+  const std::string canonical = canonical_json(body);
+  const std::string hash = protocol_hash(body);
+  file_lock lock(lock_path());
+  get_ledger().verify_for_append(&key); // before anything is written
+  const auto dir = protocol_dir(hash);
+  if (fs::exists(dir / "freeze.json")) {
+    const frozen_protocol fp = load(hash); // an existing copy must still be intact
+    freeze_outcome out;
+    out.hash = hash;
+    out.already_frozen = true;
+    out.cosmetic_only = fp.freeze.value("source_sha256", "") != sha256_hex(source);
+    out.kernel_problem = kernel_source_problem(fp, project_root());
+    if (ledger_records_freeze(get_ledger().entries(), hash))
+      return out;
+    get_ledger().append({{"event", ledger_event::freeze},
+                         {"protocol_hash", hash},
+                         {"protocol_id", p.id},
+                         {"note", "recorded late: an earlier freeze stored the protocol but "
+                                  "ended before its ledger entry"}},
+                        key);
+    out.repaired = true;
+    return out;
+  }
+  json kernels = json::object();
+  for (const auto &arm : p.arms) {
+    if (arm.outside()) {
+      const fs::path file = outside_file(source_dir.empty() ? fs::current_path() : source_dir,
+                                         arm.file);
+      const std::string digest = outside_file_sha256(file, arm.id);
+      // Hashed, never loaded: no outside code runs in a process that holds the signing key.
+      kernels[arm.id] = {{arm.source == arm_source::plugin ? "plugin" : "python", arm.file},
+                         {"entry", arm.entry},
+                         {"file", project_relative(project_root(), file)},
+                         {"sha256", digest}};
+      continue;
+    }
+    const arm_info *info = find_arm(p.device, arm.kernel);
+    if (info == nullptr)
+      throw invalid_input(fmt::format("unknown kernel {} for device {}", arm.kernel, p.device));
+    kernels[arm.id] = {{"kernel", arm.kernel}, {"source_sha256", info->source_sha256}};
+  }
+  json record = {{"protocol_hash", hash},
+                 {"source_sha256", sha256_hex(source)},
+                 {"kernels", kernels},
+                 {"tool_version", build_info::version},
+                 {"frozen_at", utc_now_rfc3339()},
+                 {"signer", key.fingerprint()}};
+  record = sign_record(std::move(record), key);
+  add_key(key.public_part());
+  try {
+    write_file_atomic(dir / "source.yaml", source);
+    write_file_atomic(dir / "protocol.json", canonical);
+    // freeze.json last: its presence marks the protocol as frozen.
+    write_file_atomic(dir / "freeze.json", canonical_json(record));
+    get_ledger().append({{"event", ledger_event::freeze}, {"protocol_hash", hash},
+                         {"protocol_id", p.id}},
+                        key);
+  } catch (...) {
+    // Nothing half-written (a full disk, a read-only store): a protocol whose freeze the ledger
+    // does not record is not frozen, and a later freeze must start afresh.
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    throw;
+  }
+  freeze_outcome written;
+  written.hash = hash;
+  return written;
+}
+
+std::vector<std::string> store::hashes() const {
+  std::vector<std::string> out;
+  const auto dir = m_root / "protocols";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto &entry : fs::directory_iterator(dir)) {
+    const auto name = entry.path().filename().string();
+    if (entry.is_directory() && name.size() == 64 && is_hex(name) &&
+        fs::exists(entry.path() / "freeze.json"))
+      out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string store::resolve(std::string_view arg) const {
+  // A protocol id alone names the one frozen version with that id.
+  const auto all = hashes();
+  std::vector<std::string> by_id;
+  if (is_protocol_id(arg))
+    for (const auto &h : all) {
+      const auto stored = protocol_dir(h) / "protocol.json";
+      try {
+        if (parse_json_strict(read_file(stored), stored.string()).value("id", "") == arg)
+          by_id.push_back(h);
+      } catch (const error &) {
+        // a corrupted copy names no id; load() reports it when that hash is used
+      }
+    }
+  const bool hex = is_hex(arg) && arg.size() <= 64;
+  std::vector<std::string> by_hash;
+  if (hex && arg.size() >= min_prefix_digits)
+    for (const auto &h : all)
+      if (h.compare(0, arg.size(), arg) == 0) by_hash.push_back(h);
+  if (!by_hash.empty() && !by_id.empty() && by_hash != by_id)
+    throw invalid_input(fmt::format("'{}' is ambiguous: it is a hash prefix of {} and the id of "
+                                    "{}; give more hash digits",
+                                    arg, by_hash[0], by_id[0]));
+  const auto &matches = by_hash.empty() ? by_id : by_hash;
+  if (matches.size() > 1) {
+    if (&matches == &by_id)
+      throw invalid_input(fmt::format("{} versions of protocol {} are frozen ({} and {}): give "
+                                      "a hash or a prefix of at least {} hex digits",
+                                      matches.size(), arg, matches[0].substr(0, 12),
+                                      matches[1].substr(0, 12), min_prefix_digits));
+    throw invalid_input(fmt::format("prefix {} is ambiguous: it matches {} and {}", arg,
+                                    matches[0], matches[1]));
+  }
+  if (matches.size() == 1) return matches.front();
+  if (!hex && !is_protocol_id(arg))
+    throw invalid_input(fmt::format(
+        "'{}' is not a protocol hash, a hash prefix of at least {} hex digits or a protocol id",
+        arg, min_prefix_digits));
+  if (hex && arg.size() < min_prefix_digits)
+    throw invalid_input(fmt::format("no frozen protocol has the id '{}', and a hash prefix needs "
+                                    "at least {} hex digits",
+                                    arg, min_prefix_digits));
+  throw integrity_error(fmt::format("no frozen protocol {} in the store (neither a hash prefix "
+                                    "nor a protocol id there)",
+                                    arg),
+                        m_root.string());
+}
+
+frozen_protocol store::load(const std::string &hash) const {
+  const auto dir = protocol_dir(hash);
+  frozen_protocol fp;
+  fp.hash = hash;
+  for (const char *name : {"protocol.json", "source.yaml", "freeze.json"})
+    if (!fs::exists(dir / name))
+      throw integrity_error(fmt::format("stored protocol is missing {}", name), dir.string());
+  fp.canonical = read_file(dir / "protocol.json");
+  if (sha256_hex(fp.canonical) != hash)
+    throw integrity_error(
+        fmt::format("stored copy is corrupted: protocol.json no longer hashes to {}", hash),
+        (dir / "protocol.json").string());
+  fp.body = parse_json_strict(fp.canonical, (dir / "protocol.json").string());
+  fp.proto = protocol_from_json(fp.body, (dir / "protocol.json").string());
+  fp.source = read_file(dir / "source.yaml");
+  const auto freeze_path = (dir / "freeze.json").string();
+  try {
+    fp.freeze = parse_json_strict(read_file(dir / "freeze.json"), freeze_path);
+  } catch (const error &e) {
+    throw integrity_error(fmt::format("freeze record is corrupted: {}", e.what()), freeze_path);
+  }
+  if (!fp.freeze.is_object() || fp.freeze.value("protocol_hash", "") != hash)
+    throw integrity_error("freeze record does not name this protocol", freeze_path);
+  if (fp.freeze.value("source_sha256", "") != sha256_hex(fp.source))
+    throw integrity_error("stored source.yaml no longer matches the freeze record",
+                          (dir / "source.yaml").string());
+  const std::string signer = record_signer(fp.freeze);
+  const auto key = find_key(signer);
+  if (!key)
+    throw integrity_error(fmt::format("freeze record is signed by a key not in the store ({})",
+                                      signer.empty() ? "unsigned" : signer),
+                          freeze_path);
+  if (!verify_record(fp.freeze, *key))
+    throw integrity_error("freeze record signature does not verify (tampered)", freeze_path);
+  return fp;
+}
+
+fs::path frozen_outside_file(const fs::path &project, const frozen_protocol &fp,
+                             const arm_spec &arm) {
+  const auto &kernels = fp.freeze.at("kernels");
+  const auto it = kernels.find(arm.id);
+  if (it == kernels.end() || !it->is_object() || !it->contains("file"))
+    throw integrity_error(fmt::format("freeze record has no file for arm {}", arm.id));
+  const fs::path kept(it->value("file", ""));
+  return kept.is_absolute() ? kept : (project / kept).lexically_normal();
+}
+
+std::string new_version_advice(const protocol &p) {
+  return fmt::format("to measure the new code, freeze a new version: set `revision: {}` in the "
+                     "protocol file{} and `prereg freeze` it",
+                     p.revision + 1,
+                     p.schema == 1 ? " (a prereg: 2 field: write `prereg: 2` and rename "
+                                     "`shapes:` to `axes:`)"
+                                   : "");
+}
+
+std::optional<std::string> kernel_source_problem(const frozen_protocol &fp,
+                                                 const fs::path &project) {
+  const auto &kernels = fp.freeze.at("kernels");
+  for (const auto &arm : fp.proto.arms) {
+    if (arm.outside()) {
+      const fs::path file = frozen_outside_file(project, fp, arm);
+      const std::string frozen = kernels.at(arm.id).value("sha256", "");
+      const char *kind = arm.source == arm_source::plugin ? "plugin" : "python";
+      std::error_code ec;
+      if (!fs::is_regular_file(file, ec))
+        return fmt::format("{} file of arm {} is missing since freezing: {}", kind, arm.id,
+                           file.string());
+      const std::string now = outside_file_sha256(file, arm.id);
+      if (now != frozen)
+        return fmt::format("{} file of arm {} changed since freezing (frozen {}, now {}): {}; "
+                           "this version stays refused: {}",
+                           kind, arm.id, frozen.substr(0, 12), now.substr(0, 12), file.string(),
+                           new_version_advice(fp.proto));
+      continue;
+    }
+    const arm_info *info = find_arm(fp.proto.device, arm.kernel);
+    if (info == nullptr)
+      return fmt::format("kernel {} ({}) is not in this build", arm.kernel, fp.proto.device);
+    const auto it = kernels.find(arm.id);
+    if (it == kernels.end())
+      return fmt::format("freeze record has no source hash for arm {}", arm.id);
+    const std::string frozen = it->value("source_sha256", "");
+    if (frozen != info->source_sha256)
+      return fmt::format("kernel {} source changed since freezing (frozen {}, this build {}); "
+                         "sources: {}; this version stays refused: {}",
+                         arm.kernel, frozen.substr(0, 12), info->source_sha256.substr(0, 12),
+                         fmt::join(info->sources, " "), new_version_advice(fp.proto));
+  }
+  return std::nullopt;
+}
+
+void check_kernel_sources(const frozen_protocol &fp, const fs::path &project) {
+  if (auto problem = kernel_source_problem(fp, project)) throw integrity_error(*problem);
+}
+
+namespace {
+
+frozen_protocol resolve_protocol_for_run(const store &s, std::string_view arg,
+                                         const std::filesystem::path &key_path) {
+  const fs::path path(arg);
+  std::error_code ec;
+  // Lowercase hex is a hash or prefix even if a file of that name is here.
+  const bool looks_like_file = !is_hex(arg) && (fs::is_regular_file(path, ec) ||
+                                                arg.ends_with(".yaml") || arg.ends_with(".yml"));
+  frozen_protocol fp;
+  if (!looks_like_file) {
+    fp = s.load(s.resolve(arg));
+  } else {
+    const std::string bytes = read_protocol_file(path, key_path);
+    const std::string digest = sha256_hex(bytes);
+    std::optional<std::string> match;
+    for (const auto &h : s.hashes()) {
+      const auto rec = s.protocol_dir(h) / "freeze.json";
+      try {
+        if (parse_json_strict(read_file(rec), rec.string()).value("source_sha256", "") == digest)
+          match = h;
+      } catch (const error &) {
+        // a corrupted record cannot match; load() reports it when that protocol is used
+      }
+    }
+    if (match) {
+      fp = s.load(*match);
+    } else {
+      const protocol p = parse_protocol(bytes, path.string());
+      const json body = to_json(p);
+      const std::string hash = protocol_hash(body);
+      const auto all = s.hashes();
+      if (std::find(all.begin(), all.end(), hash) != all.end()) {
+        // Same canonical form: the file is that protocol, whatever its comments or layout.
+        fp = s.load(hash);
+        fp.note = fmt::format("{} differs from the frozen source only in comments or formatting: "
+                              "running protocol {} as frozen",
+                              path.string(), hash);
+        check_kernel_sources(fp, s.project_root());
+        return fp;
+      }
+      // Against the frozen protocol of the same id that differs in the fewest fields.
+      std::optional<std::pair<std::string, std::vector<std::string>>> closest;
+      for (const auto &h : all) {
+        const auto stored = s.protocol_dir(h) / "protocol.json";
+        json other;
+        try {
+          other = parse_json_strict(read_file(stored), stored.string());
+        } catch (const error &) {
+          continue;
+        }
+        if (!other.is_object() || other.value("id", "") != p.id) continue;
+        auto changes = changed_fields(other, body);
+        if (!closest || changes.size() < closest->second.size())
+          closest.emplace(h, std::move(changes));
+      }
+      if (closest)
+        throw integrity_error(fmt::format("{} was modified since freezing: changed {} (frozen as {})",
+                                          path.string(), fmt::join(closest->second, ", "),
+                                          closest->first),
+                              path.string());
+      throw integrity_error(fmt::format("{} is not frozen: run `prereg freeze {}` first",
+                                        path.string(), path.string()),
+                            path.string());
+    }
+  }
+  check_kernel_sources(fp, s.project_root());
+  return fp;
+}
+
+} // namespace
+
+frozen_protocol resolve_for_run(const store &s, std::string_view arg,
+                                const std::filesystem::path &key_path) {
+  frozen_protocol fp = resolve_protocol_for_run(s, arg, key_path);
+  const ledger l = s.get_ledger();
+  l.verify_for_append();
+  if (!ledger_records_freeze(l.entries(), fp.hash))
+    throw integrity_error(
+        fmt::format("protocol {} is stored but the ledger has no freeze entry for it (a freeze "
+                    "that ended early?): repair with `prereg freeze FILE`",
+                    fp.hash),
+        l.path().string());
+  return fp;
+}
+
+} // namespace prereg
