@@ -4,7 +4,7 @@
 with the build's flags plus -Xptxas -v (no GPU needed) and prints one Markdown row per kernel
 that spills, or per kernel with --all.
 
-Usage: python3 tools/ptxas_spills.py [--arch 90] [--all] [BUILD_DIR (default build-cuda)]
+Usage: python3 tools/gen/ptxas_spills.py [--arch 90] [--all] [BUILD_DIR (default build-cuda)]
 """
 import glob
 import os
@@ -22,7 +22,7 @@ if "--arch" in args:
 if "--all" in args:
     args.remove("--all")
     show_all = True
-root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 build = os.path.abspath(args[0] if args else os.path.join(root, "build-cuda"))
 rsp = os.path.join(build, "CMakeFiles/prereg_kernels.dir/includes_CUDA.rsp")
 if not os.path.exists(rsp):

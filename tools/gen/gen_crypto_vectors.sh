@@ -6,7 +6,7 @@
 # to be refused) are fresh each time.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=tests/data/crypto
 mkdir -p "$out"
 tmp=$(mktemp -d)

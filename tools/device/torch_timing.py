@@ -5,7 +5,7 @@ on the current stream, the median of N calls after a warm-up — the way triton.
 times a kernel — so the result is comparable with prereg's per-step median of the same op.
 Prints one JSON object per line: op, pass, dtype, rows, cols, median_ms, n.
 
-  python3 tools/torch_timing.py --rows 128 4096 65536 --cols 1024 --reps 200
+  python3 tools/device/torch_timing.py --rows 128 4096 65536 --cols 1024 --reps 200
 """
 import argparse
 import json

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Generates the RFC 8785 test vectors in tests/data/json with node's own ECMAScript semantics.
 //
-//   node tools/gen_json_vectors.js
+//   node tools/gen/gen_json_vectors.js
 //
 // Writes numbers.txt ("<16 hex digits of the IEEE-754 bits> <String(x)>" per line) and pairs
 // NAME.in.json / NAME.out.json (input text / expected canonical bytes, no trailing newline).
@@ -12,7 +12,7 @@ const fs = require('fs');
 const path = require('path');
 const assert = require('assert');
 
-const out_dir = path.join(__dirname, '..', 'tests', 'data', 'json');
+const out_dir = path.join(__dirname, '..', '..', 'tests', 'data', 'json');
 fs.mkdirSync(out_dir, { recursive: true });
 
 // ---- reference canonicaliser (RFC 8785 section 3.2 / Appendix A) -------------------------

@@ -12,7 +12,7 @@ side directly, with the same wrapper in both places:
   the scheduler); cpu ~ wall and both high means the code path itself ran slower (cold
   caches, a slower interpreter build, more work). The log goes to $PREREG_PROBE_LOG (JSON,
   rewritten every 16 calls, outside the wrapper's own timing).
-- As a script (`python3 tools/host_probe.py ln|decode OUT.json`), the same steps in a plain
+- As a script (`python3 tools/device/host_probe.py ln|decode OUT.json`), the same steps in a plain
   python3 under the orders prereg might impose: hot back to back, each window after an input
   refresh + poison + a 256 MiB read sweep (prereg's window), and interleaved with the other
   arms of the protocol (prereg's default order), with CUDA events around each step. `micro`
@@ -30,7 +30,7 @@ import time
 import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "kernels", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "kernels", "python"))
 
 _LOG = {"arms": {}}
 _GC = {"active": None, "t0": 0.0}

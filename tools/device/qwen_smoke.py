@@ -8,7 +8,7 @@ and checks t.y against a float64 RMSNorm with prereg's rule (|got - ref| <= atol
 max|ref|, fp16: 1e-2 and 1e-2 here as a loose smoke bound). Profiled arms also report which
 region labels they marked. Prints one line per arm: ok / FAIL with the exception's last line.
 No times are printed, so running it does not inform the frozen predictions.
-Usage: python3 tools/qwen_smoke.py [function ...]
+Usage: python3 tools/device/qwen_smoke.py [function ...]
 """
 import importlib.util
 import os
@@ -18,7 +18,7 @@ import types
 
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 spec = importlib.util.spec_from_file_location("qwen_decode", os.path.join(ROOT, "kernels/python/qwen_decode.py"))
 q = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(q)

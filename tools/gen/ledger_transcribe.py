@@ -6,7 +6,7 @@ call's run-start and run-complete. This appends those two events (their members 
 `seq`, `time`, `prev`, `signer` and the signature new, as docs/store.md defines an append) to
 the ledger that has the second call's events, signed with the project key, so that every run
 that happened is recorded. Usage:
-  /usr/bin/python3 tools/ledger_transcribe.py LEDGER KEY.pem SOURCE_LEDGER SEQ...
+  /usr/bin/python3 tools/gen/ledger_transcribe.py LEDGER KEY.pem SOURCE_LEDGER SEQ...
 """
 import base64
 import datetime

@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
-"""Nsight Compute's sections for the session-8 limit probes (issue 15; tools/device_s8.sh with
-NCU=1 over tools/ncu_s8.txt) as one Markdown table: per kernel name, the median over its
-profiled launches of duration, DRAM throughput (% of peak), achieved and theoretical occupancy,
-registers, block, grid and waves per SM.
+"""Nsight Compute's sections for the session-8 limit probes (issue 15; the ncu steps of
+tools/device/plans/ncu-s8.plan, formerly tools/device_s8.sh with NCU=1) as one Markdown table:
+per kernel name, the median over its profiled launches of duration, DRAM throughput (% of
+peak), achieved and theoretical occupancy, registers, block, grid and waves per SM.
 
-Usage: python3 tools/ncu_s8_table.py --slim FULL.csv OUT.csv   (the columns and metrics used)
-       python3 tools/ncu_s8_table.py SLIM.csv...                (print the table)
+Usage: python3 tools/gen/ncu_s8_table.py --slim FULL.csv OUT.csv   (the columns and metrics used)
+       python3 tools/gen/ncu_s8_table.py SLIM.csv...                (print the table)
 """
 import csv
+import os
 import statistics
 import sys
 
-from ncu_agreement import short  # the kernel's bare name, as in the agreement table
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "device"))
+from ncu_agreement import short  # noqa: E402 (the kernel's bare name, as in the agreement table)
 
 KEEP = ("ID", "Kernel Name", "Block Size", "Grid Size", "Section Name", "Metric Name", "Metric Unit",
         "Metric Value")
