@@ -1,6 +1,7 @@
 # The JSON Schemas of docs/schema/ hold for every committed report and protocol, the test
 # reports, `prereg canon` of every shipped and example protocol (protocols/, tests/data/protocols/)
-# and a report made here by a CPU run; and
+# and a report made here by a CPU run; every committed merged report and a replication report made
+# here hold for merged-report.schema.json, and each format is rejected by the other's schema; and
 # planted-bad documents are rejected. Skipped (77) only without python3-jsonschema.
 source "$(dirname "$0")/lib.bash"
 py=/usr/bin/python3
@@ -15,14 +16,18 @@ check() { # check DESCRIPTION KIND FILE...: every FILE validates
   else fail "$what"; grep -v '^ok' "$work/val" | sed 's/^/    /' | head -10; fi
 }
 
-# A merged report (docs/scale-out.md) is its own format, audited by `prereg audit`; the run
-# reports it keeps under parts/ are checked here.
+# A merged report (docs/scale-out.md) is its own format (merged-report.schema.json); the run
+# reports it keeps under parts/ are run reports. The forked stores' reports under docs/evidence/
+# are committed run reports too.
 reports=()
-for r in reports/*/*/report.json reports/*/*/parts/*/*/report.json; do
-  grep -q '"merge_version"' "$r" || reports+=("$r")
+merged=()
+for r in reports/*/*/report.json reports/*/*/parts/*/*/report.json docs/evidence/*/*/reports/*/*/report.json; do
+  if grep -q '"merge_version"' "$r"; then merged+=("$r"); else reports+=("$r"); fi
 done
 [ "${#reports[@]}" -ge 7 ] && pass "${#reports[@]} committed reports found" || fail "committed reports missing"
-check "committed reports and their protocol bodies" report "${reports[@]}"
+check "committed reports and their protocol bodies (and the merged schema rejects each)" report "${reports[@]}"
+[ "${#merged[@]}" -ge 1 ] && pass "${#merged[@]} committed merged report(s) found" || fail "committed merged reports missing"
+check "committed merged reports (and the run report schema rejects each)" merged "${merged[@]}"
 check "test reports" report tests/data/reports/*.json
 check "frozen protocols in .prereg" protocol .prereg/protocols/*/protocol.json
 
@@ -79,6 +84,28 @@ for r in "${reports[@]}"; do
   fi
 done
 [ -n "$v1" ] && pass "a committed version-1 report to plant into: $v1" || fail "no committed version-1 report"
+# A replication report (docs/scale-out.md) of two tiny CPU runs: valid for the merged schema,
+# rejected by the run report's; planted-bad copies of it and of the committed merged report are
+# rejected.
+sed -e 's/^prereg: 1$/prereg: 2/' -e 's/^id: schema_tiny$/id: schema_replication/' \
+  -e 's/^shapes: /axes: /' -e 's/^analysis: .*$/&\nreplication: {devices: 2, rule: all}/' \
+  "$work/tiny.yaml" >"$work/replication.yaml"
+expect_exit 0 "freeze a tiny replication protocol" -- "$PREREG" freeze "$work/replication.yaml"
+for i in 1 2; do
+  expect_exit 0 "replication run $i on the CPU" -- "$PREREG" run "$work/replication.yaml" --out "$work/reports" --quiet
+  tail -n 1 "$work/out" >"$work/full$i"
+done
+expect_exit 0 "merge --replication" -- "$PREREG" merge --replication "$(cat "$work/full1")" "$(cat "$work/full2")" --out "$work/reports"
+replication=$(tail -n 1 "$work/out")/report.json
+check "the replication report (and the run report schema rejects it)" merged "$replication"
+for base in "${merged[@]:0:1}" "$replication"; do
+  if "$py" "$validate" "$schemas" --planted-merged "$base" >"$work/val" 2>&1; then
+    pass "every planted-bad copy of $(basename "$(dirname "$base")") is rejected ($(grep -c '^ok' "$work/val") checks)"
+  else
+    fail "planted-bad copies of $base"; grep -v '^ok' "$work/val" | sed 's/^/    /' | head -10
+  fi
+done
+
 for base in "$fresh" "$v1"; do
   "$py" -c 'import json,sys; json.dump(json.load(open(sys.argv[1]))["protocol"]["body"], open(sys.argv[2], "w"))' \
     "$base" "$work/body.json"

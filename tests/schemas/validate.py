@@ -1,8 +1,11 @@
 #!/usr/bin/python3
 """Validates JSON documents against docs/schema/*.schema.json (Debian's python3-jsonschema).
 
-usage: validate.py SCHEMA_DIR (report|protocol) FILE...   every FILE must validate
+usage: validate.py SCHEMA_DIR (report|merged|protocol) FILE...   every FILE must validate
        validate.py SCHEMA_DIR --planted REPORT PROTOCOL   planted-bad copies must be rejected
+       validate.py SCHEMA_DIR --planted-merged MERGED     planted-bad copies must be rejected
+A run report (report) must also be rejected by merged-report.schema.json, and a merged report
+(merged, docs/scale-out.md) by report.schema.json.
 Exit 0 when everything holds, 1 with one line per failure otherwise, 77 without jsonschema.
 """
 import copy
@@ -19,7 +22,7 @@ except ImportError:
 
 def load_schemas(folder):
     schemas = {}
-    for name in ("report", "protocol-v1", "protocol-v2"):
+    for name in ("report", "merged-report", "protocol-v1", "protocol-v2"):
         with open(os.path.join(folder, name + ".schema.json"), encoding="utf-8") as f:
             s = json.load(f)
         jsonschema.Draft202012Validator.check_schema(s)
@@ -65,6 +68,11 @@ def planted(report, protocol):
         {"code": "gremlins", "message": "m", "evidence": {}}))
     edit("a drift defect without its cell", report, lambda r: r["defects"].append(
         {"code": "drift", "message": "m", "evidence": {"spearman_rho": 0.9, "n": 30}}))
+    edit("a run-level kernel-records-dropped defect with a cell", report,
+         lambda r: r["defects"].append({"code": "kernel-records-dropped", "message": "m",
+                                        "cell": {k: r["cells"][0][k]
+                                                 for k in ("arm", "pass", "rows", "cols")},
+                                        "evidence": {"kernel_records_dropped": 1}}))
     edit("a negative peak_bytes", report, lambda r: r["cells"][0].__setitem__("peak_bytes", -1))
     edit("a protocol body with an unknown member", report,
          lambda r: r["protocol"]["body"].__setitem__("note", 1))
@@ -106,6 +114,50 @@ def planted(report, protocol):
     return out
 
 
+def planted_merged(merged):
+    """(what, document) pairs that the merged-report schema must reject."""
+    out = []
+
+    def edit(what, fn):
+        d = copy.deepcopy(merged)
+        fn(d)
+        out.append((what, d))
+
+    edit("a merged report without merge_version", lambda m: m.pop("merge_version"))
+    edit("merge_version 2", lambda m: m.__setitem__("merge_version", 2))
+    edit("a kind outside the vocabulary", lambda m: m.__setitem__("kind", "union"))
+    edit("an unknown top-level member", lambda m: m.__setitem__("note", 1))
+    edit("a run member (run reports only)", lambda m: m.__setitem__("run", {}))
+    edit("an attempt member (run reports only)", lambda m: m.__setitem__("attempt", 1))
+    edit("a part without report_sha256", lambda m: m["parts"][0].pop("report_sha256"))
+    edit("a part with an unknown member", lambda m: m["parts"][0].__setitem__("note", 1))
+    edit("a part verdict outside the vocabulary",
+         lambda m: m["parts"][0]["verdicts"].append({"id": "P", "verdict": "maybe"}))
+    edit("a merge without merged_at", lambda m: m["merge"].pop("merged_at"))
+    edit("a tool with a renderer (merged pages have none)",
+         lambda m: m["tool"].__setitem__("renderer", 2))
+    if merged.get("kind") == "shards":
+        edit("a shards part without shard", lambda m: m["parts"][0].pop("shard"))
+        edit("a shards report without cells", lambda m: m.pop("cells"))
+        edit("a shards report with a replication rule", lambda m: m.__setitem__(
+            "replication", {"devices": 2, "rule": "all", "threshold": 2}))
+        edit("a shards report whose merge id is a REPLICATION id",
+             lambda m: m["merge"].__setitem__("merge_id", "REPLICATION" + m["merge"]["merge_id"][5:]))
+        edit("a merged cell without median_ms", lambda m: m["cells"][0].pop("median_ms"))
+        edit("a merged prediction p above 1",
+             lambda m: m["predictions"][0]["cells"][0].__setitem__("p", 1.5))
+        edit("a merged defect with an unknown code", lambda m: m["defects"].append(
+            {"code": "gremlins", "message": "m", "evidence": {}}))
+    else:
+        edit("a replication report without its rule", lambda m: m.pop("replication"))
+        edit("a replication report with cells", lambda m: m.__setitem__("cells", []))
+        edit("a pooled prediction without its count of confirmations",
+             lambda m: m["predictions"][0].pop("confirmed"))
+        edit("a replication part with a shard",
+             lambda m: m["parts"][0].__setitem__("shard", {"index": 1, "count": 2}))
+    return out
+
+
 def main(argv):
     validators = load_schemas(argv[1])
     failures = 0
@@ -137,20 +189,36 @@ def main(argv):
                 print("FAIL - accepted: " + what)
                 failures += 1
         return 1 if failures else 0
+    if argv[2] == "--planted-merged":
+        with open(argv[3], encoding="utf-8") as f:
+            merged = json.load(f)
+        assert not problems(validators["merged-report"], merged), "the base report must be valid"
+        for what, doc in planted_merged(merged):
+            if problems(validators["merged-report"], doc):
+                print("ok - rejected: " + what)
+            else:
+                print("FAIL - accepted: " + what)
+                failures += 1
+        return 1 if failures else 0
     kind = argv[2]
+    # A run report and a merged report are two formats: each schema rejects the other's.
+    other = {"report": "merged-report", "merged": "report"}.get(kind)
     for path in argv[3:]:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
-        docs = [("", doc)]
         if kind == "report":
             v = validators["report"]
+        elif kind == "merged":
+            v = validators["merged-report"]
         else:
             v = protocol_validator(validators, doc)
         found = problems(v, doc)
-        if kind == "report" and isinstance(doc, dict):
+        if other is not None and isinstance(doc, dict):
             body = doc.get("protocol", {}).get("body")
             found += ["protocol.body: " + p
                       for p in problems(protocol_validator(validators, body), body)]
+            if not problems(validators[other], doc):
+                found.append("also valid against {}.schema.json".format(other))
         if found:
             failures += 1
             print("FAIL - {}: {}".format(path, "; ".join(found[:3])))
