@@ -2,14 +2,14 @@
 // checks that should catch it, and deleting a record never turns a FAIL into a PASS.
 #include "fake_device.hpp"
 
-#include "audit/audit.hpp"
 #include "analysis/cell_stats.hpp"
-#include "crypto/crypto.hpp"
+#include "audit/audit.hpp"
 #include "base/fs.hpp"
-#include "store/ledger.hpp"
+#include "crypto/crypto.hpp"
+#include "crypto/signed_json.hpp"
 #include "report/report.hpp"
 #include "report/report_text.hpp"
-#include "crypto/signed_json.hpp"
+#include "store/ledger.hpp"
 
 #include <doctest/doctest.h>
 
@@ -235,8 +235,8 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     std::string bytes = read_file(dir / "report.json");
     bytes.back() = ',';
     write_file_atomic(dir / "report.json", bytes);
-    expected = {"payload",  "protocol", "freeze", "statistics",
-                "verdicts", "defects",  "pages", "ledger", "history"};
+    expected = {"payload", "protocol", "freeze", "statistics", "verdicts",
+                "defects", "pages",    "ledger", "history"};
   }
   SUBCASE("report.md edited to say confirmed (issue 16 item 8)") {
     std::string md = read_file(dir / "report.md");
@@ -445,8 +445,8 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   }
   SUBCASE("report.json deleted") {
     fs::remove(dir / "report.json");
-    expected = {"payload",  "protocol", "freeze", "statistics",
-                "verdicts", "defects",  "pages", "ledger", "history"};
+    expected = {"payload", "protocol", "freeze", "statistics", "verdicts",
+                "defects", "pages",    "ledger", "history"};
   }
   SUBCASE("the run's ledger entries removed, the ledger re-chained and re-signed") {
     const std::string run_id = report.at("run").at("run_id");
@@ -607,8 +607,7 @@ TEST_CASE("audit failure details name the cause") {
     }
     SUBCASE("--trust by fingerprint names a key in the store") {
       lab.st().add_key(other.public_part());
-      const trust_root t =
-          resolve_trust({other.fingerprint(), key.fingerprint()}, lab.st());
+      const trust_root t = resolve_trust({other.fingerprint(), key.fingerprint()}, lab.st());
       CHECK(list(audit_report(dir, lab.st(), t).failed()).empty());
       const trust_root only_mine = resolve_trust({key.fingerprint()}, lab.st());
       CHECK(list(audit_report(dir, lab.st(), only_mine).failed()) == "envelope");
@@ -914,9 +913,8 @@ TEST_CASE("graph kernels under the kernel clock: recorded per sample, flagged, a
   CHECK(kc.at("graph_kernels")[1] == 3);
   CHECK_FALSE(cell_of(report, "fused", 128).at("kernel_clock").contains("graph_kernels"));
   auto &d = report.at("defects");
-  const auto it = std::find_if(d.begin(), d.end(), [](const json &x) {
-    return x.at("code") == "graph-under-kernel-clock";
-  });
+  const auto it = std::find_if(
+      d.begin(), d.end(), [](const json &x) { return x.at("code") == "graph-under-kernel-clock"; });
   REQUIRE(it != d.end());
   CHECK(it->at("cell").at("arm") == "fused");
   CHECK(it->at("evidence").at("max_graph_kernels") == 3);
@@ -1035,8 +1033,8 @@ TEST_CASE("a version-4 report with a kernel clock: its facts, statistics and def
       rec.region_kernels_ms["norm"].push_back(0.25 * kernels[i]);
     }
     const protocol proto = protocol_from_json(report.at("protocol").at("body"), "body");
-    const auto shares = compute_region_shares(rec, proto.analysis.bootstrap_resamples,
-                                              proto.analysis.confidence);
+    const auto shares =
+        compute_region_shares(rec, proto.analysis.bootstrap_resamples, proto.analysis.confidence);
     REQUIRE(shares.size() == 1);
     CHECK(shares[0].kernel_share_pct == doctest::Approx(25.0));
     c["regions"] = rec.regions_ms;

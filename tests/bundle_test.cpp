@@ -2,10 +2,10 @@
 #include "fake_device.hpp"
 
 #include "audit/audit.hpp"
-#include "store/bundle.hpp"
 #include "base/fs.hpp"
-#include "store/ledger.hpp"
 #include "run/run.hpp"
+#include "store/bundle.hpp"
+#include "store/ledger.hpp"
 
 #include <doctest/doctest.h>
 
@@ -77,8 +77,7 @@ TEST_CASE("export, import into another store, run the imported hash") {
     CHECK(code_of([&] { (void)import_into(c, bundle, {c.key().fingerprint()}); }) ==
           exit_code::integrity);
     c.st().add_key(a.key().public_part());
-    CHECK(code_of([&] { (void)import_into(c, bundle, {a.key().fingerprint()}); }) ==
-          exit_code::ok);
+    CHECK(code_of([&] { (void)import_into(c, bundle, {a.key().fingerprint()}); }) == exit_code::ok);
     CHECK(c.st().hashes() == std::vector<std::string>{hash});
   }
 }

@@ -1,6 +1,6 @@
 // Tests of the bytes model and the GB/s and % of ceiling derived from it.
-#include "spec/bytes_model.hpp"
 #include "prereg/error.hpp"
+#include "spec/bytes_model.hpp"
 
 #include <doctest/doctest.h>
 
@@ -15,8 +15,7 @@ TEST_CASE("LayerNorm bytes") {
   // bwd adds x, dy, dx (96) + gamma (16) + mean, rstd (16) + dgamma, dbeta (32) = 160.
   CHECK(bytes_per_invocation("layernorm", dtype::fp32, pass_kind::fwd_bwd, 2, 4) == 272);
   // bf16 128 x 1024: 2 * 262144 + 2 * 2048 + 2 * 512.
-  CHECK(bytes_per_invocation("layernorm", dtype::bf16, pass_kind::fwd, 128, 1024) ==
-        529408);
+  CHECK(bytes_per_invocation("layernorm", dtype::bf16, pass_kind::fwd, 128, 1024) == 529408);
 }
 
 TEST_CASE("RMSNorm bytes") {
@@ -36,16 +35,16 @@ TEST_CASE("a step moves repeat invocations") {
 
 TEST_CASE("bad shapes are refused") {
   try {
-    static_cast<void>(bytes_per_invocation("rmsnorm", dtype::fp32, pass_kind::fwd,
-                                           1LL << 40, 1LL << 40));
+    static_cast<void>(
+        bytes_per_invocation("rmsnorm", dtype::fp32, pass_kind::fwd, 1LL << 40, 1LL << 40));
     FAIL("no error");
   } catch (const error &e) {
     CHECK(e.code() == exit_code::invalid);
     CHECK(std::string(e.what()) == "bytes model overflows 64 bits");
   }
-  CHECK_THROWS_AS(static_cast<void>(
-                      bytes_per_invocation("rmsnorm", dtype::fp32, pass_kind::fwd, -1, 4)),
-                  error);
+  CHECK_THROWS_AS(
+      static_cast<void>(bytes_per_invocation("rmsnorm", dtype::fp32, pass_kind::fwd, -1, 4)),
+      error);
 }
 
 TEST_CASE("GB/s and percent of ceiling") {

@@ -230,8 +230,7 @@ TEST_CASE("region shares: point, interval, seeded, and refused when malformed") 
   CHECK_FALSE(j.contains("region_shares"));
   const json jr = to_json(to_report_cell(c, st));
   CHECK(jr.at("regions").at("x").size() == 4);
-  CHECK(jr.at("region_shares").at("y").at("share_pct").get<double>() ==
-        doctest::Approx(100.0 / 3));
+  CHECK(jr.at("region_shares").at("y").at("share_pct").get<double>() == doctest::Approx(100.0 / 3));
   // malformed: one time too few; a negative time
   cell_record shortc = c;
   shortc.regions_ms["x"].pop_back();
@@ -244,9 +243,9 @@ TEST_CASE("region shares: point, interval, seeded, and refused when malformed") 
 TEST_CASE("region shares by the kernel clock: the kernels' share of the step's kernel time") {
   const protocol p = make_protocol();
   cell_record c = make_cell("a", {1.0, 2.0, 1.0, 2.0});
-  c.kernel_ms = {0.2, 0.2, 0.2, 0.2};                // 0.8 ms of kernels in 6 ms of steps
+  c.kernel_ms = {0.2, 0.2, 0.2, 0.2}; // 0.8 ms of kernels in 6 ms of steps
   c.kernel_counts = {2, 2, 2, 2};
-  c.regions_ms["x"] = {0.5, 0.5, 0.5, 0.5};          // events: a third of the step
+  c.regions_ms["x"] = {0.5, 0.5, 0.5, 0.5}; // events: a third of the step
   c.regions_ms["y"] = {0.0, 1.0, 0.0, 1.0};
   c.region_kernels_ms["x"] = {0.05, 0.05, 0.05, 0.05}; // kernels: a quarter of the kernel time
   const auto st = compute_cell_statistics(c, p, make_instrument(), {});

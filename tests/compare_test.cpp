@@ -1,9 +1,9 @@
 // Tests of the cell-by-cell comparison of two reports (ratio of medians, bootstrap interval).
 #include "analysis/compare.hpp"
 
-#include "prereg/error.hpp"
-#include "model/report_model.hpp"
 #include "base/stats.hpp"
+#include "model/report_model.hpp"
+#include "prereg/error.hpp"
 
 #include <doctest/doctest.h>
 

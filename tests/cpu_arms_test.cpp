@@ -29,7 +29,6 @@ const arm_ops *cpu_arm_ops(std::string_view name) {
   return a != nullptr ? builtin_arm_code(*a).norm : nullptr;
 }
 
-
 constexpr double eps32 = 0x1p-24; // unit roundoff of fp32
 
 // malloc with a size header; counts what is held and its peak.

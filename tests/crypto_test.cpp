@@ -1,8 +1,8 @@
 // Tests of SHA-256, base64, DSSE PAE and Ed25519 keys against known answers and the openssl CLI.
 #include "crypto/crypto.hpp"
 
-#include "prereg/error.hpp"
 #include "base/fs.hpp"
+#include "prereg/error.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

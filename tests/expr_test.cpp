@@ -1,6 +1,6 @@
 // Tests of the `expect` expression language: each grammar rule, evaluation and each error.
-#include "prereg/error.hpp"
 #include "base/expr.hpp"
+#include "prereg/error.hpp"
 
 #include <doctest/doctest.h>
 
@@ -206,7 +206,8 @@ TEST_CASE("errors carry the caller's where and the offset") {
   }
   SUBCASE("unknown function") {
     check_rejects("median(fused) > 1",
-                  "unknown function 'median' (functions: time, peak_mb, gbps, pct_ceiling, kernel_time, gap_share, kernels, share, kernel_share, abs) "
+                  "unknown function 'median' (functions: time, peak_mb, gbps, pct_ceiling, "
+                  "kernel_time, gap_share, kernels, share, kernel_share, abs) "
                   "at offset 0");
     check_rejects("fused(unfused) > 1", "'fused' is an arm, not a function at offset 0");
   }
@@ -288,12 +289,13 @@ TEST_CASE("expressions are limited to 1024 terms") {
 
 TEST_CASE("a kernel count is a whole number: an exact count is not a constant outcome") {
   const std::vector<std::string> arms{"fused", "unfused"};
-  const auto exact = prereg::expectation::parse("kernels(fused) >= 1 and kernels(fused) <= 1",
-                                                arms, "t");
+  const auto exact =
+      prereg::expectation::parse("kernels(fused) >= 1 and kernels(fused) <= 1", arms, "t");
   CHECK_FALSE(exact.constant_outcome().has_value());
   const auto never = prereg::expectation::parse("time(fused) >= 1 and time(fused) <= 1", arms, "t");
   CHECK(never.constant_outcome() == std::optional<bool>(false));
-  const auto half = prereg::expectation::parse("kernels(fused) > 1 and kernels(fused) < 2", arms, "t");
+  const auto half =
+      prereg::expectation::parse("kernels(fused) > 1 and kernels(fused) < 2", arms, "t");
   CHECK(half.constant_outcome() == std::optional<bool>(false)); // no whole number between
 }
 
@@ -334,8 +336,7 @@ TEST_CASE("share's malformed forms are refused with their offsets") {
   check_rejects("share(fused, \"attn) > 1",
                 "a region label holds only A-Z a-z 0-9 _ . - at offset 18");
   check_rejects("share(fused, \"attn", "unterminated region label at offset 13");
-  check_rejects("share(\"attn\", fused) > 1",
-                "share() takes an arm id, got 'attn' at offset 6");
+  check_rejects("share(\"attn\", fused) > 1", "share() takes an arm id, got 'attn' at offset 6");
   check_rejects("time(fused, \"x\") > 1", "expected ')', got ',' at offset 10");
   check_rejects("share(fused, \"" + std::string(65, 'a') + "\") > 1",
                 "a region label is 1 to 64 characters at offset 13");

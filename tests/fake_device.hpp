@@ -5,23 +5,23 @@
 // CPU arms; a planted correctness failure corrupts what the engine downloads.
 #pragma once
 
-#include "spec/arm_code.hpp"
-#include "device/device.hpp"
-#include "engine/measure.hpp"
-#include "crypto/crypto.hpp"
-#include "prereg/error.hpp"
 #include "base/fs.hpp"
 #include "base/json.hpp"
-#include "spec/protocol.hpp"
 #include "base/rng.hpp"
+#include "crypto/crypto.hpp"
+#include "device/device.hpp"
+#include "engine/measure.hpp"
+#include "prereg/error.hpp"
 #include "run/run.hpp"
+#include "spec/arm_code.hpp"
+#include "spec/protocol.hpp"
 #include "store/store.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -111,7 +111,7 @@ struct fake_state {
   std::optional<cell_key> last;     ///< the cell of the last kept sample
   std::optional<cell_key> warming;  ///< the cell of the last warm-up (set by the test's hook)
   bool drained_last = false;        ///< drain() has reported the last sample's pending work
-  std::vector<std::pair<cell_key, std::size_t>> taken; ///< kept samples per cell so far
+  std::vector<std::pair<cell_key, std::size_t>> taken;   ///< kept samples per cell so far
   std::vector<std::pair<cell_key, std::size_t>> warmups; ///< warm-ups per cell so far
   static std::size_t next(std::vector<std::pair<cell_key, std::size_t>> &v, const cell_key &k) {
     for (auto &[key, n] : v)
@@ -213,8 +213,7 @@ public:
       return {m_plants.instrument.launch_floor_ms, 0};
     if (!m_state->sampling) { // warmup
       if (m_plants.warmup_ms && m_state->warming)
-        return {m_plants.warmup_ms(*m_state->warming, m_state->next_warmup(*m_state->warming)),
-                0};
+        return {m_plants.warmup_ms(*m_state->warming, m_state->next_warmup(*m_state->warming)), 0};
       return {0.1, 0};
     }
     const cell_key k = *m_state->sampling;
@@ -224,8 +223,8 @@ public:
     const std::size_t i = m_state->next_sample(k);
     if (m_plants.kernels && m_clock)
       m_windows.back() = m_plants.kernels(k, i);
-    const std::vector<double> s = m_plants.samples ? m_plants.samples(k, m_reps)
-                                                   : default_samples(k, m_reps);
+    const std::vector<double> s =
+        m_plants.samples ? m_plants.samples(k, m_reps) : default_samples(k, m_reps);
     return {s.at(i % s.size()),
             m_plants.harness_bytes_in_window ? m_plants.harness_bytes_in_window(k) : 0};
   }
@@ -340,7 +339,7 @@ private:
 inline void use_fake(run_options &o, fake_plants plants, std::int64_t repetitions) {
   auto state = std::make_shared<fake_state>();
   o.make_device = [plants, state, repetitions](const std::string &,
-                                                int) -> std::unique_ptr<device> {
+                                               int) -> std::unique_ptr<device> {
     *state = fake_state{};
     return std::make_unique<fake_device>(plants, state, repetitions);
   };

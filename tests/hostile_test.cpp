@@ -3,15 +3,15 @@
 // refused with exit 2 and a short one-line message that says where (ctest's timeout covers
 // "quickly"), or accepted without a crash; CRLF files hash like LF files.
 #include "audit/audit.hpp"
-#include "crypto/crypto.hpp"
-#include "prereg/error.hpp"
 #include "base/expr.hpp"
 #include "base/fs.hpp"
 #include "base/json.hpp"
-#include "spec/protocol.hpp"
-#include "report/report.hpp"
-#include "store/store.hpp"
 #include "base/yaml_strict.hpp"
+#include "crypto/crypto.hpp"
+#include "prereg/error.hpp"
+#include "report/report.hpp"
+#include "spec/protocol.hpp"
+#include "store/store.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

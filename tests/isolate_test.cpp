@@ -120,7 +120,8 @@ TEST_CASE("isolate: the parent rejects a raw run it did not plan or cannot trust
         prefix + "raw.cells[0].region_kernels_ms.mlp is not one time per sample");
   CHECK(with([](json &j) {
           j["cells"][0]["region_kernels_ms"]["attention"] = json::array({0.0, 0.0, 0.0});
-        }) == prefix + "raw.cells[0].region_kernels_ms.attention names a region the arm did not time");
+        }) ==
+        prefix + "raw.cells[0].region_kernels_ms.attention names a region the arm did not time");
   CHECK(with([](json &j) { j["environment"] = 1; }) == prefix + "raw.environment is not an object");
   CHECK(with([](json &j) { j["instrument"].erase("flush_method"); }) ==
         prefix + "raw.instrument.flush_method is missing");

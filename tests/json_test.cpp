@@ -1,6 +1,6 @@
 // Tests of the strict JSON parser and the RFC 8785 canonicaliser, against node-made vectors.
-#include "prereg/error.hpp"
 #include "base/json.hpp"
+#include "prereg/error.hpp"
 
 #include <doctest/doctest.h>
 

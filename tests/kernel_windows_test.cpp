@@ -37,9 +37,9 @@ TEST_CASE("mark_of knows the four marks and nothing else") {
 TEST_CASE("segment_windows: kernels inside the marks, their union, names, leftovers") {
   // Given out of order: the function sorts by start.
   std::vector<kernel_event> ev = {
-      {12 * us, 15 * us, K2},  {0, 1 * us, WO},          {2 * us, 6 * us, K1},
-      {4 * us, 8 * us, K1},    {20 * us, 21 * us, WC},   {30 * us, 31 * us, WO},
-      {32 * us, 33 * us, K2},  {34 * us, 35 * us, WC},   {40 * us, 41 * us, K1}, // after: kept
+      {12 * us, 15 * us, K2}, {0, 1 * us, WO},        {2 * us, 6 * us, K1},
+      {4 * us, 8 * us, K1},   {20 * us, 21 * us, WC}, {30 * us, 31 * us, WO},
+      {32 * us, 33 * us, K2}, {34 * us, 35 * us, WC}, {40 * us, 41 * us, K1}, // after: kept
   };
   const auto w = segment_windows(ev, same);
   REQUIRE(w.size() == 2);
@@ -59,9 +59,9 @@ TEST_CASE("segment_windows: kernels inside the marks, their union, names, leftov
 
 TEST_CASE("segment_windows: counts the window's kernels that ran as graph nodes") {
   std::vector<kernel_event> ev = {
-      {0, 1 * us, WO},           {2 * us, 3 * us, K1, true}, {4 * us, 5 * us, K1, true},
-      {6 * us, 7 * us, K2},      {8 * us, 9 * us, WC},       {10 * us, 11 * us, WO},
-      {12 * us, 13 * us, K2},    {14 * us, 15 * us, WC},     {16 * us, 17 * us, K1, true},
+      {0, 1 * us, WO},        {2 * us, 3 * us, K1, true}, {4 * us, 5 * us, K1, true},
+      {6 * us, 7 * us, K2},   {8 * us, 9 * us, WC},       {10 * us, 11 * us, WO},
+      {12 * us, 13 * us, K2}, {14 * us, 15 * us, WC},     {16 * us, 17 * us, K1, true},
   };
   const auto w = segment_windows(ev, same);
   REQUIRE(w.size() == 2);
@@ -81,18 +81,15 @@ TEST_CASE("segment_windows: no window at all drops the records") {
 
 TEST_CASE("segment_windows: regions pair like brackets, in open order, nested ones in both") {
   std::vector<kernel_event> ev = {
-      {0, 1 * us, WO},
-      {2 * us, 3 * us, RO},   // region 0 "outer"
-      {4 * us, 6 * us, K1},   // in 0
-      {7 * us, 8 * us, RO},   // region 1 "inner"
-      {9 * us, 12 * us, K2},  // in 0 and 1
-      {13 * us, 14 * us, RC}, // closes 1
-      {15 * us, 16 * us, RC}, // closes 0
-      {17 * us, 18 * us, K1}, // in the window, in no region
-      {19 * us, 20 * us, RO}, // region 2
-      {21 * us, 25 * us, K2},
-      {26 * us, 27 * us, RC},
-      {30 * us, 31 * us, WC},
+      {0, 1 * us, WO},        {2 * us, 3 * us, RO}, // region 0 "outer"
+      {4 * us, 6 * us, K1},                         // in 0
+      {7 * us, 8 * us, RO},                         // region 1 "inner"
+      {9 * us, 12 * us, K2},                        // in 0 and 1
+      {13 * us, 14 * us, RC},                       // closes 1
+      {15 * us, 16 * us, RC},                       // closes 0
+      {17 * us, 18 * us, K1},                       // in the window, in no region
+      {19 * us, 20 * us, RO},                       // region 2
+      {21 * us, 25 * us, K2}, {26 * us, 27 * us, RC}, {30 * us, 31 * us, WC},
   };
   const auto w = segment_windows(ev, same);
   REQUIRE(w.size() == 1);
@@ -107,7 +104,8 @@ TEST_CASE("segment_windows: regions pair like brackets, in open order, nested on
     CHECK(mark_of(n.name.c_str()) == mark_kind::none);
 }
 
-TEST_CASE("segment_windows: a region without its close, or a close without its open, is no region") {
+TEST_CASE(
+    "segment_windows: a region without its close, or a close without its open, is no region") {
   std::vector<kernel_event> open_only = {
       {0, 1 * us, WO}, {2 * us, 3 * us, RO}, {4 * us, 5 * us, K1}, {6 * us, 7 * us, WC}};
   auto w = segment_windows(open_only, same);
@@ -123,8 +121,10 @@ TEST_CASE("segment_windows: a region without its close, or a close without its o
 }
 
 TEST_CASE("segment_windows: region marks outside every window belong to no window") {
-  std::vector<kernel_event> ev = {{0, 1 * us, RO},       {2 * us, 3 * us, RC},
-                                  {4 * us, 5 * us, WO},  {6 * us, 7 * us, K1},
+  std::vector<kernel_event> ev = {{0, 1 * us, RO},
+                                  {2 * us, 3 * us, RC},
+                                  {4 * us, 5 * us, WO},
+                                  {6 * us, 7 * us, K1},
                                   {8 * us, 9 * us, WC}};
   const auto w = segment_windows(ev, same);
   REQUIRE(w.size() == 1);

@@ -1,11 +1,11 @@
 // The ledger: an append writes one line at the end and never rewrites earlier bytes; the chain
 // and signature format; one read per command with appends by others noticed; the truncated-line
 // refusal; attempt counting.
-#include "crypto/crypto.hpp"
-#include "prereg/error.hpp"
 #include "base/fs.hpp"
-#include "store/ledger.hpp"
+#include "crypto/crypto.hpp"
 #include "crypto/signed_json.hpp"
+#include "prereg/error.hpp"
+#include "store/ledger.hpp"
 #include "store/store.hpp"
 
 #include <doctest/doctest.h>

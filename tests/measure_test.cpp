@@ -1,10 +1,10 @@
 // Tests of the measurement engine on the CPU device: probe, memory refusal, a small measured
 // plan, sample order, instrument facts, and planted wrong arms failing correctness.
-#include "spec/arm_code.hpp"
+#include "base/rng.hpp"
 #include "device/device.hpp"
 #include "engine/measure.hpp"
+#include "spec/arm_code.hpp"
 #include "spec/registry.hpp"
-#include "base/rng.hpp"
 
 #include <doctest/doctest.h>
 
@@ -150,11 +150,12 @@ TEST_CASE("engine: device_cannot_run refuses a cell that would not fit in memory
   CHECK(no_graph->rfind("launch: graph: ", 0) == 0);
 }
 
-TEST_CASE("engine on the cpu device: a measured plan has every sample, correct arms and honest memory") {
+TEST_CASE(
+    "engine on the cpu device: a measured plan has every sample, correct arms and honest memory") {
   const measured &m = interleaved_run();
   const raw_run &raw = m.raw;
-  CHECK(m.progress.phases == std::vector<std::string>{"correctness", "instrument", "launch floor",
-                                                      "ceiling", "timing"});
+  CHECK(m.progress.phases ==
+        std::vector<std::string>{"correctness", "instrument", "launch floor", "ceiling", "timing"});
   CHECK(m.progress.last_done == 8);
   CHECK(m.progress.last_total == 8);
   CHECK(raw.environment.at("other_processes") == "unknown");
@@ -357,11 +358,11 @@ TEST_CASE("engine: a wrong arm on the generic seam fails the gate by tensor name
   p.cols = {8};
   p.passes = {pass_kind::fwd};
   p.arms = {{"wrong", "softmax.fused", launch_mode::stream, 1}};
-  static const arm_entry identity{
-      [](const tensor_args &t, step_allocator &, void *) {
-        std::memcpy(t.data[1], t.data[0], static_cast<std::size_t>(t.rows * t.cols) * 4);
-      },
-      nullptr};
+  static const arm_entry identity{[](const tensor_args &t, step_allocator &, void *) {
+                                    std::memcpy(t.data[1], t.data[0],
+                                                static_cast<std::size_t>(t.rows * t.cols) * 4);
+                                  },
+                                  nullptr};
   const arm_resolver resolve = [](const arm_spec &, const arm_info &) {
     return arm_code{nullptr, &identity};
   };

@@ -36,12 +36,14 @@ TEST_CASE("two shards merge into one report that audits clean") {
   const json r1 = read_report(one);
   CHECK(r1.at("shard") == json{{"index", 1}, {"count", 2}});
   REQUIRE(r1.at("cells").size() == 2); // both arms at rows 64
-  for (const auto &c : r1.at("cells")) CHECK(c.at("rows") == 64);
+  for (const auto &c : r1.at("cells"))
+    CHECK(c.at("rows") == 64);
   const store s = lab.st();
   CHECK(audit_report(one, s, resolve_trust({}, s)).passed());
   int shard_entries = 0;
   for (const auto &e : s.get_ledger().entries())
-    if (e.value("shard", "") == "2/2") ++shard_entries;
+    if (e.value("shard", "") == "2/2")
+      ++shard_entries;
   CHECK(shard_entries == 2); // run-start and run-complete
 
   SUBCASE("merged and audited") {

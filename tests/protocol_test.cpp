@@ -1,9 +1,9 @@
 // Tests of strict YAML, protocol validation (every rejection at its line:column),
 // normalisation to JSON and the JSON round trip.
-#include "prereg/error.hpp"
 #include "base/fs.hpp"
-#include "spec/protocol.hpp"
 #include "base/yaml_strict.hpp"
+#include "prereg/error.hpp"
+#include "spec/protocol.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -1039,8 +1039,9 @@ TEST_CASE("schema 2: operations and the arms that compute them") {
 }
 
 TEST_CASE("schema 2: arms from outside (plugin, python)") {
-  const std::string plugin = with2("    kernel: layernorm.fused",
-                                   "    plugin: build/libmine.so\n    name: my_ln\n    options: {b: 2, a: 1}");
+  const std::string plugin =
+      with2("    kernel: layernorm.fused",
+            "    plugin: build/libmine.so\n    name: my_ln\n    options: {b: 2, a: 1}");
   const auto p = prereg::parse_protocol(plugin, file);
   REQUIRE(p.arms.size() == 2);
   CHECK(p.arms[1].source == prereg::arm_source::plugin);
@@ -1055,8 +1056,9 @@ TEST_CASE("schema 2: arms from outside (plugin, python)") {
   CHECK(j["arms"][1]["options"] == json::parse(R"({"a": 1, "b": 2})"));
   CHECK(prereg::to_json(prereg::protocol_from_json(j, "protocol.json")) == j);
 
-  const std::string python = with2("    kernel: layernorm.fused",
-                                   "    python: ../arms/torch_norms.py\n    function: layernorm_eager");
+  const std::string python =
+      with2("    kernel: layernorm.fused",
+            "    python: ../arms/torch_norms.py\n    function: layernorm_eager");
   const auto q = prereg::parse_protocol(python, file);
   CHECK(q.arms[1].source == prereg::arm_source::python);
   CHECK(q.arms[1].entry == "layernorm_eager");
@@ -1066,7 +1068,8 @@ TEST_CASE("schema 2: arms from outside (plugin, python)") {
   SUBCASE("exactly one source, each with its own second key") {
     check_rejects(with2("    kernel: layernorm.fused", "    name: x"), 18, 5,
                   "arms[1] needs one of 'kernel', 'plugin' or 'python'");
-    check_rejects(with2("    kernel: layernorm.fused", "    kernel: layernorm.fused\n    python: a.py\n    function: f"),
+    check_rejects(with2("    kernel: layernorm.fused",
+                        "    kernel: layernorm.fused\n    python: a.py\n    function: f"),
                   18, 5, "arms[1] names more than one of 'kernel', 'plugin' and 'python'");
     check_rejects(with2("    kernel: layernorm.fused", "    plugin: a.so\n    function: f"), 20, 15,
                   "arms[1].function belongs to a python arm");
@@ -1074,8 +1077,8 @@ TEST_CASE("schema 2: arms from outside (plugin, python)") {
                   "missing required key 'name' in arms[1]");
     check_rejects(with2("    kernel: layernorm.fused", "    python: ''\n    function: f"), 19, 13,
                   "arms[1].python must be a file path of 1 to 1024 characters");
-    check_rejects(with2("    kernel: layernorm.fused", "    kernel: layernorm.fused\n    name: x"), 20, 11,
-                  "arms[1].name belongs to a plugin arm, not a kernel arm");
+    check_rejects(with2("    kernel: layernorm.fused", "    kernel: layernorm.fused\n    name: x"),
+                  20, 11, "arms[1].name belongs to a plugin arm, not a kernel arm");
   }
   SUBCASE("prereg: 1 has no outside arms") {
     check_rejects(with("    kernel: layernorm.fused", "    plugin: a.so\n    name: x"), 19, 5,
@@ -1153,10 +1156,13 @@ TEST_CASE("schema 2: measurement.kernel_clock: false switches the clock off, tru
                                     "measurement.kernel_clock: false switches off") !=
         std::string::npos);
   // prereg: 1 is frozen as a schema.
-  const auto v1 = parse_error(with("  l2_flush: true\n", "  l2_flush: true\n  kernel_clock: false\n"));
+  const auto v1 =
+      parse_error(with("  l2_flush: true\n", "  l2_flush: true\n  kernel_clock: false\n"));
   REQUIRE(v1.has_value());
-  CHECK(std::string(v1->what()).find("measurement.kernel_clock needs prereg: 2") != std::string::npos);
-  const auto bad = parse_error(with2("  l2_flush: true\n", "  l2_flush: true\n  kernel_clock: 3\n"));
+  CHECK(std::string(v1->what()).find("measurement.kernel_clock needs prereg: 2") !=
+        std::string::npos);
+  const auto bad =
+      parse_error(with2("  l2_flush: true\n", "  l2_flush: true\n  kernel_clock: 3\n"));
   REQUIRE(bad.has_value());
 }
 
@@ -1179,11 +1185,11 @@ TEST_CASE("the kernel clock's functions need prereg: 2") {
                 "prediction P1: expect: gap_share() reads the kernel clock and needs prereg: 2");
   check_rejects(with("expect: \"fused > unfused\"", "expect: \"kernels(fused) < 2 and fused > 0\""),
                 37, 13, "kernels() reads the kernel clock");
-  check_rejects(with("expect: \"fused > unfused\"",
-                     "expect: \"kernel_share(fused, \\\"attn\\\") < 10\""),
-                37, 13, "kernel_share(arm, \"label\") needs prereg: 2");
-  for (const char *e : {"gap_share(fused) > 50", "kernels(fused) <= 1",
-                        "kernel_time(fused) < 0.9 * fused"}) {
+  check_rejects(
+      with("expect: \"fused > unfused\"", "expect: \"kernel_share(fused, \\\"attn\\\") < 10\""), 37,
+      13, "kernel_share(arm, \"label\") needs prereg: 2");
+  for (const char *e :
+       {"gap_share(fused) > 50", "kernels(fused) <= 1", "kernel_time(fused) < 0.9 * fused"}) {
     CAPTURE(e);
     const auto p = prereg::parse_protocol(
         with2("expect: \"fused > unfused\"", std::string("expect: \"") + e + "\""), file);

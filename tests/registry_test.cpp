@@ -1,10 +1,10 @@
 // Tests of the arm registry (arms as data: kernels/*/*.arm) and the operation descriptors.
-#include "crypto/crypto.hpp"
-#include "prereg/error.hpp"
 #include "base/fs.hpp"
 #include "base/json.hpp"
-#include "spec/operation.hpp"
+#include "crypto/crypto.hpp"
+#include "prereg/error.hpp"
 #include "prereg/ops/softmax.hpp"
+#include "spec/operation.hpp"
 #include "spec/reference.hpp"
 #include "spec/registry.hpp"
 
@@ -124,8 +124,7 @@ TEST_CASE("operation descriptors: the bytes model by hand") {
     const std::uint64_t e = element_bytes(t);
     const auto &ln = operation_named("layernorm");
     CHECK(ln.bytes_per_invocation(t, pass_kind::fwd, s) == 2 * m * n * e + 2 * n * e + 8 * m);
-    CHECK(ln.bytes_per_invocation(t, pass_kind::fwd_bwd, s) ==
-          5 * m * n * e + 5 * n * e + 16 * m);
+    CHECK(ln.bytes_per_invocation(t, pass_kind::fwd_bwd, s) == 5 * m * n * e + 5 * n * e + 16 * m);
     const auto &rms = operation_named("rmsnorm");
     CHECK(rms.bytes_per_invocation(t, pass_kind::fwd, s) == 2 * m * n * e + n * e + 4 * m);
     CHECK(rms.bytes_per_invocation(t, pass_kind::fwd_bwd, s) == 5 * m * n * e + 3 * n * e + 8 * m);

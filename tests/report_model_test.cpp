@@ -2,8 +2,8 @@
 // parser rejects what the format does not allow, naming the JSON path.
 #include "model/report_model.hpp"
 
-#include "prereg/error.hpp"
 #include "base/fs.hpp"
+#include "prereg/error.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

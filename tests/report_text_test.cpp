@@ -1,9 +1,9 @@
 // Tests of report.md and report.html rendered from hand-made sample reports (tests/data/reports).
 #include "report/report_text.hpp"
 
-#include "prereg/error.hpp"
 #include "base/fs.hpp"
 #include "base/json.hpp"
+#include "prereg/error.hpp"
 
 #include <doctest/doctest.h>
 
@@ -355,7 +355,8 @@ TEST_CASE("sample pages for the browser check") {
 TEST_CASE("report.md lists per-arm options when a prereg: 2 protocol sets them") {
   const std::string dir =
       std::string(PREREG_SOURCE_DIR) + "/reports/bench_softmax_fp32/20261201T102203Z-1618ad1c5ad2";
-  const prereg::json report = prereg::parse_json_strict(prereg::read_file(dir + "/report.json"), "report.json");
+  const prereg::json report =
+      prereg::parse_json_strict(prereg::read_file(dir + "/report.json"), "report.json");
   const std::string md = prereg::render_markdown(report);
   CHECK(md.find("| arm | kernel | launch | repeat | options |") != std::string::npos);
   CHECK(md.find("| `fused_rpb2` | `softmax.fused` | stream | 1 | rows_per_block 2 |") !=
@@ -364,7 +365,8 @@ TEST_CASE("report.md lists per-arm options when a prereg: 2 protocol sets them")
   // A prereg: 1 report keeps its four columns (its page regenerates byte for byte).
   const std::string v1 = std::string(PREREG_SOURCE_DIR) +
                          "/reports/cpu_smoke/20261129T123015Z-e6cd3057d2be/report.json";
-  const std::string md1 = prereg::render_markdown(prereg::parse_json_strict(prereg::read_file(v1), "report.json"));
+  const std::string md1 =
+      prereg::render_markdown(prereg::parse_json_strict(prereg::read_file(v1), "report.json"));
   CHECK(md1.find("| arm | kernel | launch | repeat |\n") != std::string::npos);
 }
 
@@ -380,8 +382,8 @@ TEST_CASE("every committed report's pages are what its renderer makes (renderer 
           std::string::npos)
         continue;
       CAPTURE(run.path().string());
-      const json r = prereg::parse_json_strict(prereg::read_file(run.path() / "report.json"),
-                                               "report.json");
+      const json r =
+          prereg::parse_json_strict(prereg::read_file(run.path() / "report.json"), "report.json");
       CHECK(prereg::render_markdown(r) == prereg::read_file(run.path() / "report.md"));
       CHECK(prereg::render_html(r) == prereg::read_file(run.path() / "report.html"));
       ++n;

@@ -3,11 +3,11 @@
 #include "fake_device.hpp"
 
 #include "audit/audit.hpp"
-#include "crypto/crypto.hpp"
 #include "base/fs.hpp"
-#include "store/ledger.hpp"
+#include "crypto/crypto.hpp"
 #include "report/report.hpp"
 #include "run/run.hpp"
+#include "store/ledger.hpp"
 #include "store/store.hpp"
 
 #include <doctest/doctest.h>
@@ -85,8 +85,9 @@ TEST_CASE("run writes a complete, canonical, signed report folder and ledger ent
 
   REQUIRE(fs::is_directory(dir));
   CHECK(dir.parent_path() == lab.out_dir / "fake_ln");
-  CHECK(std::regex_match(dir.filename().string(),
-                         std::regex("[0-9]{8}T[0-9]{6}Z-" + lab.hash.substr(0, 12) + "-[0-9a-f]{6}")));
+  CHECK(std::regex_match(
+      dir.filename().string(),
+      std::regex("[0-9]{8}T[0-9]{6}Z-" + lab.hash.substr(0, 12) + "-[0-9a-f]{6}")));
   std::vector<std::string> files;
   for (const auto &e : fs::directory_iterator(dir))
     files.push_back(e.path().filename().string());
@@ -650,9 +651,8 @@ TEST_CASE("guards in the report: off-window work, warm-up until settled, first-c
   CHECK(off[0].at("cell") == cell("unfused", 128));
   CHECK(off[0].at("evidence").at("off_window_ms") == doctest::Approx(1.0));
   CHECK(off[0].at("evidence").at("threshold_ms") ==
-        doctest::Approx(std::max(0.05, 0.1 * cell_entry(report, "unfused", 128)
-                                                 .at("median_ms")
-                                                 .get<double>())));
+        doctest::Approx(std::max(
+            0.05, 0.1 * cell_entry(report, "unfused", 128).at("median_ms").get<double>())));
   CHECK(cell_entry(report, "unfused", 64).at("off_window_ms") == doctest::Approx(0.001));
   // warmup: 2 in the protocol. Fused: 10, 5, 3.3, 2.5, 0.1, 0.1, 0.1 -> 7 windows; unfused
   // 64: never settles -> 2 + 16 (the cap); unfused 128: steady -> 3 (the minimum to judge).

@@ -1,10 +1,10 @@
 // Tests of the shard rule: K/N parsing, shape groups, a partition that is disjoint and complete
 // and keeps every prediction's compared cells together; the device list; the replication rule.
-#include "prereg/error.hpp"
 #include "base/fs.hpp"
+#include "prereg/error.hpp"
 #include "run/merge.hpp"
-#include "spec/protocol.hpp"
 #include "run/run.hpp"
+#include "spec/protocol.hpp"
 #include "spec/shard.hpp"
 
 #include <doctest/doctest.h>
@@ -15,8 +15,8 @@
 namespace {
 
 prereg::protocol shards_protocol() {
-  return prereg::parse_protocol(
-      prereg::read_file(PREREG_TEST_DATA "/protocols/cpu_shards.yaml"), "cpu_shards.yaml");
+  return prereg::parse_protocol(prereg::read_file(PREREG_TEST_DATA "/protocols/cpu_shards.yaml"),
+                                "cpu_shards.yaml");
 }
 
 } // namespace
@@ -25,8 +25,8 @@ TEST_CASE("parse_shard") {
   CHECK(prereg::parse_shard("1/3") == prereg::shard_spec{1, 3});
   CHECK(prereg::parse_shard("3/3") == prereg::shard_spec{3, 3});
   CHECK(prereg::to_string(prereg::shard_spec{2, 5}) == "2/5");
-  for (const char *bad : {"0/3", "4/3", "1/0", "3", "/3", "1/", "a/3", "1/3x", "-1/3", " 1/3",
-                          "1/10001"})
+  for (const char *bad :
+       {"0/3", "4/3", "1/0", "3", "/3", "1/", "a/3", "1/3x", "-1/3", " 1/3", "1/10001"})
     CHECK_THROWS_WITH((void)prereg::parse_shard(bad),
                       doctest::Contains("--shard must be K/N with 1 <= K <= N <= 10000"));
   const auto j = prereg::to_json(prereg::shard_spec{2, 3});
@@ -42,7 +42,8 @@ TEST_CASE("shape groups are dealt round robin; the shards partition the plan") {
   CHECK(groups[0].rows == 1);
   CHECK(groups[1].rows == 16);
   CHECK(groups[2].rows == 64);
-  for (const auto &g : groups) CHECK(g.cells.size() == 2); // one per arm
+  for (const auto &g : groups)
+    CHECK(g.cells.size() == 2); // one per arm
   for (std::int64_t n = 1; n <= 3; ++n) {
     std::vector<prereg::cell_key> all;
     for (std::int64_t k = 1; k <= n; ++k) {
@@ -83,8 +84,7 @@ TEST_CASE("replication: prereg 2 only, normalised, pooled by its threshold") {
   CHECK(p.replication->devices == 3);
   CHECK(p.replication->rule == "majority");
   CHECK(p.replication->threshold == 2);
-  CHECK(prereg::to_json(p).at("replication") ==
-        prereg::json{{"devices", 3}, {"rule", "majority"}});
+  CHECK(prereg::to_json(p).at("replication") == prereg::json{{"devices", 3}, {"rule", "majority"}});
   const auto round = prereg::protocol_from_json(prereg::to_json(p), "x");
   CHECK(prereg::protocol_hash(round) == prereg::protocol_hash(p));
   std::string text = prereg::read_file(PREREG_TEST_DATA "/protocols/cpu_shards.yaml");
@@ -99,14 +99,17 @@ TEST_CASE("replication: prereg 2 only, normalised, pooled by its threshold") {
             .replication->threshold == 5);
   CHECK(prereg::parse_protocol(with("replication: {devices: 5, rule: \"at least 2\"}"), "t")
             .replication->threshold == 2);
-  CHECK_THROWS_WITH((void)prereg::parse_protocol(with("replication: {devices: 2, rule: \"at least 3\"}"), "t"),
-                    doctest::Contains("asks more devices"));
-  CHECK_THROWS_WITH((void)prereg::parse_protocol(with("replication: {devices: 3, rule: most}"), "t"),
-                    doctest::Contains("replication.rule must be"));
+  CHECK_THROWS_WITH(
+      (void)prereg::parse_protocol(with("replication: {devices: 2, rule: \"at least 3\"}"), "t"),
+      doctest::Contains("asks more devices"));
+  CHECK_THROWS_WITH(
+      (void)prereg::parse_protocol(with("replication: {devices: 3, rule: most}"), "t"),
+      doctest::Contains("replication.rule must be"));
   CHECK_THROWS_WITH((void)prereg::parse_protocol(with("replication: {devices: 1, rule: all}"), "t"),
                     doctest::Contains("replication.devices"));
-  CHECK_THROWS_WITH((void)prereg::parse_protocol(with("replication: {devices: 3, rule: all, x: 1}"), "t"),
-                    doctest::Contains("x"));
+  CHECK_THROWS_WITH(
+      (void)prereg::parse_protocol(with("replication: {devices: 3, rule: all, x: 1}"), "t"),
+      doctest::Contains("x"));
   // Without replication the key is absent, so earlier prereg: 2 hashes stay.
   const auto none = prereg::parse_protocol(with(""), "t");
   CHECK(!none.replication);
@@ -117,13 +120,13 @@ TEST_CASE("replication: prereg 2 only, normalised, pooled by its threshold") {
   CHECK_THROWS_WITH((void)prereg::parse_protocol(v1, "t"), doctest::Contains("needs prereg: 2"));
 
   using prereg::pooled_verdict;
-  CHECK(pooled_verdict(2, 1, 3, 2) == "confirmed");   // majority of 3
-  CHECK(pooled_verdict(1, 2, 3, 2) == "refuted");     // 2 > 3 - 2
+  CHECK(pooled_verdict(2, 1, 3, 2) == "confirmed"); // majority of 3
+  CHECK(pooled_verdict(1, 2, 3, 2) == "refuted");   // 2 > 3 - 2
   CHECK(pooled_verdict(1, 1, 3, 2) == "inconclusive");
   CHECK(pooled_verdict(2, 0, 3, 3) == "inconclusive"); // all: one short
   CHECK(pooled_verdict(2, 1, 3, 3) == "refuted");      // all: one refuted is enough
   CHECK(pooled_verdict(3, 0, 3, 3) == "confirmed");
-  CHECK(pooled_verdict(1, 4, 5, 1) == "confirmed");    // at least 1
+  CHECK(pooled_verdict(1, 4, 5, 1) == "confirmed"); // at least 1
   CHECK(pooled_verdict(0, 5, 5, 1) == "refuted");
   CHECK(pooled_verdict(0, 4, 5, 1) == "inconclusive");
 }

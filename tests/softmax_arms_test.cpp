@@ -3,9 +3,9 @@
 // write and allocate, and the argument checks.
 #include "cpu/softmax_arms.hpp"
 
+#include "base/rng.hpp"
 #include "prereg/error.hpp"
 #include "prereg/ops/softmax.hpp"
-#include "base/rng.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 // Tests of the sample statistics against hand-computed values.
-#include "prereg/error.hpp"
 #include "base/stats.hpp"
+#include "prereg/error.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,8 @@
 // Tests of the decision rule: seeded bootstrap p per cell and the verdict it gives.
-#include "spec/bytes_model.hpp"
-#include "prereg/error.hpp"
-#include "base/stats.hpp"
 #include "analysis/verdict.hpp"
+#include "base/stats.hpp"
+#include "prereg/error.hpp"
+#include "spec/bytes_model.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -364,10 +364,11 @@ TEST_CASE("kernel metrics: read with the samples' own draws, inconclusive withou
                                  },
                                  {{metric::kernels, "a"}}};
     CHECK(judge(p, count, run).verdict == verdict_kind::refuted);
-    const prediction_check ktime{[](const metric_lookup &v) {
-                                   return v({metric::kernel_time, "a"}) < 0.5 * v({metric::time, "a"});
-                                 },
-                                 {{metric::kernel_time, "a"}, {metric::time, "a"}}};
+    const prediction_check ktime{
+        [](const metric_lookup &v) {
+          return v({metric::kernel_time, "a"}) < 0.5 * v({metric::time, "a"});
+        },
+        {{metric::kernel_time, "a"}, {metric::time, "a"}}};
     CHECK(judge(p, ktime, run).verdict == verdict_kind::confirmed);
   }
 }
@@ -392,16 +393,17 @@ TEST_CASE("share(arm, label) resamples the region with the arm's sample indices"
 
   // a share read does not change the draws of a time read beside it
   const auto t_only = judge(p, slower("a", "b"), run);
-  const prediction_check both{[&](const metric_lookup &v) {
-                                return v({metric::time, "a"}) > v({metric::time, "b"}) &&
-                                       v({metric::share, "a", "attn"}) >= 0;
-                              },
-                              {{metric::time, "a"}, {metric::time, "b"},
-                               {metric::share, "a", "attn"}}};
+  const prediction_check both{
+      [&](const metric_lookup &v) {
+        return v({metric::time, "a"}) > v({metric::time, "b"}) &&
+               v({metric::share, "a", "attn"}) >= 0;
+      },
+      {{metric::time, "a"}, {metric::time, "b"}, {metric::share, "a", "attn"}}};
   CHECK(ps(judge(p, both, run)) == ps(t_only));
 }
 
-TEST_CASE("kernel_share(arm, label) resamples the region's kernels against the cell's kernel time") {
+TEST_CASE(
+    "kernel_share(arm, label) resamples the region's kernels against the cell's kernel time") {
   protocol p = make_protocol();
   p.predictions[0].at.rows = {128};
   raw_run run = make_run();

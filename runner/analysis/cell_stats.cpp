@@ -1,10 +1,10 @@
 // Per-cell statistics, `bound` and `flags`; thresholds are in cell_stats.hpp.
 #include "analysis/cell_stats.hpp"
 
-#include "spec/bytes_model.hpp"
-#include "prereg/error.hpp"
 #include "base/rng.hpp"
 #include "base/stats.hpp"
+#include "prereg/error.hpp"
+#include "spec/bytes_model.hpp"
 
 #include <fmt/format.h>
 
@@ -74,8 +74,8 @@ std::vector<region_share> compute_region_shares(const cell_record &cell, std::in
       throw invalid_input(where + " has kernel times but no region times");
     if (times.size() != s.size() || cell.kernel_ms.size() != s.size())
       throw invalid_input(fmt::format("{} has {} kernel times and the cell {} kernel times for {} "
-                                      "samples", where, times.size(), cell.kernel_ms.size(),
-                                      s.size()));
+                                      "samples",
+                                      where, times.size(), cell.kernel_ms.size(), s.size()));
     for (const double t : times)
       if (!std::isfinite(t) || t < 0.0)
         throw invalid_input(where + " holds a kernel time that is not finite and non-negative");
@@ -181,8 +181,8 @@ cell_statistics compute_cell_statistics(const cell_record &cell, const protocol 
                                       cell.kernel_counts.size(), s.size()));
     for (const auto &n : cell.kernel_names)
       if (n.samples_ms.size() != s.size())
-        throw invalid_input(fmt::format("kernel {} of cell {} has {} times for {} samples",
-                                        n.name, cell.key.arm, n.samples_ms.size(), s.size()));
+        throw invalid_input(fmt::format("kernel {} of cell {} has {} times for {} samples", n.name,
+                                        cell.key.arm, n.samples_ms.size(), s.size()));
     kernel_statistics k;
     const std::span<const double> km = cell.kernel_ms;
     std::vector<double> shares, counts;

@@ -2,10 +2,10 @@
 // only from a cell's raw record, the protocol and the instrument (docs/analysis.md).
 #pragma once
 
-#include "spec/records.hpp"
 #include "base/json.hpp"
-#include "spec/protocol.hpp"
 #include "model/report_model.hpp"
+#include "spec/protocol.hpp"
+#include "spec/records.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -26,10 +26,10 @@ inline constexpr double drift_abs_rho = 0.5;            ///< drift if |Spearman 
 inline constexpr std::size_t drift_min_samples = 10;    ///< ... and at least 10 samples
 inline constexpr double clock_throttle_ratio = 0.9;     ///< clock < 0.9 x clock at start
 inline constexpr double flush_llc_factor = 2.0;         ///< flush buffer >= 2 x last-level cache
-inline constexpr double off_window_min_ms = 0.05;       ///< off-window-work if pending work > 0.05 ms
-inline constexpr double off_window_ratio = 0.1;         ///< ... and > 0.1 x the cell's median
-inline constexpr double launch_gap_share_pct = 50.0;    ///< with a kernel clock: launch if the
-                                                        ///< median gap share >= 50%
+inline constexpr double off_window_min_ms = 0.05;    ///< off-window-work if pending work > 0.05 ms
+inline constexpr double off_window_ratio = 0.1;      ///< ... and > 0.1 x the cell's median
+inline constexpr double launch_gap_share_pct = 50.0; ///< with a kernel clock: launch if the
+                                                     ///< median gap share >= 50%
 } // namespace thresholds
 
 /// The kernel clock's derived numbers of one cell (docs/analysis.md).
@@ -67,7 +67,7 @@ struct cell_statistics {
   double pct_ceiling = 0;           ///< 100 x gbps / ceiling_gbps [%]
   bool unstable = false;
   bound_kind bound = bound_kind::neither;
-  std::vector<std::string> flags; ///< in the documented order
+  std::vector<std::string> flags;          ///< in the documented order
   std::optional<kernel_statistics> kernel; ///< the cell has kernel-clock facts
   std::vector<region_share> region_shares; ///< one per label of cell.regions_ms, in label order
 };
@@ -82,9 +82,8 @@ struct cell_statistics {
 /// resamples of the sample indices (seeded from the cell key and label), at `confidence`.
 /// Throws `error` (exit 2) when a region's list is not as long as samples_ms or holds a
 /// negative or non-finite time.
-[[nodiscard]] std::vector<region_share> compute_region_shares(const cell_record &cell,
-                                                              std::int64_t resamples,
-                                                              double confidence);
+[[nodiscard]] std::vector<region_share>
+compute_region_shares(const cell_record &cell, std::int64_t resamples, double confidence);
 
 /// True if a cell with this IQR and median is unstable: iqr/median > ratio when median > 0;
 /// when median <= 0, iqr > 0. False for NaN (no samples).

@@ -1,10 +1,10 @@
 // Cell-by-cell comparison of two reports: ratio of medians with a percentile-bootstrap interval.
 #include "analysis/compare.hpp"
 
-#include "prereg/error.hpp"
-#include "spec/protocol.hpp"
 #include "base/rng.hpp"
 #include "base/stats.hpp"
+#include "prereg/error.hpp"
+#include "spec/protocol.hpp"
 
 #include <fmt/format.h>
 
@@ -156,13 +156,15 @@ json compare_reports(const std::vector<report_document> &runs_a,
   if (runs_a.empty() || runs_b.empty())
     throw invalid_input("compare needs at least one report on each side");
   if (!(min_effect >= 0.0 && min_effect < 1.0))
-    throw invalid_input(fmt::format("--min-effect must be from 0 to 1 (a fraction), got {}",
-                                    min_effect));
+    throw invalid_input(
+        fmt::format("--min-effect must be from 0 to 1 (a fraction), got {}", min_effect));
   std::vector<side> sa, sb;
   for (std::size_t i = 0; i < runs_a.size(); ++i)
-    sa.push_back(read_side(runs_a[i], runs_a.size() == 1 ? "report A" : fmt::format("report A{}", i + 1)));
+    sa.push_back(
+        read_side(runs_a[i], runs_a.size() == 1 ? "report A" : fmt::format("report A{}", i + 1)));
   for (std::size_t i = 0; i < runs_b.size(); ++i)
-    sb.push_back(read_side(runs_b[i], runs_b.size() == 1 ? "report B" : fmt::format("report B{}", i + 1)));
+    sb.push_back(
+        read_side(runs_b[i], runs_b.size() == 1 ? "report B" : fmt::format("report B{}", i + 1)));
   const bool by_runs = sa.size() > 1 || sb.size() > 1;
   // The protocol body is the protocol's format, not the report's: only the two members the
   // comparison reads are checked here, so that reports of retired kernels still compare.
@@ -197,14 +199,16 @@ json compare_reports(const std::vector<report_document> &runs_a,
     std::vector<const std::vector<double> *> out;
     for (const side &s : sides) {
       const auto it = s.cells.find(k);
-      if (it == s.cells.end()) return std::vector<const std::vector<double> *>{};
+      if (it == s.cells.end())
+        return std::vector<const std::vector<double> *>{};
       out.push_back(it->second);
     }
     return out;
   };
   const auto pooled = [](const std::vector<const std::vector<double> *> &runs) {
     std::vector<double> all;
-    for (const auto *r : runs) all.insert(all.end(), r->begin(), r->end());
+    for (const auto *r : runs)
+      all.insert(all.end(), r->begin(), r->end());
     return all;
   };
 
@@ -250,13 +254,15 @@ json compare_reports(const std::vector<report_document> &runs_a,
     const auto redraw = [&gen](const std::vector<const std::vector<double> *> &runs,
                                const std::vector<double> &all, std::vector<double> &out) {
       if (runs.size() == 1) {
-        for (auto &v : out) v = all[gen.below(all.size())];
+        for (auto &v : out)
+          v = all[gen.below(all.size())];
         return;
       }
       out.clear();
       for (std::size_t i = 0; i < runs.size(); ++i) {
         const std::vector<double> &run = *runs[gen.below(runs.size())];
-        for (std::size_t j = 0; j < run.size(); ++j) out.push_back(run[gen.below(run.size())]);
+        for (std::size_t j = 0; j < run.size(); ++j)
+          out.push_back(run[gen.below(run.size())]);
       }
     };
     for (std::size_t r = 0; r < resamples; ++r) {
@@ -269,8 +275,9 @@ json compare_reports(const std::vector<report_document> &runs_a,
     const double hi = quantile_sorted(ratios, p_hi);
     const bool small = ratio > same_lo && ratio < same_hi;
     const char *mark = small ? "same" : hi < 1.0 ? "faster" : lo > 1.0 ? "slower" : "same";
-    (std::string_view(mark) == "faster" ? faster : std::string_view(mark) == "slower" ? slower
-                                                                                        : same) += 1;
+    (std::string_view(mark) == "faster"   ? faster
+     : std::string_view(mark) == "slower" ? slower
+                                          : same) += 1;
     if (std::isfinite(ratio) && ratio > 0.0) {
       log_sum += std::log(ratio);
       ++log_n;
@@ -285,14 +292,16 @@ json compare_reports(const std::vector<report_document> &runs_a,
   }
   json only_b = json::array();
   for (const cell_id &k : sb.front().order)
-    if (runs_of(sa, k).empty() || runs_of(sb, k).empty()) only_b.push_back(key_json(k));
+    if (runs_of(sa, k).empty() || runs_of(sb, k).empty())
+      only_b.push_back(key_json(k));
 
   const auto side_json = [](const std::vector<side> &runs) {
     const side &s = runs.front();
     json out{{"protocol_hash", s.hash}, {"protocol_id", s.protocol_id}, {"run_id", s.run_id}};
     if (runs.size() > 1) {
       json ids = json::array();
-      for (const side &r : runs) ids.push_back(r.run_id);
+      for (const side &r : runs)
+        ids.push_back(r.run_id);
       out["run_ids"] = ids;
     }
     return out;

@@ -13,10 +13,14 @@ namespace prereg {
 namespace {
 
 constexpr std::array<std::string_view, 16> codes{
-    "above-ceiling",    "unstable-cell",       "harness-allocation", "zero-peak-memory",
-    "timer-resolution", "clock-throttle",      "device-contention",  "drift",
-    "flush-too-small",  "correctness-failure", "input-mutated",      "off-window-work",
-    "kernel-records-dropped", "kernel-above-step", "no-arm-kernel", "graph-under-kernel-clock"};
+    "above-ceiling",          "unstable-cell",
+    "harness-allocation",     "zero-peak-memory",
+    "timer-resolution",       "clock-throttle",
+    "device-contention",      "drift",
+    "flush-too-small",        "correctness-failure",
+    "input-mutated",          "off-window-work",
+    "kernel-records-dropped", "kernel-above-step",
+    "no-arm-kernel",          "graph-under-kernel-clock"};
 
 report_defect cell_defect(std::string_view code, const cell_key &k, std::string message,
                           json evidence) {
@@ -144,10 +148,10 @@ void detect(std::string_view code, const protocol &proto, const raw_run &run,
                       cell.clock_mhz, where, ins.clock_start_mhz),
           {{"clock_mhz", cell.clock_mhz}, {"clock_start_mhz", ins.clock_start_mhz}}));
     } else if (code == "input-mutated" && cell.input_mutated) {
-      out.push_back(cell_defect(code, cell.key,
-                                fmt::format("{} changed an input inside a timed call: {}", where,
-                                            *cell.input_mutated),
-                                {{"detail", *cell.input_mutated}}));
+      out.push_back(cell_defect(
+          code, cell.key,
+          fmt::format("{} changed an input inside a timed call: {}", where, *cell.input_mutated),
+          {{"detail", *cell.input_mutated}}));
     } else if (code == "off-window-work" && std::isfinite(cell.off_window_ms) && s.n > 0 &&
                cell.off_window_ms > thresholds::off_window_min_ms &&
                cell.off_window_ms > thresholds::off_window_ratio * s.median_ms) {
@@ -158,8 +162,8 @@ void detect(std::string_view code, const protocol &proto, const raw_run &run,
                       where, cell.off_window_ms, s.median_ms),
           {{"off_window_ms", cell.off_window_ms},
            {"median_ms", s.median_ms},
-           {"threshold_ms", std::max(thresholds::off_window_min_ms,
-                                     thresholds::off_window_ratio * s.median_ms)}}));
+           {"threshold_ms",
+            std::max(thresholds::off_window_min_ms, thresholds::off_window_ratio * s.median_ms)}}));
     } else if (code == "kernel-above-step" && !cell.kernel_ms.empty()) {
       // The kernels' union inside the window cannot exceed the window: more means work that
       // ran outside it (another stream's kernel overlapping the window's edges) or a clock
@@ -230,8 +234,8 @@ bool derivable_from_raw(std::string_view code) {
 }
 
 std::vector<report_defect> detect_defects(const protocol &proto, const raw_run &run,
-                                 std::span<const cell_statistics> stats,
-                                 const arm_lookup &registry) {
+                                          std::span<const cell_statistics> stats,
+                                          const arm_lookup &registry) {
   if (stats.size() != run.cells.size()) {
     throw io_error(fmt::format("{} cell statistics for {} cells", stats.size(), run.cells.size()));
   }
@@ -248,7 +252,7 @@ std::vector<report_defect> detect_defects(const protocol &proto, const raw_run &
 }
 
 std::vector<report_defect> detect_defects(const protocol &proto, const raw_run &run,
-                                 std::span<const cell_statistics> stats) {
+                                          std::span<const cell_statistics> stats) {
   return detect_defects(proto, run, stats,
                         [&](const arm_spec &arm) { return find_arm(proto.device, arm.kernel); });
 }

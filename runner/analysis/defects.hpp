@@ -2,12 +2,12 @@
 // derived cell statistics and the registry, in a documented deterministic order.
 #pragma once
 
-#include "spec/records.hpp"
 #include "analysis/cell_stats.hpp"
 #include "base/json.hpp"
-#include "spec/protocol.hpp"
-#include "spec/registry.hpp"
 #include "model/report_model.hpp"
+#include "spec/protocol.hpp"
+#include "spec/records.hpp"
+#include "spec/registry.hpp"
 
 #include <functional>
 #include <span>
@@ -31,11 +31,11 @@ using arm_lookup = std::function<const arm_info *(const arm_spec &)>;
 /// run.correctness). `stats` must be compute_cell_statistics(proto, run). Throws `error`
 /// (exit 1) if `stats` does not match run.cells.
 [[nodiscard]] std::vector<report_defect> detect_defects(const protocol &proto, const raw_run &run,
-                                               std::span<const cell_statistics> stats,
-                                               const arm_lookup &registry);
+                                                        std::span<const cell_statistics> stats,
+                                                        const arm_lookup &registry);
 
 /// detect_defects with the build's registry: find_arm(proto.device, arm.kernel).
 [[nodiscard]] std::vector<report_defect> detect_defects(const protocol &proto, const raw_run &run,
-                                               std::span<const cell_statistics> stats);
+                                                        std::span<const cell_statistics> stats);
 
 } // namespace prereg

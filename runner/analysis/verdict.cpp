@@ -1,10 +1,10 @@
 // The decision rule: seeded bootstrap per selected cell, then confirmed/refuted/inconclusive.
 #include "analysis/verdict.hpp"
 
-#include "spec/bytes_model.hpp"
 #include "analysis/cell_stats.hpp"
-#include "prereg/error.hpp"
 #include "base/stats.hpp"
+#include "prereg/error.hpp"
+#include "spec/bytes_model.hpp"
 
 #include <fmt/format.h>
 
@@ -19,15 +19,15 @@ struct arm_cell {
   const arm_spec *spec = nullptr;
   const cell_record *record = nullptr;
   std::uint64_t bytes_per_step = 0;
-  std::vector<double> resample; // scratch, reused across resamples
+  std::vector<double> resample;    // scratch, reused across resamples
   std::vector<std::size_t> picked; // the resample's sample indices (kept when a share is read)
   bool reads_share = false;
-  double time_ms = 0;           // this resample's statistic
-  bool kernel = false;          // a kernel metric of this arm is read
+  double time_ms = 0;  // this resample's statistic
+  bool kernel = false; // a kernel metric of this arm is read
   std::vector<double> kernel_resample, share_resample, count_resample;
-  double kernel_ms = 0;  // this resample's statistic of kernel_ms
-  double gap_share = 0;  // ... median of per-sample gap shares [%]
-  double kernels = 0;    // ... median of per-sample kernel counts
+  double kernel_ms = 0; // this resample's statistic of kernel_ms
+  double gap_share = 0; // ... median of per-sample gap shares [%]
+  double kernels = 0;   // ... median of per-sample kernel counts
 };
 
 std::string shape_label(pass_kind pass, std::int64_t rows, std::int64_t cols) {
@@ -150,8 +150,8 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
             for (const auto &r : check.refs)
               if (r.what == metric::share && r.arm == a.spec->id &&
                   !a.record->regions_ms.contains(r.label))
-                blocked.push_back(fmt::format("arm {} has no region \"{}\" at {}", r.arm,
-                                              r.label, where));
+                blocked.push_back(
+                    fmt::format("arm {} has no region \"{}\" at {}", r.arm, r.label, where));
               else if (r.what == metric::kernel_share && r.arm == a.spec->id &&
                        !a.record->region_kernels_ms.contains(r.label))
                 blocked.push_back(fmt::format("arm {} has no kernel time for region \"{}\" at {}",

@@ -2,12 +2,12 @@
 // fraction of resamples in which a prediction's `expect` holds; p decides the verdict.
 #pragma once
 
-#include "spec/records.hpp"
 #include "base/expr.hpp"
 #include "base/json.hpp"
-#include "spec/protocol.hpp"
-#include "model/report_model.hpp"
 #include "base/rng.hpp"
+#include "model/report_model.hpp"
+#include "spec/protocol.hpp"
+#include "spec/records.hpp"
 
 #include <cstdint>
 #include <functional>

@@ -3,10 +3,10 @@
 // every timed window, then stepped; the engine calls them through this interface only.
 #pragma once
 
+#include "base/json.hpp"
 #include "prereg/arm.hpp"
 #include "spec/outside_file.hpp"
 #include "spec/records.hpp"
-#include "base/json.hpp"
 #include "spec/registry.hpp"
 
 #include <cstdint>
@@ -25,9 +25,9 @@ struct protocol;
 /// One buffer set of one cell, as an outside arm sees it at setup.
 struct outside_call {
   const operation_desc *op = nullptr;
-  std::string device;                 ///< "cpu" | "cuda"
-  int device_ordinal = 0;             ///< the CUDA ordinal (cuda)
-  void *const *data = nullptr;        ///< one pointer per tensor of op, null where unused
+  std::string device;          ///< "cpu" | "cuda"
+  int device_ordinal = 0;      ///< the CUDA ordinal (cuda)
+  void *const *data = nullptr; ///< one pointer per tensor of op, null where unused
   std::int64_t rows = 0, cols = 0;
   dtype type = dtype::fp32;
   pass_kind pass = pass_kind::fwd;

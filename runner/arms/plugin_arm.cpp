@@ -2,8 +2,8 @@
 // dlopen, each arm bound to one buffer set by its setup, stepped, torn down.
 #include "arms/outside_arm.hpp"
 
-#include "prereg/arm_abi.h"
 #include "crypto/crypto.hpp"
+#include "prereg/arm_abi.h"
 #include "prereg/error.hpp"
 #include "spec/operation.hpp"
 #include "spec/protocol.hpp"
@@ -89,7 +89,8 @@ crash_text make_crash_text(const std::string &what) {
   // The pipe's error message, split where the signal's name goes (names are plain ASCII).
   const std::string marker = "@@SIGNAL@@";
   const std::string msg =
-      json{{"error", {{"code", 2}, {"message", what + " (" + marker + tail}, {"where", ""}}}}.dump();
+      json{{"error", {{"code", 2}, {"message", what + " (" + marker + tail}, {"where", ""}}}}
+          .dump();
   const auto at = msg.find(marker);
   t.json_head = msg.substr(0, at);
   t.json_tail = msg.substr(at + marker.size()) + "\n";
@@ -158,8 +159,8 @@ std::vector<dtype> parse_dtypes(std::string_view list, const std::string &where)
     else if (w == "bf16")
       out.push_back(dtype::bf16);
     else
-      throw invalid_input(fmt::format("unknown dtype '{}' in the plugin's table", escape_for_message(w)),
-                          where);
+      throw invalid_input(
+          fmt::format("unknown dtype '{}' in the plugin's table", escape_for_message(w)), where);
   }
   return out;
 }
@@ -190,7 +191,8 @@ arm_info outside_info(const std::string &name, const protocol &p, std::vector<dt
   a.op = p.op;
   a.dtypes = std::move(dtypes);
   a.passes = std::move(passes);
-  a.has_backward = std::find(a.passes.begin(), a.passes.end(), pass_kind::fwd_bwd) != a.passes.end();
+  a.has_backward =
+      std::find(a.passes.begin(), a.passes.end(), pass_kind::fwd_bwd) != a.passes.end();
   a.abi = std::move(abi);
   a.source_sha256 = sha;
   a.sources = {file.string()};
@@ -229,7 +231,9 @@ const library &open_library(const fs::path &path) {
   void *h = ::dlopen(key.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
     const char *why = ::dlerror();
-    throw invalid_input(fmt::format("cannot load plugin: {}", escape_for_message(why ? why : "dlopen failed")), key);
+    throw invalid_input(
+        fmt::format("cannot load plugin: {}", escape_for_message(why ? why : "dlopen failed")),
+        key);
   }
   ::dlerror();
   void *sym = ::dlsym(h, "prereg_arms");
@@ -433,7 +437,8 @@ std::shared_ptr<outside_arm> load_plugin_arm(const fs::path &path, const std::st
   if (std::find(dtypes.begin(), dtypes.end(), p.type) == dtypes.end())
     throw invalid_input(fmt::format("arm {}: plugin arm '{}' does not support dtype {} (it "
                                     "supports {})",
-                                    arm_id, name, to_string(p.type), escape_for_message(found->dtypes)),
+                                    arm_id, name, to_string(p.type),
+                                    escape_for_message(found->dtypes)),
                         where);
   std::vector<pass_kind> passes;
   for (const auto &w : split_list(found->passes)) {

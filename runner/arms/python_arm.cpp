@@ -3,8 +3,8 @@
 // runs Python arms with whatever Python, numpy and torch the machine has. Tensors reach Python
 // as DLPack capsules of prereg's own buffers (numpy.from_dlpack on the CPU, torch.from_dlpack
 // on CUDA with prereg's stream made current); the step is called directly from C++.
-#include "device/kernel_windows.hpp"
 #include "arms/outside_arm.hpp"
+#include "device/kernel_windows.hpp"
 
 #include "prereg/error.hpp"
 #include "spec/operation.hpp"
@@ -165,7 +165,8 @@ private:
   void start_once() {
     const char *env = std::getenv("PREREG_PYTHON");
     const std::string python = env != nullptr && env[0] != '\0' ? env : "python3";
-    const std::string where = env != nullptr && env[0] != '\0' ? "$PREREG_PYTHON" : "python3 on PATH";
+    const std::string where =
+        env != nullptr && env[0] != '\0' ? "$PREREG_PYTHON" : "python3 on PATH";
     // 1. Ask the interpreter where its libpython is.
     const std::string cmd =
         fmt::format("{} -c {} 2>/dev/null", shell_quote(python), shell_quote(probe_source));
@@ -221,8 +222,8 @@ private:
     void *h = ::dlopen(m_library.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (h == nullptr) {
       const char *why = ::dlerror();
-      throw environment_error(fmt::format("cannot load {}: {}", m_library, why ? why : "dlopen failed"),
-                              where);
+      throw environment_error(
+          fmt::format("cannot load {}: {}", m_library, why ? why : "dlopen failed"), where);
     }
     resolve(h);
     // 3. Start it with the interpreter's own prefix and sys.path (a virtual environment's
@@ -230,7 +231,11 @@ private:
     if (m_api.Py_IsInitialized() == 0) {
       const char *old_home = std::getenv("PYTHONHOME");
       const std::string saved = old_home != nullptr ? old_home : "";
-      const std::string home = str("base_prefix") + (str("base_exec_prefix").empty() || str("base_exec_prefix") == str("base_prefix") ? std::string() : ":" + str("base_exec_prefix"));
+      const std::string home =
+          str("base_prefix") +
+          (str("base_exec_prefix").empty() || str("base_exec_prefix") == str("base_prefix")
+               ? std::string()
+               : ":" + str("base_exec_prefix"));
       if (!home.empty())
         ::setenv("PYTHONHOME", home.c_str(), 1);
       m_api.Py_InitializeEx(0);
@@ -243,14 +248,13 @@ private:
     if (main == nullptr)
       throw environment_error("the embedded Python could not make a module", m_library);
     m_glue = m_api.PyModule_GetDict(main);
-    const std::string setup = fmt::format(
-        "import sys, json\n"
-        "_p = json.loads({})\n"
-        "sys.path[:] = _p['path']\n"
-        "sys.executable = _p['executable']\n"
-        "sys._base_executable = _p['executable']\n"
-        "sys.argv = ['prereg']\n",
-        python_string(m_probe.dump()));
+    const std::string setup = fmt::format("import sys, json\n"
+                                          "_p = json.loads({})\n"
+                                          "sys.path[:] = _p['path']\n"
+                                          "sys.executable = _p['executable']\n"
+                                          "sys._base_executable = _p['executable']\n"
+                                          "sys.argv = ['prereg']\n",
+                                          python_string(m_probe.dump()));
     run_code(setup, "sys.path");
     run_code(python_glue_source, "prereg's Python glue");
     m_started = true;
@@ -374,10 +378,10 @@ region_log &log_of(const cell_key &key) {
 
 class python_instance final : public bound_arm_instance {
 public:
-  python_instance(PyObject *t, PyObject *step, PyObject *regions, std::string device,
-                  int ordinal, crash_text step_crash, cell_key key)
-      : m_t(t), m_step(step), m_regions(regions), m_device(std::move(device)),
-        m_ordinal(ordinal), m_step_crash(std::move(step_crash)), m_key(std::move(key)) {}
+  python_instance(PyObject *t, PyObject *step, PyObject *regions, std::string device, int ordinal,
+                  crash_text step_crash, cell_key key)
+      : m_t(t), m_step(step), m_regions(regions), m_device(std::move(device)), m_ordinal(ordinal),
+        m_step_crash(std::move(step_crash)), m_key(std::move(key)) {}
   ~python_instance() override {
     auto &api = runtime::get().api();
     for (PyObject *o : {m_last, m_step, m_t, m_regions})
@@ -410,8 +414,8 @@ public:
       rt.api().Py_DecRef(rt.call("regions_reset", rt.tuple({m_regions})));
       return;
     }
-    PyObject *r = rt.call("window_open",
-                          rt.tuple({rt.api().PyLong_FromLongLong(m_ordinal), m_regions}));
+    PyObject *r =
+        rt.call("window_open", rt.tuple({rt.api().PyLong_FromLongLong(m_ordinal), m_regions}));
     m_base = rt.api().PyLong_AsLongLong(r);
     rt.api().Py_DecRef(r);
   }
@@ -528,11 +532,11 @@ public:
     api.Py_IncRef(m_fn);
     PyObject *r;
     try {
-      r = rt.call("bind", rt.tuple({m_fn, meta, caps, rt.str(call.device),
-                                    api.PyLong_FromLongLong(call.device_ordinal),
-                                    api.PyLong_FromVoidPtr(call.stream),
-                                    api.PyLong_FromVoidPtr(reinterpret_cast<void *>(
-                                        call.region_mark))}));
+      r = rt.call("bind",
+                  rt.tuple({m_fn, meta, caps, rt.str(call.device),
+                            api.PyLong_FromLongLong(call.device_ordinal),
+                            api.PyLong_FromVoidPtr(call.stream),
+                            api.PyLong_FromVoidPtr(reinterpret_cast<void *>(call.region_mark))}));
     } catch (const error &e) {
       throw io_error(fmt::format("setup ({}(t)) raised: {}", m_function, e.what()));
     }
@@ -580,8 +584,7 @@ std::shared_ptr<outside_arm> load_python_arm(const fs::path &file, const std::st
   auto &rt = runtime::get();
   rt.start();
   install_crash_guard();
-  const crash_text crash =
-      crash_message(arm_id, fmt::format("python {}", file.string()), "import");
+  const crash_text crash = crash_message(arm_id, fmt::format("python {}", file.string()), "import");
   crash_scope guard(crash);
   PyObject *fn = nullptr;
   try {

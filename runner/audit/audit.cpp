@@ -1,16 +1,16 @@
 // `prereg audit`: every check re-derives what the report claims from data it does not trust.
 #include "audit/audit.hpp"
 
-#include "spec/records.hpp"
 #include "analysis/cell_stats.hpp"
 #include "analysis/defects.hpp"
 #include "base/fs.hpp"
-#include "store/ledger.hpp"
-#include "report/report.hpp"
-#include "model/report_model.hpp"
-#include "report/report_text.hpp"
-#include "spec/shard.hpp"
 #include "crypto/signed_json.hpp"
+#include "model/report_model.hpp"
+#include "report/report.hpp"
+#include "report/report_text.hpp"
+#include "spec/records.hpp"
+#include "spec/shard.hpp"
+#include "store/ledger.hpp"
 
 #include <fmt/format.h>
 
@@ -21,8 +21,8 @@
 #include <limits>
 #include <optional>
 #include <set>
-#include <unordered_map>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace prereg {
 namespace fs = std::filesystem;
@@ -207,19 +207,44 @@ public:
       try {
         const report_document one = report_from_json(*m_report, "", part);
         switch (part) {
-        case report_part::schema_version: m_doc.schema_version = one.schema_version; break;
-        case report_part::tool: m_doc.tool = one.tool; break;
-        case report_part::protocol: m_doc.protocol = one.protocol; break;
-        case report_part::run: m_doc.run = one.run; break;
-        case report_part::environment: m_doc.environment = one.environment; break;
-        case report_part::instrument: m_doc.instrument = one.instrument; break;
-        case report_part::cells: m_doc.cells = one.cells; break;
-        case report_part::correctness: m_doc.correctness = one.correctness; break;
-        case report_part::predictions: m_doc.predictions = one.predictions; break;
-        case report_part::defects: m_doc.defects = one.defects; break;
-        case report_part::deviations: m_doc.deviations = one.deviations; break;
-        case report_part::attempt: m_doc.attempt = one.attempt; break;
-        default: break;
+        case report_part::schema_version:
+          m_doc.schema_version = one.schema_version;
+          break;
+        case report_part::tool:
+          m_doc.tool = one.tool;
+          break;
+        case report_part::protocol:
+          m_doc.protocol = one.protocol;
+          break;
+        case report_part::run:
+          m_doc.run = one.run;
+          break;
+        case report_part::environment:
+          m_doc.environment = one.environment;
+          break;
+        case report_part::instrument:
+          m_doc.instrument = one.instrument;
+          break;
+        case report_part::cells:
+          m_doc.cells = one.cells;
+          break;
+        case report_part::correctness:
+          m_doc.correctness = one.correctness;
+          break;
+        case report_part::predictions:
+          m_doc.predictions = one.predictions;
+          break;
+        case report_part::defects:
+          m_doc.defects = one.defects;
+          break;
+        case report_part::deviations:
+          m_doc.deviations = one.deviations;
+          break;
+        case report_part::attempt:
+          m_doc.attempt = one.attempt;
+          break;
+        default:
+          break;
         }
       } catch (const error &e) {
         m_part_errors.emplace_back(part, e.what());
@@ -307,8 +332,8 @@ public:
         doc(report_part::schema_version | report_part::environment | report_part::instrument |
             report_part::correctness | report_part::cells);
     const protocol p = proto();
-    const auto plan = static_cast<std::size_t>(p.arms.size() * p.passes.size() * p.rows.size() *
-                                               p.cols.size());
+    const auto plan =
+        static_cast<std::size_t>(p.arms.size() * p.passes.size() * p.rows.size() * p.cols.size());
     if (d.cells.size() > plan)
       fail(fmt::format("the report holds {} cells, more than the protocol's {}", d.cells.size(),
                        plan));
@@ -318,8 +343,8 @@ public:
                        d.correctness.size(), plan));
     for (std::size_t i = 0; i < d.cells.size(); ++i)
       if (d.cells[i].samples_ms.size() > static_cast<std::size_t>(p.measurement.repetitions))
-        fail(fmt::format("cells[{}] holds {} samples, more than the protocol's {} repetitions",
-                         i, d.cells[i].samples_ms.size(), p.measurement.repetitions));
+        fail(fmt::format("cells[{}] holds {} samples, more than the protocol's {} repetitions", i,
+                         d.cells[i].samples_ms.size(), p.measurement.repetitions));
     return report_to_raw(d);
   }
 
@@ -332,7 +357,7 @@ private:
   std::optional<std::string> m_bytes;
   std::optional<json> m_report;
   std::string m_report_error;
-  report_document m_doc;                                ///< every member that parsed
+  report_document m_doc;                                       ///< every member that parsed
   std::vector<std::pair<unsigned, std::string>> m_part_errors; ///< those that did not, and why
 };
 
@@ -556,9 +581,8 @@ bool derivable_from_cells(std::string_view code, int schema_version) {
   return derivable_from_raw(code) ||
          (schema_version >= 2 && (code == "clock-throttle" || code == "harness-allocation")) ||
          (schema_version >= 3 && code == "off-window-work") ||
-         (schema_version >= 4 &&
-          (code == "kernel-records-dropped" || code == "kernel-above-step" ||
-           code == "no-arm-kernel" || code == "graph-under-kernel-clock"));
+         (schema_version >= 4 && (code == "kernel-records-dropped" || code == "kernel-above-step" ||
+                                  code == "no-arm-kernel" || code == "graph-under-kernel-clock"));
 }
 
 /// Codes whose every input is in the report itself, so the audit requires them too.
@@ -694,8 +718,8 @@ std::string check_ledger(const audit_context &ctx) {
     if (head->seq + 1 != seq(start))
       fail(fmt::format("the report records ledger head seq {}, but its run-start is seq {}",
                        head->seq, seq(start)));
-    const auto now = head->seq == 0 ? std::optional<std::string>(ledger_genesis)
-                                    : l.line_hash(head->seq);
+    const auto now =
+        head->seq == 0 ? std::optional<std::string>(ledger_genesis) : l.line_hash(head->seq);
     if (now != head->sha256)
       fail(fmt::format("the report records ledger head seq {} with sha256 {}, which the ledger "
                        "no longer holds",
@@ -706,8 +730,7 @@ std::string check_ledger(const audit_context &ctx) {
   for (const auto &path : ctx.checkpoints()) {
     try {
       const json cp = parse_json_strict(read_file(path, 1 << 16), path.string());
-      held.push_back(
-          fmt::format("seq {}", check_checkpoint(l, cp, ctx.lookup(), path.string())));
+      held.push_back(fmt::format("seq {}", check_checkpoint(l, cp, ctx.lookup(), path.string())));
     } catch (const error &e) {
       fail(fmt::format("checkpoint {}: {}", path.string(), e.what()));
     }
@@ -751,7 +774,7 @@ run_history read_history(const audit_context &ctx) {
     std::int64_t number;           ///< its attempt number: run-starts of this hash so far
     std::vector<std::size_t> ends; ///< indices of its run-complete / run-aborted entries
   };
-  std::vector<std::pair<std::string, run>> runs; // in run-start order
+  std::vector<std::pair<std::string, run>> runs;          // in run-start order
   std::unordered_map<std::string, std::size_t> run_index; // run id -> index in `runs`
   const auto find_run = [&](const std::string &id) -> run * {
     const auto it = run_index.find(id);
@@ -895,12 +918,16 @@ std::string check_pages(const audit_context &ctx) {
   for (const auto &[name, expected] : pages) {
     const fs::path path = ctx.dir() / name;
     std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) fail(fmt::format("{} is missing", name));
+    if (!fs::is_regular_file(path, ec))
+      fail(fmt::format("{} is missing", name));
     const std::string actual = read_file(path);
-    if (actual == expected) continue;
+    if (actual == expected)
+      continue;
     std::size_t i = 0;
-    while (i < actual.size() && i < expected.size() && actual[i] == expected[i]) ++i;
-    const auto line = 1 + std::count(expected.begin(), expected.begin() + static_cast<long>(i), '\n');
+    while (i < actual.size() && i < expected.size() && actual[i] == expected[i])
+      ++i;
+    const auto line =
+        1 + std::count(expected.begin(), expected.begin() + static_cast<long>(i), '\n');
     fail(fmt::format("{} is not the page renderer {} makes from report.json: first difference at "
                      "byte {} (line {}); `prereg report DIR` regenerates it",
                      name, doc.tool.renderer, i, line));

@@ -27,7 +27,7 @@ struct audit_check {
 struct audit_result {
   std::filesystem::path report_dir;
   std::vector<audit_check> checks;
-  std::string trust; ///< trust_root::describe() of the signers the checks accepted
+  std::string trust;   ///< trust_root::describe() of the signers the checks accepted
   std::string history; ///< "run K of N; run 1 completed <time>, run 2 aborted at <time> (...)"
 
   /// True only if every check passed.
@@ -41,7 +41,6 @@ struct audit_result {
 /// The checks in the order they run and print: envelope, payload, protocol, freeze,
 /// statistics, verdicts, defects, ledger, history.
 [[nodiscard]] std::span<const std::string_view> audit_check_names();
-
 
 /// Audits the report folder `dir` against store `s`, accepting the signers `trust` accepts;
 /// the `ledger` check also FAILs unless the ledger still holds every checkpoint file in

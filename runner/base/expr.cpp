@@ -473,9 +473,10 @@ private:
     if (t.text == "and")
       fail(t.offset, "unexpected 'and'");
     if (peek().kind == token_kind::lparen)
-      fail(t.offset, fmt::format("unknown function '{}' (functions: time, peak_mb, gbps, "
-                                 "pct_ceiling, kernel_time, gap_share, kernels, share, kernel_share, abs)",
-                                 message_excerpt(t.text)));
+      fail(t.offset,
+           fmt::format("unknown function '{}' (functions: time, peak_mb, gbps, "
+                       "pct_ceiling, kernel_time, gap_share, kernels, share, kernel_share, abs)",
+                       message_excerpt(t.text)));
     std::string arms;
     for (const auto &a : m_arms)
       arms += (arms.empty() ? "" : ", ") + a;

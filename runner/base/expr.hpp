@@ -50,9 +50,8 @@ public:
   /// Parses `text`; identifiers must be in `arm_ids`. Any error (unknown identifier or
   /// function, division by a literal zero, trailing tokens, bad syntax, nesting deeper than
   /// 64) throws `error` (exit 2) at `where` with the character offset in the message.
-  [[nodiscard]] static expectation parse(std::string_view text,
-                                         const std::vector<std::string> &arm_ids,
-                                         const std::string &where);
+  [[nodiscard]] static expectation
+  parse(std::string_view text, const std::vector<std::string> &arm_ids, const std::string &where);
 
   /// Evaluates every comparison; true only if all hold. `value` supplies each reference.
   [[nodiscard]] bool holds(const std::function<double(const metric_ref &)> &value) const;
@@ -68,9 +67,9 @@ public:
 
   struct node {
     enum class kind { number, ref, neg, abs, add, sub, mul, div } k;
-    double number = 0;  ///< for kind::number
-    int ref = -1;       ///< index into references() for kind::ref
-    int lhs = -1;       ///< child node index (neg/abs use lhs)
+    double number = 0; ///< for kind::number
+    int ref = -1;      ///< index into references() for kind::ref
+    int lhs = -1;      ///< child node index (neg/abs use lhs)
     int rhs = -1;
   };
   struct comparison {

@@ -1,8 +1,8 @@
 // Strict I-JSON parsing and RFC 8785 (JCS) canonical serialisation.
 #include "base/json.hpp"
 
-#include "prereg/error.hpp"
 #include "base/utf8.hpp"
+#include "prereg/error.hpp"
 
 #include <algorithm>
 #include <charconv>

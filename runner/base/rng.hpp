@@ -54,7 +54,9 @@ private:
   std::uint64_t seed = 0;
   for (std::size_t i = 0; i < 16 && i < hex_hash.size(); ++i) {
     const char c = hex_hash[i];
-    const std::uint64_t v = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : 0;
+    const std::uint64_t v = (c >= '0' && c <= '9')   ? c - '0'
+                            : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                                                     : 0;
     seed = (seed << 4) | v;
   }
   return seed;

@@ -1,8 +1,8 @@
 // Strict YAML: byte checks, a nesting pre-scan, and a tree built from yaml-cpp's events.
 #include "base/yaml_strict.hpp"
 
-#include "prereg/error.hpp"
 #include "base/utf8.hpp"
+#include "prereg/error.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/eventhandler.h>

@@ -1,27 +1,27 @@
 // The command table: {name, summary, function}; help and unknown-name suggestions come from it.
 #include "commands.hpp"
 
-#include "prereg/build_info.hpp"
-#include "crypto/crypto.hpp"
-#include "prereg/error.hpp"
+#include "analysis/compare.hpp"
+#include "arms/outside_arm.hpp"
+#include "audit/audit.hpp"
 #include "base/expr.hpp"
 #include "base/fs.hpp"
 #include "base/json.hpp"
+#include "crypto/crypto.hpp"
 #include "crypto/keyring.hpp"
-#include "arms/outside_arm.hpp"
+#include "model/report_model.hpp"
+#include "prereg/build_info.hpp"
+#include "prereg/error.hpp"
+#include "report/report_text.hpp"
+#include "run/merge.hpp"
+#include "run/run.hpp"
+#include "run/slurm.hpp"
 #include "spec/protocol.hpp"
 #include "spec/registry.hpp"
-#include "run/run.hpp"
-#include "audit/audit.hpp"
-#include "analysis/compare.hpp"
-#include "model/report_model.hpp"
-#include "report/report_text.hpp"
-#include "store/store.hpp"
-#include "store/bundle.hpp"
-#include "run/merge.hpp"
 #include "spec/shard.hpp"
-#include "run/slurm.hpp"
+#include "store/bundle.hpp"
 #include "store/ledger.hpp"
+#include "store/store.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -29,11 +29,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <filesystem>
 #include <span>
 #include <string>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 namespace prereg::cli {
@@ -86,14 +86,16 @@ protocol parse_protocol_file(const std::string &file, const std::string &key_fla
                              std::string *bytes_out = nullptr) {
   std::string bytes = read_protocol_file(file, configured_key_path(key_flag));
   protocol p = parse_protocol(bytes, file);
-  if (bytes_out) *bytes_out = std::move(bytes);
+  if (bytes_out)
+    *bytes_out = std::move(bytes);
   return p;
 }
 
 /// Warns on stderr about each prediction whose outcome does not depend on the data.
 void warn_vacuous_predictions(const protocol &p) {
   std::vector<std::string> arm_ids;
-  for (const auto &a : p.arms) arm_ids.push_back(a.id);
+  for (const auto &a : p.arms)
+    arm_ids.push_back(a.id);
   for (const auto &pr : p.predictions) {
     const auto outcome = expectation::parse(pr.expect, arm_ids, "").constant_outcome();
     if (outcome)
@@ -111,14 +113,14 @@ int cmd_freeze(args_t args) {
   o.add_store(app);
   o.add_key(app);
   app.add_option("FILE", file, "protocol YAML")->required();
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   std::string bytes;
   const protocol p = parse_protocol_file(file, o.key_file, &bytes);
   warn_vacuous_predictions(p);
   const signing_key key = load_or_create_key(default_key_path(o.key_file));
   const store s = o.open_store();
-  const freeze_outcome r =
-      s.freeze(bytes, p, key, std::filesystem::absolute(file).parent_path());
+  const freeze_outcome r = s.freeze(bytes, p, key, std::filesystem::absolute(file).parent_path());
   if (r.repaired)
     fmt::print("{} was stored but its freeze was not in the ledger (an interrupted freeze): "
                "recorded it now\n",
@@ -132,7 +134,8 @@ int cmd_freeze(args_t args) {
   else
     fmt::print("frozen {} in {} (signer {})\n", p.id, s.root().string(),
                key.fingerprint().substr(0, 16));
-  if (r.kernel_problem) fmt::print(stderr, "prereg: warning: {}\n", *r.kernel_problem);
+  if (r.kernel_problem)
+    fmt::print(stderr, "prereg: warning: {}\n", *r.kernel_problem);
   fmt::print("{}\n", r.hash);
   return 0;
 }
@@ -141,22 +144,24 @@ int cmd_check(args_t args) {
   CLI::App app{"validate a protocol and print the hash it would get; stores nothing", "check"};
   std::string file;
   app.add_option("FILE", file, "protocol YAML")->required();
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   const protocol p = parse_protocol_file(file, "");
   warn_vacuous_predictions(p);
   // Outside arms: their files must exist; a plugin's table must name the arm as the protocol
   // uses it (loading it runs its code: check holds no key).
   const auto dir = std::filesystem::absolute(file).parent_path();
   for (const auto &a : p.arms) {
-    if (!a.outside()) continue;
+    if (!a.outside())
+      continue;
     const auto path = outside_file(dir, a.file);
     const std::string digest = outside_file_sha256(path, a.id);
-    if (a.source == arm_source::plugin) (void)load_plugin_arm(path, a.entry, p, a.id);
+    if (a.source == arm_source::plugin)
+      (void)load_plugin_arm(path, a.entry, p, a.id);
     fmt::print("  arm {}: {} sha256 {}\n", a.id, escape_control(a.label()), digest.substr(0, 16));
   }
   fmt::print("{}: valid protocol {} ({} arms, {} predictions)\n", escape_control(file), p.id,
-             p.arms.size(),
-             p.predictions.size());
+             p.arms.size(), p.predictions.size());
   fmt::print("{}\n", protocol_hash(p));
   return 0;
 }
@@ -166,12 +171,14 @@ int cmd_canon(args_t args) {
                "canon"};
   std::string file;
   app.add_option("FILE", file, "a .json file, or a protocol .yaml/.yml")->required();
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   std::string out;
   if (is_yaml_path(file))
     out = canonical_json(to_json(parse_protocol_file(file, "")));
   else
-    out = canonical_json(parse_json_strict(read_protocol_file(file, configured_key_path("")), file));
+    out =
+        canonical_json(parse_json_strict(read_protocol_file(file, configured_key_path("")), file));
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }
@@ -182,12 +189,12 @@ int cmd_keygen(args_t args) {
   bool force = false;
   o.add_key(app);
   app.add_flag("--force", force, "replace an existing key");
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   const auto path = default_key_path(o.key_file);
   const signing_key key = signing_key::generate();
   key.save(path, force); // without --force: refused if the key, its .pub or a link is there
-  fmt::print(stderr, "prereg: wrote {} (mode 0600) and its public key beside it\n",
-             path.string());
+  fmt::print(stderr, "prereg: wrote {} (mode 0600) and its public key beside it\n", path.string());
   fmt::print("{}\n", key.fingerprint());
   return 0;
 }
@@ -196,14 +203,16 @@ int cmd_list(args_t args) {
   CLI::App app{"list frozen protocols", "list"};
   common_options o;
   o.add_store(app);
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   const store s = o.open_store();
   const auto &entries = s.get_ledger().entries();
   fmt::print("{:<64}  {:<24}  {:<27}  {:>4}  {}\n", "hash", "id", "frozen-at", "runs", "title");
   for (const auto &h : s.hashes()) {
     const frozen_protocol fp = s.load(h);
     fmt::print("{:<64}  {:<24}  {:<27}  {:>4}  {}\n", h, fp.proto.id,
-               fp.freeze.value("frozen_at", ""), attempts_of(entries, h), escape_control(fp.proto.title));
+               fp.freeze.value("frozen_at", ""), attempts_of(entries, h),
+               escape_control(fp.proto.title));
   }
   return 0;
 }
@@ -214,16 +223,18 @@ int cmd_show(args_t args) {
   std::string hash;
   o.add_store(app);
   app.add_option("HASH", hash, "hash or unique prefix")->required();
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   const store s = o.open_store();
   const frozen_protocol fp = s.load(s.resolve(hash));
   fmt::print("protocol {}\n  id: {}\n  title: {}\n  hypothesis: {}\n  device: {}  operation: {}  "
              "dtype: {}\n",
              fp.hash, fp.proto.id, escape_control(fp.proto.title),
-             escape_control(fp.proto.hypothesis), fp.proto.device,
-             fp.proto.op, to_string(fp.proto.type));
+             escape_control(fp.proto.hypothesis), fp.proto.device, fp.proto.op,
+             to_string(fp.proto.type));
   fmt::print("  arms:");
-  for (const auto &a : fp.proto.arms) fmt::print(" {}={}", a.id, a.kernel);
+  for (const auto &a : fp.proto.arms)
+    fmt::print(" {}={}", a.id, a.kernel);
   fmt::print("\n  predictions:\n");
   for (const auto &pr : fp.proto.predictions)
     fmt::print("    {}: {}  [expect {}]\n", pr.id, escape_control(pr.claim),
@@ -237,16 +248,18 @@ int cmd_show(args_t args) {
   fmt::print("runs\n");
   std::size_t n = 0;
   for (const auto &e : s.get_ledger().entries()) {
-    if (e.value("protocol_hash", "") != fp.hash || e.value("event", "") == "freeze") continue;
+    if (e.value("protocol_hash", "") != fp.hash || e.value("event", "") == "freeze")
+      continue;
     ++n;
-    fmt::print("  seq {:>4}  {}  {:<13} {}{}\n", e.value("seq", 0), e.value("time", ""),
-               e.value("event", ""), e.value("run_id", ""),
-               e.contains("report_sha256")
-                   ? " report " + e.value("report_sha256", "").substr(0, 16)
-                   : (e.contains("reason") ? " (" + escape_control(e.value("reason", "")) + ")"
-                                           : ""));
+    fmt::print(
+        "  seq {:>4}  {}  {:<13} {}{}\n", e.value("seq", 0), e.value("time", ""),
+        e.value("event", ""), e.value("run_id", ""),
+        e.contains("report_sha256")
+            ? " report " + e.value("report_sha256", "").substr(0, 16)
+            : (e.contains("reason") ? " (" + escape_control(e.value("reason", "")) + ")" : ""));
   }
-  if (n == 0) fmt::print("  (none)\n");
+  if (n == 0)
+    fmt::print("  (none)\n");
   return 0;
 }
 
@@ -268,7 +281,8 @@ int cmd_ledger(args_t args) {
   app.add_option("--checkpoint", checkpoints,
                  "verify: fail unless the ledger still holds this checkpoint FILE (repeatable)");
   app.add_option("--out", out, "checkpoint: write it to FILE (else stdout)");
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   const store s = o.open_store();
   const ledger l = s.get_ledger();
   if (action == "checkpoint") {
@@ -305,7 +319,8 @@ device_probe probe_device(const std::string &kind, int ordinal) {
     const auto dev = make_default_device(kind, ordinal);
     return {true, dev->probe().value("device_name", "unknown")};
   } catch (const error &e) {
-    if (e.code() != exit_code::environment) throw;
+    if (e.code() != exit_code::environment)
+      throw;
     return {false, e.what()};
   }
 }
@@ -316,7 +331,8 @@ int cmd_arms(args_t args) {
                "arms"};
   std::string plugin;
   app.add_option("--plugin", plugin, "list the arms of a plugin library instead (docs/plugins.md)");
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   if (!plugin.empty()) {
     const auto arms = list_plugin(plugin);
     fmt::print("{}: {} arm(s), ABI {}, sha256 {}\n", plugin, arms.size(), 1,
@@ -324,14 +340,15 @@ int cmd_arms(args_t args) {
     fmt::print("{:<24} {:<10} {:<6} {:<15} {:<12} {}\n", "name", "operation", "device", "dtypes",
                "passes", "summary");
     for (const auto &a : arms)
-      fmt::print("{:<24} {:<10} {:<6} {:<15} {:<12} {}\n", a.name, a.operation, a.device,
-                 a.dtypes, a.passes, a.summary);
+      fmt::print("{:<24} {:<10} {:<6} {:<15} {:<12} {}\n", a.name, a.operation, a.device, a.dtypes,
+                 a.passes, a.summary);
     return 0;
   }
   std::vector<std::pair<std::string, device_probe>> probed;
   const auto runnable = [&](const std::string &kind) -> const device_probe & {
     for (const auto &[k, p] : probed)
-      if (k == kind) return p;
+      if (k == kind)
+        return p;
     return probed.emplace_back(kind, probe_device(kind, 0)).second;
   };
   fmt::print("{:<6} {:<20} {:<10} {:<15} {:<8} {:<16} {}\n", "device", "kernel", "operation",
@@ -339,12 +356,14 @@ int cmd_arms(args_t args) {
   for (const auto &a : all_arms()) {
     // Joined piece by piece: "," + string trips GCC 12's -Wrestrict (a false positive).
     std::string dts;
-    for (auto d : a.dtypes) (dts.empty() ? dts : dts += ',') += to_string(d);
+    for (auto d : a.dtypes)
+      (dts.empty() ? dts : dts += ',') += to_string(d);
     std::string passes;
-    for (auto p : a.passes) (passes.empty() ? passes : passes += ',') += p == pass_kind::fwd ? "fwd" : "bwd";
+    for (auto p : a.passes)
+      (passes.empty() ? passes : passes += ',') += p == pass_kind::fwd ? "fwd" : "bwd";
     const device_probe &here = runnable(a.device);
-    fmt::print("{:<6} {:<20} {:<10} {:<15} {:<8} {:<16} {}\n", a.device, a.name, a.op, dts,
-               passes, a.source_sha256.substr(0, 16),
+    fmt::print("{:<6} {:<20} {:<10} {:<15} {:<8} {:<16} {}\n", a.device, a.name, a.op, dts, passes,
+               a.source_sha256.substr(0, 16),
                here.usable ? "yes" : fmt::format("no ({})", here.detail));
   }
   return 0;
@@ -360,8 +379,10 @@ int cmd_devices(args_t args) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--device", ordinal, "CUDA device ordinal (default 0)")
       ->check(CLI::NonNegativeNumber);
-  if (!parse(app, args)) return 0;
-  if (kinds.empty()) kinds = {"cpu", "cuda"};
+  if (!parse(app, args))
+    return 0;
+  if (kinds.empty())
+    kinds = {"cpu", "cuda"};
   bool all_usable = true;
   for (const auto &kind : kinds) {
     const device_probe p = probe_device(kind, ordinal);
@@ -375,7 +396,8 @@ int cmd_devices(args_t args) {
 std::string self_exe() {
   std::error_code ec;
   const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) throw io_error("cannot find this program's own path (/proc/self/exe)");
+  if (ec)
+    throw io_error("cannot find this program's own path (/proc/self/exe)");
   return p.string();
 }
 
@@ -385,7 +407,7 @@ int run_on_devices(const run_options &r, const std::vector<int> &devices) {
   const store s(r.store_root);
   const frozen_protocol fp = resolve_for_run(s, r.target, r.key_path);
   const auto n = static_cast<std::int64_t>(devices.size());
-  (void)shard_cells(fp.proto, {1, n}); // too many shards: exit 2 before anything starts
+  (void)shard_cells(fp.proto, {1, n});  // too many shards: exit 2 before anything starts
   (void)load_or_create_key(r.key_path); // once, before the children race to create it
   const std::string exe = self_exe();
   struct child {
@@ -395,23 +417,33 @@ int run_on_devices(const run_options &r, const std::vector<int> &devices) {
   };
   std::vector<child> children;
   for (std::int64_t k = 1; k <= n; ++k) {
-    std::vector<std::string> argv{exe,       "run",        fp.hash,
-                                  "--shard", to_string(shard_spec{k, n}),
-                                  "--device", std::to_string(devices[static_cast<std::size_t>(k - 1)]),
-                                  "--store", r.store_root.string(),
-                                  "--key",   r.key_path.string(),
-                                  "--out",   r.out_dir.string(),
+    std::vector<std::string> argv{exe,
+                                  "run",
+                                  fp.hash,
+                                  "--shard",
+                                  to_string(shard_spec{k, n}),
+                                  "--device",
+                                  std::to_string(devices[static_cast<std::size_t>(k - 1)]),
+                                  "--store",
+                                  r.store_root.string(),
+                                  "--key",
+                                  r.key_path.string(),
+                                  "--out",
+                                  r.out_dir.string(),
                                   "--quiet"};
     int fds[2];
-    if (::pipe(fds) != 0) throw io_error("cannot create a pipe for a shard process");
+    if (::pipe(fds) != 0)
+      throw io_error("cannot create a pipe for a shard process");
     const pid_t pid = ::fork();
-    if (pid < 0) throw io_error("cannot fork a shard process");
+    if (pid < 0)
+      throw io_error("cannot fork a shard process");
     if (pid == 0) {
       ::dup2(fds[1], STDOUT_FILENO);
       ::close(fds[0]);
       ::close(fds[1]);
       std::vector<char *> cargv;
-      for (auto &a : argv) cargv.push_back(a.data());
+      for (auto &a : argv)
+        cargv.push_back(a.data());
       cargv.push_back(nullptr);
       ::execv(exe.c_str(), cargv.data());
       std::_Exit(127);
@@ -428,8 +460,10 @@ int run_on_devices(const run_options &r, const std::vector<int> &devices) {
     char buf[4096];
     ssize_t got;
     while ((got = ::read(c.out, buf, sizeof buf)) != 0) {
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) break;
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got < 0)
+        break;
       c.text.append(buf, static_cast<std::size_t>(got));
     }
     ::close(c.out);
@@ -438,21 +472,25 @@ int run_on_devices(const run_options &r, const std::vector<int> &devices) {
     }
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
     if (code != 0) {
-      fmt::print(stderr, "prereg: shard {}/{} failed (exit {}); rerun it with `prereg run {} "
-                         "--shard {}/{}`, then `prereg merge` the shards' folders\n",
+      fmt::print(stderr,
+                 "prereg: shard {}/{} failed (exit {}); rerun it with `prereg run {} "
+                 "--shard {}/{}`, then `prereg merge` the shards' folders\n",
                  i + 1, n, code, fp.hash.substr(0, 12), i + 1, n);
       worst = worst == 0 ? code : worst;
       continue;
     }
-    while (!c.text.empty() && c.text.back() == '\n') c.text.pop_back();
+    while (!c.text.empty() && c.text.back() == '\n')
+      c.text.pop_back();
     const auto nl = c.text.rfind('\n');
     parts.emplace_back(nl == std::string::npos ? c.text : c.text.substr(nl + 1));
   }
-  if (worst != 0) return worst;
+  if (worst != 0)
+    return worst;
   const signing_key key = load_or_create_key(r.key_path);
-  const auto dir = merge_reports(s, {parts, merge_kind::shards, r.out_dir}, resolve_trust({}, s),
-                                 key);
-  for (const auto &p : parts) fmt::print("{}\n", p.string());
+  const auto dir =
+      merge_reports(s, {parts, merge_kind::shards, r.out_dir}, resolve_trust({}, s), key);
+  for (const auto &p : parts)
+    fmt::print("{}\n", p.string());
   fmt::print("{}\n", dir.string());
   return 0;
 }
@@ -463,7 +501,8 @@ int cmd_export(args_t args) {
   std::string hash;
   o.add_store(app);
   app.add_option("HASH", hash, "hash, unique prefix or id")->required();
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   const store s = o.open_store();
   fmt::print("{}\n", canonical_json(export_bundle(s, s.resolve(hash))));
   return 0;
@@ -480,7 +519,8 @@ int cmd_import(args_t args) {
   app.add_option("--trust", trust,
                  "accept only this freeze signer: a PEM FILE, a DIR of *.pub or a FINGERPRINT "
                  "(repeatable; default: the store's trust.json, if any)");
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   const store s = o.open_store();
   const json bundle = parse_json_strict(read_file(file, 1 << 24), file);
   const signing_key key = load_or_create_key(default_key_path(o.key_file));
@@ -491,7 +531,8 @@ int cmd_import(args_t args) {
     fmt::print("{} is already in this store (nothing written)\n", r.protocol_id);
   else
     fmt::print("imported {} frozen by {} into {}{}\n", r.protocol_id, r.signer.substr(0, 16),
-               s.root().string(), t.pinned() ? "" : " (signer not pinned: no trust.json, no --trust)");
+               s.root().string(),
+               t.pinned() ? "" : " (signer not pinned: no trust.json, no --trust)");
   fmt::print("{}\n", r.hash);
   return 0;
 }
@@ -512,12 +553,14 @@ int cmd_merge(args_t args) {
   app.add_flag("--replication", replication,
                "pool complete reports by the protocol's frozen replication rule");
   app.add_option("--trust", trust, "accept only these signers in the parts (as for audit)");
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   const store s = o.open_store();
   const trust_root t = resolve_trust(trust, s);
   const signing_key key = load_or_create_key(default_key_path(o.key_file));
   merge_options m;
-  for (const auto &d : dirs) m.parts.emplace_back(d);
+  for (const auto &d : dirs)
+    m.parts.emplace_back(d);
   m.kind = replication ? merge_kind::replication : merge_kind::shards;
   m.out_dir = out_dir;
   fmt::print("{}\n", merge_reports(s, m, t, key).string());
@@ -545,19 +588,21 @@ int cmd_slurm(args_t args) {
   app.add_option("--out", out_dir, "reports folder (default ./reports)");
   app.add_option("--work", work, "folder for logs and results (default ./slurm-<id>)");
   app.add_option("-o,--script", script, "write the script to FILE (else stdout)");
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   const store s = o.open_store();
   const frozen_protocol fp = s.load(s.resolve(hash));
   (void)shard_cells(fp.proto, {1, so.shards});
-  if (!gpus_given) so.gpus_per_task = fp.proto.device == "cuda" ? 1 : 0;
+  if (!gpus_given)
+    so.gpus_per_task = fp.proto.device == "cuda" ? 1 : 0;
   so.prereg = self_exe();
   so.hash = fp.hash;
   so.protocol_id = fp.proto.id;
   so.store = std::filesystem::absolute(s.root()).lexically_normal();
   so.key = std::filesystem::absolute(default_key_path(o.key_file)).lexically_normal();
   so.out = std::filesystem::absolute(out_dir).lexically_normal();
-  so.work = std::filesystem::absolute(work.empty() ? "slurm-" + fp.proto.id : work)
-                .lexically_normal();
+  so.work =
+      std::filesystem::absolute(work.empty() ? "slurm-" + fp.proto.id : work).lexically_normal();
   const std::string text = slurm_script(so);
   if (script.empty())
     fmt::print("{}", text);
@@ -584,14 +629,17 @@ int cmd_run(args_t args) {
   app.add_option("--shard", shard, "K/N: run shard K of N only (docs/scale-out.md)");
   app.add_option("--devices", devices,
                  "ORD,ORD,...: one process per listed device, each a shard, merged at the end");
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   if (!shard.empty() && !devices.empty())
     throw invalid_input("run: --shard and --devices exclude each other");
-  if (!shard.empty()) r.shard = parse_shard(shard);
+  if (!shard.empty())
+    r.shard = parse_shard(shard);
   r.store_root = store::default_root(o.store_dir);
   r.key_path = default_key_path(o.key_file);
   r.out_dir = out_dir;
-  if (!devices.empty()) return run_on_devices(r, parse_device_list(devices));
+  if (!devices.empty())
+    return run_on_devices(r, parse_device_list(devices));
   r.make_device = make_default_device;
   r.resolve_arm = builtin_resolver();
   r.isolate = true; // measure in a child that never holds the key (docs/engine.md)
@@ -611,12 +659,14 @@ int cmd_try(args_t args) {
   app.add_option("--device", r.device_ordinal, "CUDA device ordinal (default 0)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--quiet,-q", r.quiet, "no progress on stderr");
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   r.out_dir = out_dir;
   r.make_device = make_default_device;
   r.resolve_arm = builtin_resolver();
-  fmt::print(stderr, "prereg: EXPLORATORY try of {}: not frozen, not signed, not in the ledger; "
-                     "for a confirmatory run, `prereg freeze {}` then `prereg run`\n",
+  fmt::print(stderr,
+             "prereg: EXPLORATORY try of {}: not frozen, not signed, not in the ledger; "
+             "for a confirmatory run, `prereg freeze {}` then `prereg run`\n",
              r.target, r.target);
   fmt::print("{}\n", try_protocol(r).string());
   return 0;
@@ -645,7 +695,8 @@ int cmd_audit(args_t args) {
   app.add_option("--checkpoint", checkpoints,
                  "fail unless the ledger still holds this checkpoint FILE (repeatable)");
   app.add_flag("--json", as_json, "print the checks as JSON");
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   const store s = o.open_store();
   const std::vector<std::filesystem::path> cps(checkpoints.begin(), checkpoints.end());
   const audit_result r = is_merged_report(dir)
@@ -662,7 +713,8 @@ int cmd_report(args_t args) {
   app.add_option("REPORT_DIR", dir, "a report folder")->required();
   app.add_option("--format", format, "md | html (default: both, written into the folder)")
       ->check(CLI::IsMember({"md", "html", "both"}));
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   const auto folder = std::filesystem::path(dir);
   const report_document report =
       report_from_json(read_report_json(dir), (folder / "report.json").string());
@@ -707,7 +759,8 @@ int cmd_compare(args_t args) {
   app.add_option("--min-effect", min_effect,
                  "ratios within this of 1 are 'same' (fraction or percentage; default 5%)");
   app.add_flag("--json", as_json, "print the comparison as canonical JSON");
-  if (!parse(app, args)) return 0;
+  if (!parse(app, args))
+    return 0;
   if (b_dirs.empty()) {
     if (a_dirs.size() != 2)
       throw invalid_input(fmt::format("compare: give A_DIR B_DIR, or A_DIR... --vs B_DIR... "
@@ -763,13 +816,15 @@ constexpr command commands[] = {
 
 const command *find_command(std::string_view name) {
   for (const auto &c : commands)
-    if (name == c.name) return &c;
+    if (name == c.name)
+      return &c;
   return nullptr;
 }
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
     std::size_t diag = row[0];
     row[0] = i;
@@ -786,7 +841,8 @@ void print_usage() {
   fmt::print("prereg {} — pre-registered GPU kernel experiments\n\nusage: prereg COMMAND "
              "[OPTIONS]\n\ncommands:\n",
              build_info::version);
-  for (const auto &c : commands) fmt::print("  {:<8} {}\n", c.name, c.summary);
+  for (const auto &c : commands)
+    fmt::print("  {:<8} {}\n", c.name, c.summary);
   fmt::print("\n`prereg help COMMAND` or `prereg COMMAND --help` for a command's options.\n");
 }
 
@@ -825,11 +881,12 @@ int run_command_line(int argc, char **argv) {
     std::size_t best_d = 3;
     for (const auto &cand : commands) {
       const auto d = edit_distance(name, cand.name);
-      if (d < best_d) best_d = d, best = &cand;
+      if (d < best_d)
+        best_d = d, best = &cand;
     }
-    throw invalid_input(best ? fmt::format("unknown command '{}'; did you mean '{}'?", name,
-                                           best->name)
-                             : fmt::format("unknown command '{}'; see `prereg help`", name));
+    throw invalid_input(
+        best ? fmt::format("unknown command '{}'; did you mean '{}'?", name, best->name)
+             : fmt::format("unknown command '{}'; see `prereg help`", name));
   }
   return c->run(args_t(all.begin() + 1, all.end()));
 }

@@ -1,8 +1,8 @@
 // SHA-256, base64, DSSE PAE and Ed25519 keys and signatures, all through OpenSSL 3 EVP.
 #include "crypto/crypto.hpp"
 
-#include "prereg/error.hpp"
 #include "base/fs.hpp"
+#include "prereg/error.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,8 +1,8 @@
 // Signing-key location and creation on first need.
 #include "crypto/keyring.hpp"
 
-#include "prereg/error.hpp"
 #include "base/fs.hpp"
+#include "prereg/error.hpp"
 
 #include <fmt/format.h>
 
@@ -16,8 +16,8 @@ void refuse_key_material(const std::filesystem::path &path, std::string_view byt
                          const std::filesystem::path &key_path) {
   std::error_code ec;
   const bool is_key = !key_path.empty() && std::filesystem::equivalent(path, key_path, ec);
-  static constexpr unsigned char pkcs8_ed25519[] = {0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05,
-                                                    0x06, 0x03, 0x2b, 0x65, 0x70};
+  static constexpr unsigned char pkcs8_ed25519[] = {0x30, 0x2e, 0x02, 0x01, 0x00, 0x30,
+                                                    0x05, 0x06, 0x03, 0x2b, 0x65, 0x70};
   const bool der = bytes.size() >= sizeof pkcs8_ed25519 &&
                    std::memcmp(bytes.data(), pkcs8_ed25519, sizeof pkcs8_ed25519) == 0;
   if (is_key || der || bytes.find("PRIVATE KEY-----") != std::string_view::npos)
@@ -39,10 +39,13 @@ std::string read_protocol_file(const std::filesystem::path &path,
 }
 
 std::filesystem::path default_key_path(const std::string &flag) {
-  if (!flag.empty()) return flag;
-  if (const char *env = std::getenv("PREREG_KEY"); env && *env) return env;
+  if (!flag.empty())
+    return flag;
+  if (const char *env = std::getenv("PREREG_KEY"); env && *env)
+    return env;
   std::filesystem::path config;
-  if (const char *xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) config = xdg;
+  if (const char *xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg)
+    config = xdg;
   else if (const char *home = std::getenv("HOME"); home && *home)
     config = std::filesystem::path(home) / ".config";
   else
@@ -63,8 +66,7 @@ signing_key load_or_create_key(const std::filesystem::path &path) {
   signing_key key = signing_key::generate();
   key.save(path);
   fmt::print(stderr, "prereg: created signing key {} (fingerprint {})\n",
-             escape_control(path.string()),
-             key.fingerprint());
+             escape_control(path.string()), key.fingerprint());
   return key;
 }
 

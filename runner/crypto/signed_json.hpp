@@ -2,8 +2,8 @@
 // record without its "signature" member. Used by freeze records and ledger entries.
 #pragma once
 
-#include "crypto/crypto.hpp"
 #include "base/json.hpp"
+#include "crypto/crypto.hpp"
 
 #include <string>
 

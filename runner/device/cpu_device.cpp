@@ -2,9 +2,9 @@
 // memory, a steady-clock window, a read-sweep flush of the last-level cache, the core clock.
 #include "device/device.hpp"
 
+#include "base/rng.hpp"
 #include "prereg/error.hpp"
 #include "spec/reference.hpp"
-#include "base/rng.hpp"
 
 #include <fmt/format.h>
 
@@ -19,10 +19,10 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <memory>
-#include <optional>
 #include <limits>
+#include <memory>
 #include <new>
+#include <optional>
 #include <sstream>
 #include <thread>
 

@@ -2,10 +2,10 @@
 // harness memory, a cudaMallocAsync step allocator, CUDA events around the step only, the
 // read-sweep L2 flush, the SM clock probe, CUDA graph capture, NVML's other processes.
 #include "cuda/cuda_call.hpp"
-#include "device/instrument.hpp"
 #include "device/cupti.hpp"
-#include "device/nvml.hpp"
 #include "device/device.hpp"
+#include "device/instrument.hpp"
+#include "device/nvml.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>
@@ -33,7 +33,6 @@ constexpr int floor_samples = 21;
 constexpr int timer_pairs = 200;
 constexpr std::size_t min_flush_bytes = std::size_t{64} << 20;
 constexpr std::uint64_t clock_interval_ns = 1'000'000; // 1 ms of %globaltimer per clock probe
-
 
 [[nodiscard]] std::string version_string(int v) {
   return fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
@@ -124,7 +123,6 @@ private:
   std::uint64_t m_current = 0;
   std::uint64_t m_peak = 0;
 };
-
 
 /// A captured step: an instantiated CUDA graph.
 class cuda_graph final : public captured_step {
@@ -218,9 +216,8 @@ int select_device(int ordinal) {
                                         ordinal, count, count - 1));
   if (const cudaError_t set = cudaSetDevice(ordinal); set != cudaSuccess) {
     (void)cudaGetLastError();
-    throw environment_error(
-        fmt::format("CUDA device {} is not usable: cudaSetDevice: {}", ordinal,
-                    cudaGetErrorString(set)));
+    throw environment_error(fmt::format("CUDA device {} is not usable: cudaSetDevice: {}", ordinal,
+                                        cudaGetErrorString(set)));
   }
   return count;
 }
@@ -394,7 +391,8 @@ public:
     const std::uint64_t free0 = free_bytes();
     const std::uint64_t arm0 = arm_reserved();
     // The marks bound the window in the kernel clock's records; PREREG_WINDOW_MARKS=1 queues
-    // them without it too, for a profiler that segments windows by them (tools/device/ncu_agreement).
+    // them without it too, for a profiler that segments windows by them
+    // (tools/device/ncu_agreement).
     const bool traced = kernel_tracer::instance().enabled() || forced_window_marks();
     if (traced)
       launch_window_mark(true, m_stream);
@@ -419,8 +417,8 @@ public:
   void empty_step() override { launch_empty(m_stream); }
 
   [[nodiscard]] std::optional<std::string> kernel_clock(bool on, std::string &why_not) override {
-    if (const char *v = std::getenv("PREREG_KERNEL_CLOCK"); on && v != nullptr &&
-                                                             std::string(v) == "off") {
+    if (const char *v = std::getenv("PREREG_KERNEL_CLOCK");
+        on && v != nullptr && std::string(v) == "off") {
       why_not = "switched off by PREREG_KERNEL_CLOCK=off";
       return std::nullopt;
     }
@@ -454,8 +452,7 @@ public:
     // the window's stop event makes it long (docs/engine.md, off-window work).
     const auto t0 = std::chrono::steady_clock::now();
     PREREG_CUDA_CALL(cudaDeviceSynchronize());
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-        .count();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
 
   /// The event timer's quantum: the smallest non-zero step between the distinct elapsed times
@@ -504,11 +501,8 @@ public:
   [[nodiscard]] bool broken() const override { return !context_alive(); }
   [[nodiscard]] void *stream() const override { return m_stream; }
 
-  [[nodiscard]] std::optional<std::string> cannot_capture() const override {
-    return std::nullopt;
-  }
-  [[nodiscard]] std::unique_ptr<captured_step>
-  capture(const std::function<void()> &step) override {
+  [[nodiscard]] std::optional<std::string> cannot_capture() const override { return std::nullopt; }
+  [[nodiscard]] std::unique_ptr<captured_step> capture(const std::function<void()> &step) override {
     PREREG_CUDA_CALL(cudaStreamBeginCapture(m_stream, cudaStreamCaptureModeThreadLocal));
     try {
       step();

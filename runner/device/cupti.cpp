@@ -38,9 +38,9 @@ struct cupti_api {
   CUptiResult (*next_record)(std::uint8_t *, std::size_t, CUpti_Activity **) = nullptr;
   CUptiResult (*dropped)(CUcontext, std::uint32_t, std::size_t *) = nullptr;
   CUptiResult (*result_string)(CUptiResult, const char **) = nullptr;
-  std::string library;   ///< the path that loaded
+  std::string library; ///< the path that loaded
   std::uint32_t version = 0;
-  std::string missing;   ///< why CUPTI cannot serve, or empty
+  std::string missing; ///< why CUPTI cannot serve, or empty
 };
 
 std::mutex g_mutex;
@@ -120,8 +120,7 @@ std::string result_text(CUptiResult res) {
   return fmt::format("CUPTI error {}", static_cast<int>(res));
 }
 
-void CUPTIAPI buffer_requested(std::uint8_t **buffer, std::size_t *size,
-                               std::size_t *max_records) {
+void CUPTIAPI buffer_requested(std::uint8_t **buffer, std::size_t *size, std::size_t *max_records) {
   *buffer = static_cast<std::uint8_t *>(std::aligned_alloc(buffer_align, buffer_bytes));
   *size = *buffer != nullptr ? buffer_bytes : 0;
   *max_records = 0;
@@ -160,7 +159,6 @@ std::string demangled(const char *name) {
   cache.emplace(name, out);
   return out;
 }
-
 
 } // namespace
 

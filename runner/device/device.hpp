@@ -6,8 +6,8 @@
 // flush before each sample, repeat, launch mode, billing, clock reads, deviations.
 #pragma once
 
-#include "prereg/arm.hpp"
 #include "base/json.hpp"
+#include "prereg/arm.hpp"
 #include "spec/registry.hpp"
 
 #include <cstddef>
@@ -37,15 +37,15 @@ public:
 
 /// One timed window's facts.
 struct window_result {
-  double ms = 0;                     ///< the window's elapsed time
-  std::uint64_t harness_growth = 0;  ///< device memory gained in the window that no arm holds
+  double ms = 0;                    ///< the window's elapsed time
+  std::uint64_t harness_growth = 0; ///< device memory gained in the window that no arm holds
 };
 
 /// The kernel clock's account of one timed window (docs/engine.md, kernel clock): the kernels
 /// whose device start lies inside the window, as the device's own activity records saw them.
 struct window_kernels {
-  double kernel_ms = 0;    ///< union of their [start, end] intervals
-  std::int64_t count = 0;  ///< how many ran
+  double kernel_ms = 0;         ///< union of their [start, end] intervals
+  std::int64_t count = 0;       ///< how many ran
   std::int64_t graph_count = 0; ///< how many of them ran as nodes of a CUDA graph
   struct by_name {
     std::string name;
@@ -74,14 +74,14 @@ public:
 
 /// The instrument's device-specific sizes.
 struct instrument_plan {
-  std::uint64_t flush_bytes = 0;    ///< buffer the flush reads (0: the device cannot flush)
-  std::string flush_method;         ///< "read-sweep"
-  std::uint64_t ceiling_bytes = 0;  ///< bytes one ceiling copy reads (and writes)
-  int ceiling_copies = 0;           ///< copies timed for the ceiling (median), each flushed
-  int ceiling_warmup = 0;           ///< untimed copies before them
-  int floor_steps = 0;              ///< empty steps timed for the launch floor (median)
-  int floor_warmup = 0;             ///< untimed empty steps before them
-  std::uint64_t llc_bytes = 0;      ///< last-level cache (0: unknown)
+  std::uint64_t flush_bytes = 0;   ///< buffer the flush reads (0: the device cannot flush)
+  std::string flush_method;        ///< "read-sweep"
+  std::uint64_t ceiling_bytes = 0; ///< bytes one ceiling copy reads (and writes)
+  int ceiling_copies = 0;          ///< copies timed for the ceiling (median), each flushed
+  int ceiling_warmup = 0;          ///< untimed copies before them
+  int floor_steps = 0;             ///< empty steps timed for the launch floor (median)
+  int floor_warmup = 0;            ///< untimed empty steps before them
+  std::uint64_t llc_bytes = 0;     ///< last-level cache (0: unknown)
 };
 
 class device {
@@ -100,9 +100,10 @@ public:
   virtual void finish_environment(json & /*env*/) {}
   /// Why this device cannot take `arm` at this pass and shape for a reason of its own (beyond
   /// the registry's limits and the engine's memory estimate), or nullopt.
-  [[nodiscard]] virtual std::optional<std::string>
-  cannot_take(const arm_info & /*arm*/, pass_kind /*pass*/, std::int64_t /*rows*/,
-              std::int64_t /*cols*/) const {
+  [[nodiscard]] virtual std::optional<std::string> cannot_take(const arm_info & /*arm*/,
+                                                               pass_kind /*pass*/,
+                                                               std::int64_t /*rows*/,
+                                                               std::int64_t /*cols*/) const {
     return std::nullopt;
   }
   /// Bytes one cell may use (inputs, outputs, arm scratch), for the cell-skipped estimate.

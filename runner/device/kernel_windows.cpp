@@ -45,7 +45,7 @@ struct running_union {
 };
 
 struct region_state {
-  std::uint64_t lo = 0;                                      ///< the open mark's end
+  std::uint64_t lo = 0;                                         ///< the open mark's end
   std::uint64_t hi = std::numeric_limits<std::uint64_t>::max(); ///< the close mark's start
   running_union kernels;
 };
@@ -60,8 +60,9 @@ struct window_state {
 
 } // namespace
 
-std::vector<window_kernels> segment_windows(std::vector<kernel_event> &events,
-                                            const std::function<std::string(const char *)> &display) {
+std::vector<window_kernels>
+segment_windows(std::vector<kernel_event> &events,
+                const std::function<std::string(const char *)> &display) {
   events.erase(std::remove_if(events.begin(), events.end(),
                               [](const kernel_event &e) { return e.end == 0 || e.end < e.start; }),
                events.end());

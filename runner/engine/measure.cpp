@@ -2,11 +2,11 @@
 // on any device through its primitives (docs/engine.md is the normative description).
 #include "engine/measure.hpp"
 
-#include "prereg/error.hpp"
 #include "arms/outside_arm.hpp"
-#include "spec/reference.hpp"
 #include "base/rng.hpp"
 #include "base/stats.hpp"
+#include "prereg/error.hpp"
+#include "spec/reference.hpp"
 
 #include <fmt/format.h>
 
@@ -65,8 +65,8 @@ public:
     try {
       for (std::size_t i = 0; i < op.tensors.size(); ++i)
         if (op.used_in(i, pass))
-          m_ptrs[i] = dev.allocate(static_cast<std::size_t>(op.elements(i, s)) *
-                                   op.element_size(i, type));
+          m_ptrs[i] =
+              dev.allocate(static_cast<std::size_t>(op.elements(i, s)) * op.element_size(i, type));
     } catch (...) {
       free_all();
       throw;
@@ -109,7 +109,7 @@ struct bound_arm {
   const arm_info *info = nullptr;
   arm_code code;
   std::shared_ptr<outside_arm> outside; ///< a plugin or Python arm (code is then empty)
-  std::vector<arm_option> options; ///< every declared option with the protocol's value
+  std::vector<arm_option> options;      ///< every declared option with the protocol's value
 };
 
 /// Binds `arm` to buffer set `b`: the pointers for a built-in arm; the setup of an outside arm
@@ -185,7 +185,8 @@ void run_step(const bound_arm &arm, pass_kind pass, const std::vector<invocation
 
 std::string describe(const std::exception &e) {
   std::string s = e.what();
-  if (const auto *pe = dynamic_cast<const prereg::error *>(&e); pe != nullptr && !pe->where().empty())
+  if (const auto *pe = dynamic_cast<const prereg::error *>(&e);
+      pe != nullptr && !pe->where().empty())
     s += fmt::format(" ({})", pe->where());
   return s;
 }
@@ -221,8 +222,8 @@ public:
       if (a.info != nullptr)
         a.code = resolve(*a.spec, *a.info);
       if (a.info == nullptr || a.code.empty()) {
-        m_skip[i] = fmt::format("kernel {} has no {} implementation in this build",
-                                a.spec->kernel, m_proto.device);
+        m_skip[i] = fmt::format("kernel {} has no {} implementation in this build", a.spec->kernel,
+                                m_proto.device);
         continue;
       }
       for (const auto &o : a.info->options) {
@@ -269,8 +270,8 @@ public:
     bound_arm &a = m_arms[i];
     const cell_key &k = m_plan.cells[i];
     if (!m_plan.load_outside) {
-      m_skip[i] = fmt::format("arm {} ({}) needs a loader for outside arms", a.spec->id,
-                              a.spec->label());
+      m_skip[i] =
+          fmt::format("arm {} ({}) needs a loader for outside arms", a.spec->id, a.spec->label());
       return;
     }
     auto it = m_loaded.find(a.spec->id);
@@ -365,8 +366,7 @@ private:
           for (std::size_t i : *g) {
             correctness_record rec;
             rec.key = m_plan.cells[i];
-            rec.detail =
-                fmt::format("buffers for this shape could not be set up: {}", describe(e));
+            rec.detail = fmt::format("buffers for this shape could not be set up: {}", describe(e));
             const std::string why = rec.detail;
             records[i] = std::move(rec);
             survive(m_plan.cells[i], why);
@@ -389,8 +389,8 @@ private:
         m_raw.correctness.push_back(std::move(*r));
   }
 
-  std::optional<correctness_record> check_one(std::size_t i, const shape &s,
-                                              const buffer_set &set, const host_tensors &ref) {
+  std::optional<correctness_record> check_one(std::size_t i, const shape &s, const buffer_set &set,
+                                              const host_tensors &ref) {
     const cell_key &key = m_plan.cells[i];
     const bound_arm &arm = m_arms[i];
     correctness_record rec;
@@ -457,8 +457,8 @@ private:
 
   /// Compares every checked tensor `pass` writes in `set` with `ref`; a failure clears
   /// rec.passed and, for the first one, sets rec.detail (prefixed by `context`).
-  void check_outputs(pass_kind pass, const shape &s, const buffer_set &set,
-                     const host_tensors &ref, correctness_record &rec, const std::string &context,
+  void check_outputs(pass_kind pass, const shape &s, const buffer_set &set, const host_tensors &ref,
+                     correctness_record &rec, const std::string &context,
                      const bound_arm &arm) const {
     for (std::size_t t = 0; t < m_op.tensors.size(); ++t) {
       const tensor_desc &d = m_op.tensors[t];
@@ -473,8 +473,8 @@ private:
       if (d.role == tensor_role::saved && arm.outside && arm.outside->stats_optional() &&
           std::all_of(got.begin(), got.end(), [](double v) { return reference::is_poison(v); }))
         continue;
-      const auto c = reference::compare(got, ref[t], m_proto.correctness.rtol,
-                                        m_proto.correctness.atol);
+      const auto c =
+          reference::compare(got, ref[t], m_proto.correctness.rtol, m_proto.correctness.atol);
       rec.max_abs_error = std::max(rec.max_abs_error, c.max_abs_error);
       rec.max_rel_error = std::max(rec.max_rel_error, c.max_rel_error);
       rec.unwritten = rec.unwritten || c.unwritten;
@@ -483,16 +483,15 @@ private:
       if (rec.passed) {
         const auto j = static_cast<std::size_t>(std::max<std::int64_t>(c.first_bad, 0));
         const std::string where = element_name(m_op, t, c.first_bad, s);
-        rec.detail =
-            reference::is_poison(got[j])
-                ? fmt::format("{}: unwritten (still poison) at {}", d.name, where)
-            : c.constant
-                ? fmt::format("{}: every element is {:.9g}, the reference is not constant "
-                              "({} is {:.9g})",
-                              d.name, got[j], where, ref[t][j])
-                : fmt::format("{}: {} is {:.9g}, reference {:.9g} (rtol {:g}, atol {:g})", d.name,
-                              where, got[j], ref[t][j], m_proto.correctness.rtol,
-                              m_proto.correctness.atol);
+        rec.detail = reference::is_poison(got[j])
+                         ? fmt::format("{}: unwritten (still poison) at {}", d.name, where)
+                     : c.constant
+                         ? fmt::format("{}: every element is {:.9g}, the reference is not constant "
+                                       "({} is {:.9g})",
+                                       d.name, got[j], where, ref[t][j])
+                         : fmt::format("{}: {} is {:.9g}, reference {:.9g} (rtol {:g}, atol {:g})",
+                                       d.name, where, got[j], ref[t][j], m_proto.correctness.rtol,
+                                       m_proto.correctness.atol);
         rec.detail = context + rec.detail;
       }
       rec.passed = false;
@@ -617,8 +616,8 @@ private:
         floor.push_back(ms);
       m_progress.tick();
     }
-    in.kernel_clock_floor_ms = floor.empty() ? std::numeric_limits<double>::quiet_NaN()
-                                             : median(floor);
+    in.kernel_clock_floor_ms =
+        floor.empty() ? std::numeric_limits<double>::quiet_NaN() : median(floor);
     (void)m_dev.take_window_kernels();
   }
 
@@ -855,8 +854,8 @@ private:
         ++c.record.spot_checks;
         const std::int64_t repeat_k = m_arms[c.index].spec->repeat;
         bool collected = false; // outputs an outside arm returned rather than wrote
-        for (const auto &v : arm_args[static_cast<std::size_t>(&c - cells.data())]
-                                     [static_cast<std::size_t>(block)])
+        for (const auto &v :
+             arm_args[static_cast<std::size_t>(&c - cells.data())][static_cast<std::size_t>(block)])
           if (v.bound) {
             v.bound->collect();
             collected = true;
@@ -868,8 +867,9 @@ private:
           const buffer_set &set = set_of(block, k);
           const std::string context =
               repeat_k > 1 ? fmt::format("{} (invocation {}): ", sample, k) : sample + ": ";
-          auto rec = std::find_if(m_raw.correctness.begin(), m_raw.correctness.end(),
-                                  [&](const correctness_record &r) { return r.key == c.record.key; });
+          auto rec =
+              std::find_if(m_raw.correctness.begin(), m_raw.correctness.end(),
+                           [&](const correctness_record &r) { return r.key == c.record.key; });
           if (rec != m_raw.correctness.end() && rec->passed) {
             correctness_record got;
             got.passed = true;
@@ -900,10 +900,10 @@ private:
             };
             const auto was = element(d.bytes[t]);
             const auto is = element(now);
-            c.record.input_mutated = fmt::format(
-                "{}{}: {} was {:.9g} before the call and {:.9g} after it", context,
-                m_op.tensors[t].name, element_name(m_op, t, static_cast<std::int64_t>(j), s),
-                was[0], is[0]);
+            c.record.input_mutated =
+                fmt::format("{}{}: {} was {:.9g} before the call and {:.9g} after it", context,
+                            m_op.tensors[t].name,
+                            element_name(m_op, t, static_cast<std::int64_t>(j), s), was[0], is[0]);
           }
         }
       };
@@ -983,11 +983,10 @@ private:
           ++c.calls;
           if (flush)
             m_dev.flush();
-          const std::function<void()> step =
-              !c.graphs.empty()
-                  ? std::function<void()>(
-                        [&] { m_dev.replay(*c.graphs[static_cast<std::size_t>(block)]); })
-                  : step_of(ci, block);
+          const std::function<void()> step = !c.graphs.empty() ? std::function<void()>([&] {
+            m_dev.replay(*c.graphs[static_cast<std::size_t>(block)]);
+          })
+                                                               : step_of(ci, block);
           const window_result w = m_dev.timed(step);
           if (clock_on)
             pending.push_back({ci, false});
@@ -1145,10 +1144,9 @@ std::optional<std::string> device_cannot_run(const device &dev, const operation_
                      arm.name, rows, cols, static_cast<double>(need) / gib, sets,
                      static_cast<double>(set) / gib, static_cast<double>(scratch) / gib,
                      static_cast<double>(instrument) / gib,
-                     dev.kind() == "cpu"
-                         ? fmt::format(", {:.3f} GiB float64 reference",
-                                       static_cast<double>(reference) / gib)
-                         : std::string(),
+                     dev.kind() == "cpu" ? fmt::format(", {:.3f} GiB float64 reference",
+                                                       static_cast<double>(reference) / gib)
+                                         : std::string(),
                      static_cast<double>(budget) / gib, dev.kind());
 }
 

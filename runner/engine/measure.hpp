@@ -2,10 +2,10 @@
 // on any device. Backends supply device primitives only (device/device.hpp).
 #pragma once
 
-#include "spec/arm_code.hpp"
-#include "spec/records.hpp"
 #include "device/device.hpp"
+#include "spec/arm_code.hpp"
 #include "spec/operation.hpp"
+#include "spec/records.hpp"
 
 #include <functional>
 #include <optional>

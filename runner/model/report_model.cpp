@@ -210,8 +210,7 @@ report_instrument read_instrument(const node &n, int version) {
             "kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped"});
   else
     n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
-            "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes",
-            "clock_start_mhz"});
+            "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz"});
   report_instrument in;
   in.ceiling_gbps = n["ceiling_gbps"].number_or_null();
   in.ceiling_samples_gbps = n["ceiling_samples_gbps"].numbers();
@@ -232,8 +231,8 @@ report_instrument read_instrument(const node &n, int version) {
 
 report_kernel_clock read_kernel_clock(const node &n, std::size_t samples) {
   n.only({"kernel_ms", "gap_ms", "kernels", "graph_kernels", "median_kernel_ms", "q1_kernel_ms",
-          "q3_kernel_ms", "statistic_kernel_ms", "median_gap_ms", "gap_share_pct",
-          "median_kernels", "names"});
+          "q3_kernel_ms", "statistic_kernel_ms", "median_gap_ms", "gap_share_pct", "median_kernels",
+          "names"});
   report_kernel_clock k;
   k.kernel_ms = n["kernel_ms"].numbers();
   k.gap_ms = n["gap_ms"].numbers();
@@ -275,7 +274,8 @@ report_kernel_clock read_kernel_clock(const node &n, std::size_t samples) {
     r.calls = static_cast<std::int64_t>(e["calls"].count());
     r.samples_ms = e["samples_ms"].numbers();
     if (r.samples_ms.size() != samples)
-      e["samples_ms"].fail(fmt::format("has {} values for {} samples", r.samples_ms.size(), samples));
+      e["samples_ms"].fail(
+          fmt::format("has {} values for {} samples", r.samples_ms.size(), samples));
     r.median_ms = e["median_ms"].number_or_null();
     r.share_pct = e["share_pct"].number_or_null();
     k.names.push_back(std::move(r));
@@ -355,16 +355,36 @@ void read_regions(const node &n, report_cell &c) {
 
 report_cell read_cell(const node &n, int version) {
   if (version >= 3)
-    n.only({"arm",          "pass",          "rows",
-            "cols",         "samples_ms",    "n",
-            "median_ms",    "q1_ms",         "q3_ms",
-            "iqr_ms",       "mean_ms",       "min_ms",
-            "statistic_ms", "spearman_rho",  "peak_bytes",
-            "bytes_per_step", "gbps",        "pct_ceiling",
-            "bound",        "flags",         "error",
-            "clock_mhz",    "harness_bytes_in_window", "first_call_ms",
-            "warmup_calls", "off_window_ms", "kernel_clock", "regions",
-            "region_shares", "region_kernels"});
+    n.only({"arm",
+            "pass",
+            "rows",
+            "cols",
+            "samples_ms",
+            "n",
+            "median_ms",
+            "q1_ms",
+            "q3_ms",
+            "iqr_ms",
+            "mean_ms",
+            "min_ms",
+            "statistic_ms",
+            "spearman_rho",
+            "peak_bytes",
+            "bytes_per_step",
+            "gbps",
+            "pct_ceiling",
+            "bound",
+            "flags",
+            "error",
+            "clock_mhz",
+            "harness_bytes_in_window",
+            "first_call_ms",
+            "warmup_calls",
+            "off_window_ms",
+            "kernel_clock",
+            "regions",
+            "region_shares",
+            "region_kernels"});
   else if (version >= 2)
     n.only({"arm",
             "pass",
@@ -679,49 +699,54 @@ json to_json(const report_document &r) {
   json deviations = json::array();
   for (const auto &d : r.deviations)
     deviations.push_back(to_json(d));
-  json out = {{"schema_version", r.schema_version},
-          {"tool",
-           {{"name", r.tool.name},
-            {"version", r.tool.version},
-            {"git_commit", r.tool.git_commit},
-            {"build_flags", r.tool.build_flags}}},
-          {"protocol",
-           {{"hash", r.protocol.hash}, {"body", r.protocol.body}, {"freeze", r.protocol.freeze}}},
-          {"run", run_json(r.run)},
-          {"environment", r.environment},
-          {"instrument",
-           {{"ceiling_gbps", finite_or_null(in.ceiling_gbps)},
-            {"ceiling_samples_gbps", in.ceiling_samples_gbps},
-            {"ceiling_bytes", in.ceiling_bytes},
-            {"launch_floor_ms", finite_or_null(in.launch_floor_ms)},
-            {"timer_resolution_ms", finite_or_null(in.timer_resolution_ms)},
-            {"flush_bytes", in.flush_bytes},
-            {"flush_method", in.flush_method},
-            {"llc_bytes", in.llc_bytes},
-            {"clock_start_mhz", finite_or_null(in.clock_start_mhz)}}},
-          {"cells", cells},
-          {"correctness", correctness},
-          {"predictions", predictions},
-          {"defects", defects},
-          {"deviations", deviations},
-          {"attempt", r.attempt}};
-  if (r.tool.renderer != 1) // renderer 1 is recorded by its absence: earlier reports stay as they are
+  json out = {
+      {"schema_version", r.schema_version},
+      {"tool",
+       {{"name", r.tool.name},
+        {"version", r.tool.version},
+        {"git_commit", r.tool.git_commit},
+        {"build_flags", r.tool.build_flags}}},
+      {"protocol",
+       {{"hash", r.protocol.hash}, {"body", r.protocol.body}, {"freeze", r.protocol.freeze}}},
+      {"run", run_json(r.run)},
+      {"environment", r.environment},
+      {"instrument",
+       {{"ceiling_gbps", finite_or_null(in.ceiling_gbps)},
+        {"ceiling_samples_gbps", in.ceiling_samples_gbps},
+        {"ceiling_bytes", in.ceiling_bytes},
+        {"launch_floor_ms", finite_or_null(in.launch_floor_ms)},
+        {"timer_resolution_ms", finite_or_null(in.timer_resolution_ms)},
+        {"flush_bytes", in.flush_bytes},
+        {"flush_method", in.flush_method},
+        {"llc_bytes", in.llc_bytes},
+        {"clock_start_mhz", finite_or_null(in.clock_start_mhz)}}},
+      {"cells", cells},
+      {"correctness", correctness},
+      {"predictions", predictions},
+      {"defects", defects},
+      {"deviations", deviations},
+      {"attempt", r.attempt}};
+  if (r.tool.renderer !=
+      1) // renderer 1 is recorded by its absence: earlier reports stay as they are
     out["tool"]["renderer"] = r.tool.renderer;
-  if (r.exploratory) out["exploratory"] = true;
+  if (r.exploratory)
+    out["exploratory"] = true;
   if (r.schema_version >= 4) {
     json &ij = out["instrument"];
     ij["kernel_clock"] = in.kernel_clock;
     ij["kernel_clock_floor_ms"] = finite_or_null(in.kernel_clock_floor_ms);
     ij["kernel_records_dropped"] = in.kernel_records_dropped;
   }
-  if (r.shard) out["shard"] = to_json(*r.shard);
+  if (r.shard)
+    out["shard"] = to_json(*r.shard);
   return out;
 }
 
 void check_report_members(const json &root, const std::string &where) {
   const node n(root, "", where);
   n.only({"schema_version", "tool", "protocol", "run", "environment", "instrument", "cells",
-          "correctness", "predictions", "defects", "deviations", "attempt", "exploratory", "shard"});
+          "correctness", "predictions", "defects", "deviations", "attempt", "exploratory",
+          "shard"});
   (void)read_schema_version(n);
 }
 
@@ -762,7 +787,8 @@ report_document report_from_json(const json &root, const std::string &where, uns
     r.attempt = n["attempt"].integer();
   if (n.has("exploratory")) {
     r.exploratory = n["exploratory"].boolean();
-    if (!r.exploratory) n["exploratory"].fail("must be true when present");
+    if (!r.exploratory)
+      n["exploratory"].fail("must be true when present");
   }
   if (root.is_object() && root.contains("shard"))
     r.shard = shard_from_json(root.at("shard"), where.empty() ? "shard" : where + "#/shard");

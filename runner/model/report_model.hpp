@@ -2,8 +2,8 @@
 // one strict parser of the format (docs/report.md, docs/schema/report.schema.json).
 #pragma once
 
-#include "spec/records.hpp"
 #include "base/json.hpp"
+#include "spec/records.hpp"
 #include "spec/shard.hpp"
 
 #include <cstdint>
@@ -121,8 +121,8 @@ struct region_share {
     const auto same = [](double x, double y) { return x == y || (x != x && y != y); };
     return a.label == b.label && same(a.share_pct, b.share_pct) && same(a.lo_pct, b.lo_pct) &&
            same(a.hi_pct, b.hi_pct) && a.kernel == b.kernel &&
-           same(a.kernel_share_pct, b.kernel_share_pct) &&
-           same(a.kernel_lo_pct, b.kernel_lo_pct) && same(a.kernel_hi_pct, b.kernel_hi_pct);
+           same(a.kernel_share_pct, b.kernel_share_pct) && same(a.kernel_lo_pct, b.kernel_lo_pct) &&
+           same(a.kernel_hi_pct, b.kernel_hi_pct);
   }
 };
 

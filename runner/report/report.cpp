@@ -1,16 +1,15 @@
 // Assembles the report from a raw run (the one raw <-> report mapping), and signs it.
 #include "report/report.hpp"
 
-#include "prereg/build_info.hpp"
 #include "analysis/cell_stats.hpp"
 #include "analysis/defects.hpp"
-#include "base/expr.hpp"
 #include "analysis/verdict.hpp"
+#include "base/expr.hpp"
+#include "prereg/build_info.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-
 
 namespace prereg {
 namespace {
@@ -44,15 +43,15 @@ const json *evidence_of(const report_document &r, std::string_view code, const c
 std::vector<prediction_result> judge_predictions(const protocol &proto, const std::string &hash,
                                                  const raw_run &raw) {
   std::vector<std::string> arm_ids;
-  for (const auto &a : proto.arms) arm_ids.push_back(a.id);
+  for (const auto &a : proto.arms)
+    arm_ids.push_back(a.id);
   std::vector<expectation> parsed;
   parsed.reserve(proto.predictions.size());
   for (const auto &p : proto.predictions)
     parsed.push_back(expectation::parse(p.expect, arm_ids, "prediction " + p.id));
   std::vector<prediction_check> checks;
   for (const auto &e : parsed)
-    checks.push_back({[&e](const metric_lookup &value) { return e.holds(value); },
-                      e.references()});
+    checks.push_back({[&e](const metric_lookup &value) { return e.holds(value); }, e.references()});
   return evaluate_predictions(proto, hash, checks, raw);
 }
 
@@ -138,8 +137,7 @@ raw_run report_to_raw(const report_document &r) {
       rec.clock_mhz = e->get<double>();
     if (c.harness_bytes_in_window)
       rec.harness_bytes_in_window = *c.harness_bytes_in_window;
-    else if (const json *e =
-                 evidence_of(r, "harness-allocation", c.key, "harness_bytes_in_window");
+    else if (const json *e = evidence_of(r, "harness-allocation", c.key, "harness_bytes_in_window");
              e != nullptr && e->is_number_unsigned())
       rec.harness_bytes_in_window = e->get<std::uint64_t>();
     if (c.first_call_ms)
@@ -179,8 +177,10 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   r.correctness = raw.correctness;
   r.predictions = judge_predictions(proto, fp.hash, raw);
   r.defects = detect_defects(proto, raw, stats);
-  for (const auto &d : raw.deviations) r.deviations.push_back(report_deviation_of(d));
-  for (const auto &d : meta.deviations) r.deviations.push_back(report_deviation_of(d));
+  for (const auto &d : raw.deviations)
+    r.deviations.push_back(report_deviation_of(d));
+  for (const auto &d : meta.deviations)
+    r.deviations.push_back(report_deviation_of(d));
   r.attempt = meta.attempt;
   r.shard = meta.shard;
   return r;
@@ -192,10 +192,10 @@ json build_report(const frozen_protocol &fp, const raw_run &raw, const run_meta 
 
 std::string make_envelope(const std::string &payload, const signing_key &key) {
   const std::string sig = key.sign(dsse_pae(dsse_payload_type, payload));
-  const json env = {{"payloadType", dsse_payload_type},
-                    {"payload", base64_encode(payload)},
-                    {"signatures", json::array({{{"keyid", key.fingerprint()},
-                                                 {"sig", base64_encode(sig)}}})}};
+  const json env = {
+      {"payloadType", dsse_payload_type},
+      {"payload", base64_encode(payload)},
+      {"signatures", json::array({{{"keyid", key.fingerprint()}, {"sig", base64_encode(sig)}}})}};
   return canonical_json(env);
 }
 

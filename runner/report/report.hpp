@@ -2,11 +2,11 @@
 // modules, the one mapping between a raw run and the report model, and the DSSE envelope.
 #pragma once
 
-#include "spec/records.hpp"
 #include "analysis/cell_stats.hpp"
-#include "crypto/crypto.hpp"
 #include "base/json.hpp"
+#include "crypto/crypto.hpp"
 #include "model/report_model.hpp"
+#include "spec/records.hpp"
 #include "store/store.hpp"
 
 #include <string>
@@ -18,13 +18,13 @@ inline constexpr const char *dsse_payload_type = "application/vnd.prereg.report+
 
 /// Facts about the run that are not measurements.
 struct run_meta {
-  std::string run_id;      ///< the report folder's name
+  std::string run_id;       ///< the report folder's name
   std::int64_t attempt = 0; ///< this run's number among the protocol's runs in the ledger
-  std::string started_at;  ///< RFC 3339 UTC
-  std::string finished_at; ///< RFC 3339 UTC
+  std::string started_at;   ///< RFC 3339 UTC
+  std::string finished_at;  ///< RFC 3339 UTC
   int device_ordinal = 0;
   std::optional<report_ledger_head> ledger_head; ///< the entry the run-start extended
-  std::vector<json> deviations; ///< found by the engine (skipped cells, device changes, ...)
+  std::vector<json> deviations;    ///< found by the engine (skipped cells, device changes, ...)
   std::optional<shard_spec> shard; ///< `run --shard K/N`: the report is shard K's part
 };
 

@@ -1,9 +1,9 @@
 // Renders report.md and report.html from report.json alone: tables, inline SVG charts, verdicts.
 #include "report/report_text.hpp"
 
-#include "prereg/error.hpp"
-#include "model/report_model.hpp"
 #include "base/stats.hpp"
+#include "model/report_model.hpp"
+#include "prereg/error.hpp"
 
 #include <fmt/format.h>
 
@@ -465,9 +465,9 @@ table run_table(const view &v) {
       {plain("attempt"),
        plain(fmt::format("{} (this run's number among all runs of this protocol in the ledger)",
                          r.attempt))});
-  t.rows.push_back({plain("tool"), plain(fmt::format("{} {}, commit {}, {}", tool.name,
-                                                     tool.version, tool.git_commit,
-                                                     tool.build_flags))});
+  t.rows.push_back(
+      {plain("tool"), plain(fmt::format("{} {}, commit {}, {}", tool.name, tool.version,
+                                        tool.git_commit, tool.build_flags))});
   return t;
 }
 
@@ -536,15 +536,15 @@ table instrument_table(const view &v) {
   t.rows.push_back({plain("copy ceiling"), plain(ceiling)});
   t.rows.push_back({plain("launch floor"), plain(time_text(finite(in.launch_floor_ms)) +
                                                  " (median time of an empty step)")});
-  t.rows.push_back(
-      {plain("timer resolution"), plain(time_text(finite(in.timer_resolution_ms)))});
+  t.rows.push_back({plain("timer resolution"), plain(time_text(finite(in.timer_resolution_ms)))});
   std::string flush_text =
       in.flush_bytes == 0
           ? std::string("none")
           : fmt::format("reads {} ({})", bytes_text(static_cast<double>(in.flush_bytes)),
                         in.flush_method);
   if (in.llc_bytes > 0)
-    flush_text += fmt::format("; last-level cache {}", bytes_text(static_cast<double>(in.llc_bytes)));
+    flush_text +=
+        fmt::format("; last-level cache {}", bytes_text(static_cast<double>(in.llc_bytes)));
   t.rows.push_back({plain("cache flush"), plain(flush_text)});
   const auto clock = finite(in.clock_start_mhz);
   t.rows.push_back({plain("SM clock at start"),
@@ -751,8 +751,7 @@ span pct_cell(const report_cell &c) {
   if (!p)
     return plain("—");
   const std::string bound(to_string(c.bound));
-  return plain(pct_text(*p) +
-               (c.bound != bound_kind::neither ? " (" + bound + ")" : ""));
+  return plain(pct_text(*p) + (c.bound != bound_kind::neither ? " (" + bound + ")" : ""));
 }
 
 // The kernel clock's cell: kernel time per step (median) and the gap's share of the step.
@@ -786,9 +785,8 @@ table profile_table(const view &v, std::size_t per_cell = 8) {
     std::vector<const report_kernel_name *> names;
     for (const auto &n : c.kernel_clock->names)
       names.push_back(&n);
-    std::stable_sort(names.begin(), names.end(), [](const auto *a, const auto *b) {
-      return a->share_pct > b->share_pct;
-    });
+    std::stable_sort(names.begin(), names.end(),
+                     [](const auto *a, const auto *b) { return a->share_pct > b->share_pct; });
     const std::string where = fmt::format("{} {} {}", c.key.arm, to_string(c.key.pass),
                                           shape_text(c.key.rows, c.key.cols));
     double gap = 0;
@@ -798,15 +796,16 @@ table profile_table(const view &v, std::size_t per_cell = 8) {
     for (const auto *n : names) {
       if (shown++ == per_cell)
         break;
-      t.rows.push_back({code(where), code(n->name),
-                        plain(three_digits(static_cast<double>(n->calls) /
-                                           static_cast<double>(c.n))),
-                        plain(time_text(finite(n->median_ms))),
-                        plain(finite(n->share_pct) ? pct_text(n->share_pct) : "—")});
+      t.rows.push_back(
+          {code(where), code(n->name),
+           plain(three_digits(static_cast<double>(n->calls) / static_cast<double>(c.n))),
+           plain(time_text(finite(n->median_ms))),
+           plain(finite(n->share_pct) ? pct_text(n->share_pct) : "—")});
     }
     if (names.size() > per_cell)
-      t.rows.push_back({code(where), plain(fmt::format("({} more kernels)", names.size() - per_cell)),
-                        plain(""), plain(""), plain("")});
+      t.rows.push_back({code(where),
+                        plain(fmt::format("({} more kernels)", names.size() - per_cell)), plain(""),
+                        plain(""), plain("")});
     t.rows.push_back({code(where), plain("(gap: launch, events, host; median share)"), plain(""),
                       plain(time_text(finite(c.kernel_clock->median_gap_ms))),
                       plain(pct_text(gap))});
@@ -866,8 +865,8 @@ table prediction_summary(const view &v) {
     span verdict = plain(verdict_name);
     verdict.strong = true;
     verdict.cls = "verdict " + verdict_name;
-    t.rows.push_back({code(p.id), verdict, code(p.expect),
-                      plain(at_text(child(spec_json(v, p.id), "at")))});
+    t.rows.push_back(
+        {code(p.id), verdict, code(p.expect), plain(at_text(child(spec_json(v, p.id), "at")))});
   }
   return t;
 }
@@ -948,10 +947,10 @@ correctness_summary summarise_correctness(const view &v) {
     if (!c.passed) {
       ++a.failed;
       ++s.failed;
-      std::string f = fmt::format("{} {} {}: max abs error {}, max rel error {}", key.first,
-                                  key.second, shape_text(c.key.rows, c.key.cols),
-                                  error_text(finite(c.max_abs_error)),
-                                  error_text(finite(c.max_rel_error)));
+      std::string f =
+          fmt::format("{} {} {}: max abs error {}, max rel error {}", key.first, key.second,
+                      shape_text(c.key.rows, c.key.cols), error_text(finite(c.max_abs_error)),
+                      error_text(finite(c.max_rel_error)));
       if (c.unwritten)
         f += ", some output unwritten";
       if (!c.detail.empty())
@@ -1022,9 +1021,9 @@ std::string render_markdown(const report_document &report) {
   std::string out = "# " + std::string(v.exploratory ? "EXPLORATORY: " : "") +
                     md(text(b, "title", "prereg report")) + "\n\n";
   if (v.exploratory)
-    out += fmt::format("> **{}**\n\nReport of protocol {} (not frozen), run {}.\n\n",
-                       md(exploratory_text), md_code(text(b, "id", "?")),
-                       md_code(report.run.run_id));
+    out +=
+        fmt::format("> **{}**\n\nReport of protocol {} (not frozen), run {}.\n\n",
+                    md(exploratory_text), md_code(text(b, "id", "?")), md_code(report.run.run_id));
   else
     out += fmt::format("Report of protocol {}, attempt **{}**, run {}.\n\n",
                        md_code(text(b, "id", "?")), report.attempt, md_code(report.run.run_id));
@@ -1131,12 +1130,11 @@ std::string render_markdown(const report_document &report) {
           const double med = ms == c.region_kernels_ms.end() || ms->second.empty()
                                  ? std::numeric_limits<double>::quiet_NaN()
                                  : median(ms->second);
-          out += fmt::format("| {} | {} | {} | {} | {} | {} | {} .. {} | {} |\n",
-                             md_code(c.key.arm), md(std::string(to_string(c.key.pass))),
-                             md(shape_text(c.key.rows, c.key.cols)), md_code(r.label),
-                             pct(r.share_pct), pct(r.kernel_share_pct), pct(r.kernel_lo_pct),
-                             pct(r.kernel_hi_pct),
-                             std::isfinite(med) ? md(time_text(med)) : std::string("n/a"));
+          out += fmt::format(
+              "| {} | {} | {} | {} | {} | {} | {} .. {} | {} |\n", md_code(c.key.arm),
+              md(std::string(to_string(c.key.pass))), md(shape_text(c.key.rows, c.key.cols)),
+              md_code(r.label), pct(r.share_pct), pct(r.kernel_share_pct), pct(r.kernel_lo_pct),
+              pct(r.kernel_hi_pct), std::isfinite(med) ? md(time_text(med)) : std::string("n/a"));
         }
       out += "\n";
     }
@@ -1578,7 +1576,7 @@ chart make_chart(const view &v, const std::string &pass, std::int64_t cols,
           }
         } else if (finite(cell->median_ms)) {
           const double b = static_cast<double>(cell->peak_bytes);
-          p = point{r,  b / 1e6, {},
+          p = point{r,  b / 1e6,  {},
                     {}, unstable, point_title(*cell, fmt::format("peak {} MB", mb_text(b)))};
           any_positive = any_positive || b > 0.0;
         }
@@ -1600,8 +1598,8 @@ chart make_chart(const view &v, const std::string &pass, std::int64_t cols,
           ++zeros;
         }
       if (zeros > 0)
-        line.note = fmt::format(" (0 MB at {} shape{}, not on the log axis)", zeros,
-                                zeros == 1 ? "" : "s");
+        line.note =
+            fmt::format(" (0 MB at {} shape{}, not on the log axis)", zeros, zeros == 1 ? "" : "s");
     }
   }
   return c;
@@ -1724,18 +1722,18 @@ std::string render_html(const report_document &report) {
   out += "<header>\n<h1>" + html(title) + "</h1>\n";
   if (v.exploratory)
     out += "<p class=\"exploratory\">" + html(exploratory_text) + "</p>\n";
-  out += "<p class=\"sub\">protocol <code>" + html(text(b, "id", "?")) + "</code> · hash <code>" +
-         html(report.protocol.hash.substr(0, 16)) + "…</code> · " +
-         (v.exploratory ? std::string("<strong>not frozen</strong>")
-                        : "attempt <strong>" + html(fmt::format("{}", report.attempt)) +
-                              "</strong>") +
-         " · run <code>" + html(report.run.run_id) + "</code></p>\n";
+  out +=
+      "<p class=\"sub\">protocol <code>" + html(text(b, "id", "?")) + "</code> · hash <code>" +
+      html(report.protocol.hash.substr(0, 16)) + "…</code> · " +
+      (v.exploratory ? std::string("<strong>not frozen</strong>")
+                     : "attempt <strong>" + html(fmt::format("{}", report.attempt)) + "</strong>") +
+      " · run <code>" + html(report.run.run_id) + "</code></p>\n";
   if (const std::string h = text(b, "hypothesis"); !h.empty())
     out += "<blockquote><strong>Hypothesis.</strong> " + html(h) + "</blockquote>\n";
   out += "<div class=\"badges\">";
   for (const prediction_result &p : report.predictions)
-    out += badge(std::string(to_string(p.verdict)),
-                 p.id + ": " + std::string(to_string(p.verdict)));
+    out +=
+        badge(std::string(to_string(p.verdict)), p.id + ": " + std::string(to_string(p.verdict)));
   const correctness_summary cs = summarise_correctness(v);
   const std::size_t n_defects = report.defects.size();
   const std::size_t n_deviations = report.deviations.size();
@@ -1763,8 +1761,8 @@ std::string render_html(const report_document &report) {
       out += "<div class=\"charts\">\n";
       for (const auto &pass : v.passes)
         for (const char *kind : {"time", "speedup"}) {
-          const std::string id = fmt::format("summary-{}-{}-{}", kind,
-                                             pass == "fwd" ? "fwd" : "fwdbwd", cols);
+          const std::string id =
+              fmt::format("summary-{}-{}-{}", kind, pass == "fwd" ? "fwd" : "fwdbwd", cols);
           out += "<figure>" + render_chart(make_chart(v, pass, cols, kind), id) + "</figure>\n";
         }
       out += "</div>\n<p class=\"caption\">Time per step (median, whiskers q1 to q3) and the "
@@ -1862,12 +1860,13 @@ std::string render_html(const report_document &report) {
   if (r2)
     out += environment;
 
-  out += v.exploratory
-             ? "<footer>Rendered by prereg from report.json alone; this EXPLORATORY report is not "
-               "signed. This page fetches nothing.</footer>\n</main>\n</body>\n</html>\n"
-             : "<footer>Rendered by prereg from report.json alone; the signed record is report.json "
-               "with report.dsse.json. This page fetches nothing.</footer>\n</main>\n</body>\n"
-               "</html>\n";
+  out +=
+      v.exploratory
+          ? "<footer>Rendered by prereg from report.json alone; this EXPLORATORY report is not "
+            "signed. This page fetches nothing.</footer>\n</main>\n</body>\n</html>\n"
+          : "<footer>Rendered by prereg from report.json alone; the signed record is report.json "
+            "with report.dsse.json. This page fetches nothing.</footer>\n</main>\n</body>\n"
+            "</html>\n";
   return out;
 }
 

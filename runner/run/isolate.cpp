@@ -2,8 +2,8 @@
 // (docs/engine.md, "The measuring process"), and the raw facts' JSON that crosses the pipe.
 #include "run/isolate.hpp"
 
-#include "prereg/error.hpp"
 #include "engine/measure.hpp"
+#include "prereg/error.hpp"
 #include "spec/operation.hpp"
 #include "spec/registry.hpp"
 
@@ -190,8 +190,7 @@ public:
       if (!why)
         why = device_cannot_run(*m_device, op, *info, spec, c.pass, c.rows, c.cols, m_proto.type);
       if (why)
-        out.skipped.push_back(
-            {{"kind", "cell-skipped"}, {"message", *why}, {"cell", to_json(c)}});
+        out.skipped.push_back({{"kind", "cell-skipped"}, {"message", *why}, {"cell", to_json(c)}});
       else
         out.cells.push_back(c);
     }
@@ -199,8 +198,8 @@ public:
     return out;
   }
   raw_run measure(progress_sink &progress) override {
-    raw_run raw = prereg::measure(*m_device, m_environment, m_plan, m_options.resolve_arm,
-                                  progress, m_options.hooks);
+    raw_run raw = prereg::measure(*m_device, m_environment, m_plan, m_options.resolve_arm, progress,
+                                  m_options.hooks);
     attach_regions(raw);
     return raw;
   }
@@ -445,8 +444,8 @@ void read_kernel_facts(const json &c, const std::string &p, cell_record &rec) {
   if (!counts.is_array())
     bad(p + ".kernel_counts", "is not an array");
   for (std::size_t i = 0; i < counts.size(); ++i)
-    rec.kernel_counts.push_back(static_cast<std::int64_t>(
-        count(counts[i], fmt::format("{}.kernel_counts[{}]", p, i))));
+    rec.kernel_counts.push_back(
+        static_cast<std::int64_t>(count(counts[i], fmt::format("{}.kernel_counts[{}]", p, i))));
   const std::size_t n = rec.kernel_ms.size();
   if (n != 0 && n != rec.samples_ms.size())
     bad(p + ".kernel_ms", "does not have one value per sample");
@@ -598,8 +597,8 @@ raw_run raw_from_json(const json &j, const std::vector<cell_key> &planned) {
         continue;
       if (!r->is_object())
         bad(fmt::format("{}.{}", p, member_name), "is not an object");
-      auto &into = std::string_view(member_name) == "regions_ms" ? rec.regions_ms
-                                                                 : rec.region_kernels_ms;
+      auto &into =
+          std::string_view(member_name) == "regions_ms" ? rec.regions_ms : rec.region_kernels_ms;
       for (const auto &[label, times] : r->items()) {
         const std::string rp = fmt::format("{}.{}.{}", p, member_name, label);
         into[label] = numbers(times, rp);
@@ -612,7 +611,8 @@ raw_run raw_from_json(const json &j, const std::vector<cell_key> &planned) {
     }
     for (const auto &[label, times] : rec.region_kernels_ms)
       if (!rec.regions_ms.contains(label))
-        bad(fmt::format("{}.region_kernels_ms.{}", p, label), "names a region the arm did not time");
+        bad(fmt::format("{}.region_kernels_ms.{}", p, label),
+            "names a region the arm did not time");
     raw.cells.push_back(std::move(rec));
   }
   seen.clear();

@@ -3,10 +3,10 @@
 // holds the signing key and sends its raw facts back over a pipe.
 #pragma once
 
-#include "spec/records.hpp"
 #include "base/json.hpp"
-#include "spec/protocol.hpp"
 #include "run/run.hpp"
+#include "spec/protocol.hpp"
+#include "spec/records.hpp"
 
 #include <memory>
 #include <vector>

@@ -2,15 +2,15 @@
 // pages, and its audit, which rebuilds it from the parts it keeps.
 #include "run/merge.hpp"
 
-#include "prereg/build_info.hpp"
-#include "prereg/error.hpp"
 #include "base/fs.hpp"
 #include "base/time.hpp"
-#include "store/ledger.hpp"
-#include "report/report.hpp"
 #include "model/report_model.hpp"
+#include "prereg/build_info.hpp"
+#include "prereg/error.hpp"
+#include "report/report.hpp"
 #include "run/run.hpp"
 #include "spec/shard.hpp"
+#include "store/ledger.hpp"
 
 #include <fmt/format.h>
 
@@ -54,17 +54,20 @@ std::string device_of(const part &p) { return p.doc.environment.value("device_na
 std::string list_some(const std::vector<std::string> &items, std::size_t max = 8) {
   std::string out;
   for (std::size_t i = 0; i < items.size() && i < max; ++i) {
-    if (i != 0) out += ", ";
+    if (i != 0)
+      out += ", ";
     out += items[i];
   }
-  if (items.size() > max) out += fmt::format(" and {} more", items.size() - max);
+  if (items.size() > max)
+    out += fmt::format(" and {} more", items.size() - max);
   return out;
 }
 
 /// Checks the rules of a merge of `parts` (integrity refusals are exit 3) and puts the parts in
 /// their order: shards by index, replications by run id.
 void check_rules(std::vector<part> &parts, merge_kind kind, const protocol &proto) {
-  if (parts.empty()) throw invalid_input("merge: give at least one report folder");
+  if (parts.empty())
+    throw invalid_input("merge: give at least one report folder");
   const std::string hash = parts.front().doc.protocol.hash;
   std::set<std::string> run_ids;
   for (const auto &p : parts) {
@@ -75,8 +78,7 @@ void check_rules(std::vector<part> &parts, merge_kind kind, const protocol &prot
     if (p.doc.exploratory)
       throw integrity_error("an EXPLORATORY report cannot be merged", p.dir.string());
     if (!run_ids.insert(p.doc.run.run_id).second)
-      throw integrity_error(fmt::format("run {} is given twice", p.doc.run.run_id),
-                            p.dir.string());
+      throw integrity_error(fmt::format("run {} is given twice", p.doc.run.run_id), p.dir.string());
   }
   if (kind == merge_kind::replication) {
     if (!proto.replication)
@@ -128,9 +130,11 @@ void check_rules(std::vector<part> &parts, merge_kind kind, const protocol &prot
   std::vector<std::string> missing_shards;
   std::vector<std::string> missing_cells;
   for (std::int64_t k = 1; k <= n; ++k) {
-    if (by_index[static_cast<std::size_t>(k)] != nullptr) continue;
+    if (by_index[static_cast<std::size_t>(k)] != nullptr)
+      continue;
     missing_shards.push_back(to_string(shard_spec{k, n}));
-    for (const auto &c : shard_cells(proto, {k, n})) missing_cells.push_back(cell_label(c));
+    for (const auto &c : shard_cells(proto, {k, n}))
+      missing_cells.push_back(cell_label(c));
   }
   if (!missing_shards.empty())
     throw integrity_error(fmt::format("incomplete cover: shard(s) {} missing, so {} cell(s) are "
@@ -147,9 +151,8 @@ void check_rules(std::vector<part> &parts, merge_kind kind, const protocol &prot
                               p.dir.string());
       seen.push_back(c.key);
     }
-  std::sort(parts.begin(), parts.end(), [](const part &a, const part &b) {
-    return a.doc.shard->index < b.doc.shard->index;
-  });
+  std::sort(parts.begin(), parts.end(),
+            [](const part &a, const part &b) { return a.doc.shard->index < b.doc.shard->index; });
 }
 
 json part_summary(const part &p, const protocol &proto) {
@@ -162,7 +165,8 @@ json part_summary(const part &p, const protocol &proto) {
             {"ceiling_gbps", finite_or_null(p.doc.instrument.ceiling_gbps)},
             {"launch_floor_ms", finite_or_null(p.doc.instrument.launch_floor_ms)},
             {"cells", p.doc.cells.size()}};
-  if (p.doc.shard) s["shard"] = to_json(*p.doc.shard);
+  if (p.doc.shard)
+    s["shard"] = to_json(*p.doc.shard);
   json verdicts = json::array();
   for (const auto &r : p.doc.predictions)
     verdicts.push_back({{"id", r.id}, {"verdict", std::string(to_string(r.verdict))}});
@@ -188,7 +192,8 @@ json build_merged(const std::vector<part> &parts, merge_kind kind, const protoco
                 {"freeze", first.protocol.freeze}}},
               {"merge", meta}};
   json summaries = json::array();
-  for (const auto &p : parts) summaries.push_back(part_summary(p, proto));
+  for (const auto &p : parts)
+    summaries.push_back(part_summary(p, proto));
   out["parts"] = std::move(summaries);
 
   if (kind == merge_kind::replication) {
@@ -202,10 +207,11 @@ json build_merged(const std::vector<part> &parts, merge_kind kind, const protoco
       for (const auto &p : parts) {
         const auto it = std::find_if(p.doc.predictions.begin(), p.doc.predictions.end(),
                                      [&](const prediction_result &r) { return r.id == spec.id; });
-        const verdict_kind v = it == p.doc.predictions.end() ? verdict_kind::inconclusive
-                                                             : it->verdict;
+        const verdict_kind v =
+            it == p.doc.predictions.end() ? verdict_kind::inconclusive : it->verdict;
         (v == verdict_kind::confirmed ? confirmed
-                                      : v == verdict_kind::refuted ? refuted : inconclusive)++;
+         : v == verdict_kind::refuted ? refuted
+                                      : inconclusive)++;
       }
       const std::string verdict = pooled_verdict(confirmed, refuted, rule.devices, rule.threshold);
       pooled.push_back(
@@ -243,8 +249,10 @@ json build_merged(const std::vector<part> &parts, merge_kind kind, const protoco
                                p.raw.at("correctness").at(i));
       joined.correctness.push_back(p.doc.correctness[i]);
     }
-    for (const auto &d : p.raw.at("defects")) defects.push_back(d);
-    for (const auto &d : p.raw.at("deviations")) deviations.push_back(d);
+    for (const auto &d : p.raw.at("defects"))
+      defects.push_back(d);
+    for (const auto &d : p.raw.at("deviations"))
+      deviations.push_back(d);
   }
   const auto by_plan = [&](const auto &a, const auto &b) { return a.first < b.first; };
   std::stable_sort(cells.begin(), cells.end(), by_plan);
@@ -258,8 +266,10 @@ json build_merged(const std::vector<part> &parts, merge_kind kind, const protoco
                      return plan_index(plan, a.key) < plan_index(plan, b.key);
                    });
   json cells_json = json::array(), correctness_json = json::array();
-  for (auto &[i, c] : cells) cells_json.push_back(std::move(c));
-  for (auto &[i, c] : correctness) correctness_json.push_back(std::move(c));
+  for (auto &[i, c] : cells)
+    cells_json.push_back(std::move(c));
+  for (auto &[i, c] : correctness)
+    correctness_json.push_back(std::move(c));
   out["schema_version"] = first.schema_version;
   out["environment"] = parts.front().raw.at("environment");
   out["instrument"] = parts.front().raw.at("instrument");
@@ -285,19 +295,31 @@ json current_tool() {
 void copy_part(const fs::path &from, const fs::path &to) {
   fs::create_directories(to);
   for (const auto &e : fs::directory_iterator(from))
-    if (e.is_regular_file()) write_file_atomic(to / e.path().filename(), read_file(e.path()));
+    if (e.is_regular_file())
+      write_file_atomic(to / e.path().filename(), read_file(e.path()));
 }
 
 std::string html_escape(std::string_view s) {
   std::string out;
   for (const char c : s) {
     switch (c) {
-    case '&': out += "&amp;"; break;
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '"': out += "&quot;"; break;
-    case '\'': out += "&#39;"; break;
-    default: out += c;
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    case '\'':
+      out += "&#39;";
+      break;
+    default:
+      out += c;
     }
   }
   return out;
@@ -306,15 +328,19 @@ std::string html_escape(std::string_view s) {
 std::string md_cell(std::string_view s) {
   std::string out;
   for (const char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n' || c == '\r') out += ' ';
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else
+      out += c;
   }
   return out;
 }
 
 std::string number(const json &v, const char *format) {
-  if (!v.is_number()) return "-";
+  if (!v.is_number())
+    return "-";
   return fmt::format(fmt::runtime(format), v.get<double>());
 }
 
@@ -331,11 +357,12 @@ std::vector<table> merged_tables(const json &m) {
   table parts{replication ? "Per device" : "Shards", {}, {}};
   parts.header = replication ? std::vector<std::string>{"device", "ordinal", "run", "ceiling GB/s",
                                                         "launch floor ms"}
-                             : std::vector<std::string>{"shard", "device", "run", "cells",
-                                                        "ceiling GB/s", "launch floor ms"};
+                             : std::vector<std::string>{"shard", "device",       "run",
+                                                        "cells", "ceiling GB/s", "launch floor ms"};
   const json &predictions = m.at("predictions");
   if (replication)
-    for (const auto &p : predictions) parts.header.push_back(p.value("id", ""));
+    for (const auto &p : predictions)
+      parts.header.push_back(p.value("id", ""));
   for (const auto &p : m.at("parts")) {
     std::vector<std::string> row;
     if (replication) {
@@ -345,14 +372,17 @@ std::vector<table> merged_tables(const json &m) {
       for (const auto &pr : predictions) {
         std::string v = "-";
         for (const auto &pv : p.at("verdicts"))
-          if (pv.value("id", "") == pr.value("id", "")) v = pv.value("verdict", "");
+          if (pv.value("id", "") == pr.value("id", ""))
+            v = pv.value("verdict", "");
         row.push_back(v);
       }
     } else {
       const json &s = p.at("shard");
       row = {fmt::format("{}/{}", s.value("index", 0), s.value("count", 0)),
-             p.value("device_name", ""), p.value("run_id", ""),
-             std::to_string(p.value("cells", 0)), number(p.at("ceiling_gbps"), "{:.1f}"),
+             p.value("device_name", ""),
+             p.value("run_id", ""),
+             std::to_string(p.value("cells", 0)),
+             number(p.at("ceiling_gbps"), "{:.1f}"),
              number(p.at("launch_floor_ms"), "{:.4g}")};
     }
     parts.rows.push_back(std::move(row));
@@ -410,15 +440,18 @@ std::vector<part> kept_parts(const merged_view &v) {
 
 std::string pooled_verdict(std::int64_t confirmed, std::int64_t refuted, std::int64_t devices,
                            std::int64_t threshold) {
-  if (confirmed >= threshold) return "confirmed";
-  if (refuted > devices - threshold) return "refuted";
+  if (confirmed >= threshold)
+    return "confirmed";
+  if (refuted > devices - threshold)
+    return "refuted";
   return "inconclusive";
 }
 
 bool is_merged_report(const fs::path &dir) {
   std::error_code ec;
   const fs::path file = dir / "report.json";
-  if (!fs::is_regular_file(file, ec)) return false;
+  if (!fs::is_regular_file(file, ec))
+    return false;
   try {
     const json j = parse_json_strict(read_file(file), file.string());
     return j.is_object() && j.contains("merge_version");
@@ -435,12 +468,12 @@ fs::path merge_reports(const store &s, const merge_options &o, const trust_root 
       throw invalid_input("a merged report cannot be a part of another merge", dir.string());
     const audit_result a = audit_report(dir, s, trust);
     if (!a.passed())
-      throw integrity_error(fmt::format("part does not audit clean: {} failed",
-                                        list_some(a.failed())),
-                            dir.string());
+      throw integrity_error(
+          fmt::format("part does not audit clean: {} failed", list_some(a.failed())), dir.string());
     parts.push_back(read_part(dir));
   }
-  if (parts.empty()) throw invalid_input("merge: give at least one report folder");
+  if (parts.empty())
+    throw invalid_input("merge: give at least one report folder");
   const frozen_protocol fp = s.load(parts.front().doc.protocol.hash);
   check_rules(parts, o.kind, fp.proto);
 
@@ -450,28 +483,33 @@ fs::path merge_reports(const store &s, const merge_options &o, const trust_root 
   std::string merge_id;
   fs::path temp;
   for (int tries = 0;; ++tries) {
-    if (tries == 1000) throw io_error("cannot reserve a merge id", folder.string());
-    merge_id = fmt::format("{}-{}-{}-{:06x}", prefix, utc_stamp(std::time(nullptr)), fp.hash.substr(0, 12),
-                           rd() & 0xffffffu);
+    if (tries == 1000)
+      throw io_error("cannot reserve a merge id", folder.string());
+    merge_id = fmt::format("{}-{}-{}-{:06x}", prefix, utc_stamp(std::time(nullptr)),
+                           fp.hash.substr(0, 12), rd() & 0xffffffu);
     temp = folder / ("." + merge_id + ".partial");
-    if (fs::exists(folder / merge_id) || !create_directory_exclusive(temp)) continue;
+    if (fs::exists(folder / merge_id) || !create_directory_exclusive(temp))
+      continue;
     break;
   }
   const fs::path final_dir = folder / merge_id;
   try {
     json run_ids = json::array();
-    for (const auto &p : parts) run_ids.push_back(p.doc.run.run_id);
+    for (const auto &p : parts)
+      run_ids.push_back(p.doc.run.run_id);
     const json meta = {{"merge_id", merge_id}, {"merged_at", utc_now_rfc3339()}};
     const json merged = build_merged(parts, o.kind, fp.proto, meta, current_tool());
     const std::string payload = canonical_json(merged);
-    for (const auto &p : parts) copy_part(p.dir, temp / "parts" / fp.proto.id / p.doc.run.run_id);
+    for (const auto &p : parts)
+      copy_part(p.dir, temp / "parts" / fp.proto.id / p.doc.run.run_id);
     write_file_atomic(temp / "report.json", payload);
     const std::string sig = key.sign(dsse_pae(merge_payload_type, payload));
-    write_file_atomic(temp / "report.dsse.json",
-                      canonical_json({{"payloadType", merge_payload_type},
-                                      {"payload", base64_encode(payload)},
-                                      {"signatures", json::array({{{"keyid", key.fingerprint()},
-                                                                   {"sig", base64_encode(sig)}}})}}));
+    write_file_atomic(
+        temp / "report.dsse.json",
+        canonical_json({{"payloadType", merge_payload_type},
+                        {"payload", base64_encode(payload)},
+                        {"signatures", json::array({{{"keyid", key.fingerprint()},
+                                                     {"sig", base64_encode(sig)}}})}}));
     write_file_atomic(temp / "report.md", render_merged_markdown(merged));
     write_file_atomic(temp / "report.html", render_merged_html(merged));
     s.add_key(key.public_part());
@@ -513,13 +551,16 @@ std::string render_merged_markdown(const json &m) {
   out += fmt::format("\nHypothesis: {}\n", md_cell(body.value("hypothesis", "")));
   for (const auto &t : merged_tables(m)) {
     out += fmt::format("\n## {}\n\n|", t.title);
-    for (const auto &h : t.header) out += fmt::format(" {} |", md_cell(h));
+    for (const auto &h : t.header)
+      out += fmt::format(" {} |", md_cell(h));
     out += "\n|";
-    for (std::size_t i = 0; i < t.header.size(); ++i) out += " --- |";
+    for (std::size_t i = 0; i < t.header.size(); ++i)
+      out += " --- |";
     out += "\n";
     for (const auto &row : t.rows) {
       out += "|";
-      for (const auto &c : row) out += fmt::format(" {} |", md_cell(c));
+      for (const auto &c : row)
+        out += fmt::format(" {} |", md_cell(c));
       out += "\n";
     }
   }
@@ -542,11 +583,13 @@ std::string render_merged_html(const json &m) {
            std::to_string(r->value("threshold", 0)) + " confirmation(s) needed).</p>\n";
   for (const auto &t : merged_tables(m)) {
     out += fmt::format("<h2>{}</h2>\n<table><tr>", html_escape(t.title));
-    for (const auto &h : t.header) out += fmt::format("<th>{}</th>", html_escape(h));
+    for (const auto &h : t.header)
+      out += fmt::format("<th>{}</th>", html_escape(h));
     out += "</tr>\n";
     for (const auto &row : t.rows) {
       out += "<tr>";
-      for (const auto &c : row) out += fmt::format("<td>{}</td>", html_escape(c));
+      for (const auto &c : row)
+        out += fmt::format("<td>{}</td>", html_escape(c));
       out += "</tr>\n";
     }
     out += "</table>\n";
@@ -576,19 +619,23 @@ audit_result audit_merged_report(const fs::path &dir, const store &s, const trus
   run("envelope", [&] {
     v.bytes = read_file(dir / "report.json");
     v.report = parse_json_strict(v.bytes, (dir / "report.json").string());
-    const json env = parse_json_strict(read_file(dir / "report.dsse.json"),
-                                       (dir / "report.dsse.json").string());
+    const json env =
+        parse_json_strict(read_file(dir / "report.dsse.json"), (dir / "report.dsse.json").string());
     if (env.value("payloadType", "") != merge_payload_type)
       fail(fmt::format("payloadType is not {}", merge_payload_type));
     const std::string payload = base64_decode(env.value("payload", ""));
-    if (payload != v.bytes) fail("report.json is not the signed payload");
-    if (canonical_json(v.report) != v.bytes) fail("report.json is not in RFC 8785 canonical form");
+    if (payload != v.bytes)
+      fail("report.json is not the signed payload");
+    if (canonical_json(v.report) != v.bytes)
+      fail("report.json is not in RFC 8785 canonical form");
     const json &sigs = env.at("signatures");
-    if (!sigs.is_array() || sigs.empty()) fail("the envelope holds no signature");
+    if (!sigs.is_array() || sigs.empty())
+      fail("the envelope holds no signature");
     for (const auto &sig : sigs) {
       const std::string keyid = sig.value("keyid", "");
       const auto k = trust.find(s, keyid);
-      if (!k) fail(fmt::format("signature by an unknown or unpinned key {}", keyid));
+      if (!k)
+        fail(fmt::format("signature by an unknown or unpinned key {}", keyid));
       if (!k->verify(dsse_pae(merge_payload_type, payload), base64_decode(sig.value("sig", ""))))
         fail(fmt::format("the signature by {} does not verify", keyid.substr(0, 12)));
       signers.push_back(keyid);
@@ -599,9 +646,11 @@ audit_result audit_merged_report(const fs::path &dir, const store &s, const trus
   run("protocol", [&] {
     const std::string hash = v.report.at("protocol").at("hash").get<std::string>();
     const json &body = v.report.at("protocol").at("body");
-    if (protocol_hash(body) != hash) fail("protocol.body does not hash to protocol.hash");
+    if (protocol_hash(body) != hash)
+      fail("protocol.body does not hash to protocol.hash");
     const frozen_protocol fp = s.load(hash);
-    if (fp.canonical != canonical_json(body)) fail("protocol.body differs from the frozen copy");
+    if (fp.canonical != canonical_json(body))
+      fail("protocol.body differs from the frozen copy");
     if (canonical_json(fp.freeze) != canonical_json(v.report.at("protocol").at("freeze")))
       fail("protocol.freeze differs from the store's freeze record");
     proto = fp.proto;
@@ -618,25 +667,28 @@ audit_result audit_merged_report(const fs::path &dir, const store &s, const trus
         fail(fmt::format("part {} fails its audit: {}", p.doc.run.run_id, list_some(a.failed())));
       summary.push_back(p.doc.run.run_id);
     }
-    return fmt::format("{} part(s) kept under parts/ each pass every audit check: {}",
-                       parts.size(), list_some(summary, 4));
+    return fmt::format("{} part(s) kept under parts/ each pass every audit check: {}", parts.size(),
+                       list_some(summary, 4));
   });
   run("merge", [&] {
-    if (!proto) fail("the protocol check failed");
-    if (parts.empty()) fail("the parts check failed");
+    if (!proto)
+      fail("the protocol check failed");
+    if (parts.empty())
+      fail("the parts check failed");
     const std::string kind = v.report.value("kind", "");
-    if (kind != "shards" && kind != "replication") fail("kind is neither shards nor replication");
+    if (kind != "shards" && kind != "replication")
+      fail("kind is neither shards nor replication");
     const merge_kind k = kind == "shards" ? merge_kind::shards : merge_kind::replication;
     check_rules(parts, k, *proto);
-    const json rebuilt =
-        build_merged(parts, k, *proto, v.report.at("merge"), v.report.at("tool"));
+    const json rebuilt = build_merged(parts, k, *proto, v.report.at("merge"), v.report.at("tool"));
     if (canonical_json(rebuilt) != v.bytes) {
       std::vector<std::string> differ;
       for (const auto &[key, val] : rebuilt.items())
         if (!v.report.contains(key) || canonical_json(v.report.at(key)) != canonical_json(val))
           differ.push_back(key);
       for (const auto &[key, val] : v.report.items())
-        if (!rebuilt.contains(key)) differ.push_back(key);
+        if (!rebuilt.contains(key))
+          differ.push_back(key);
       fail("the report differs from the merge rebuilt from its parts in: " + list_some(differ));
     }
     return fmt::format("the {} merge rebuilt from its {} part(s) equals report.json byte for byte "
@@ -664,11 +716,13 @@ audit_result audit_merged_report(const fs::path &dir, const store &s, const trus
         found = &e;
         ++count;
       }
-    if (count != 1) fail(fmt::format("the ledger holds {} merge entries for {}", count, merge_id));
+    if (count != 1)
+      fail(fmt::format("the ledger holds {} merge entries for {}", count, merge_id));
     if (found->value("report_sha256", "") != sha256_hex(v.bytes))
       fail("the merge entry records another report_sha256");
     json run_ids = json::array();
-    for (const auto &p : v.report.at("parts")) run_ids.push_back(p.at("run_id"));
+    for (const auto &p : v.report.at("parts"))
+      run_ids.push_back(p.at("run_id"));
     if (canonical_json(found->at("parts")) != canonical_json(run_ids))
       fail("the merge entry names other parts");
     const fs::path folder = fs::absolute(dir).lexically_normal();

@@ -3,8 +3,8 @@
 #pragma once
 
 #include "audit/audit.hpp"
-#include "crypto/crypto.hpp"
 #include "base/json.hpp"
+#include "crypto/crypto.hpp"
 #include "store/store.hpp"
 
 #include <filesystem>
@@ -31,8 +31,8 @@ struct merge_options {
 /// the merged report, signs it, writes it with copies of the parts under a temp folder renamed
 /// into place (never over an existing folder) and appends a `merge` ledger entry. Returns the
 /// folder.
-std::filesystem::path merge_reports(const store &s, const merge_options &o,
-                                    const trust_root &trust, const signing_key &key);
+std::filesystem::path merge_reports(const store &s, const merge_options &o, const trust_root &trust,
+                                    const signing_key &key);
 
 /// True if `dir`/report.json is a merged report (it has the member merge_version).
 [[nodiscard]] bool is_merged_report(const std::filesystem::path &dir);
@@ -40,9 +40,9 @@ std::filesystem::path merge_reports(const store &s, const merge_options &o,
 /// The audit of a merged report: envelope, payload, protocol, parts (each part's own audit, from
 /// the copies the report keeps), merge (the merged report rebuilt from the parts, byte for
 /// byte), pages, ledger (its merge entry).
-[[nodiscard]] audit_result audit_merged_report(const std::filesystem::path &dir, const store &s,
-                                               const trust_root &trust,
-                                               const std::vector<std::filesystem::path> &checkpoints);
+[[nodiscard]] audit_result
+audit_merged_report(const std::filesystem::path &dir, const store &s, const trust_root &trust,
+                    const std::vector<std::filesystem::path> &checkpoints);
 
 /// The merged report's report.md and report.html from its report.json object.
 [[nodiscard]] std::string render_merged_markdown(const json &merged);

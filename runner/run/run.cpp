@@ -2,31 +2,31 @@
 #include "run/run.hpp"
 #include "arms/outside_arm.hpp"
 
+#include "base/fs.hpp"
+#include "base/rng.hpp"
+#include "base/time.hpp"
+#include "crypto/keyring.hpp"
+#include "engine/measure.hpp"
 #include "prereg/build_info.hpp"
 #include "prereg/error.hpp"
-#include "base/fs.hpp"
-#include "base/time.hpp"
-#include "run/isolate.hpp"
-#include "crypto/keyring.hpp"
-#include "store/ledger.hpp"
-#include "engine/measure.hpp"
-#include "spec/operation.hpp"
-#include "spec/registry.hpp"
 #include "report/report.hpp"
 #include "report/report_text.hpp"
-#include "base/rng.hpp"
+#include "run/isolate.hpp"
+#include "spec/operation.hpp"
+#include "spec/registry.hpp"
+#include "store/ledger.hpp"
 
 #include <fmt/format.h>
 
 #include <unistd.h>
 
 #include <atomic>
-#include <random>
-#include <set>
-#include <span>
 #include <chrono>
 #include <csignal>
 #include <ctime>
+#include <random>
+#include <set>
+#include <span>
 
 namespace prereg {
 namespace fs = std::filesystem;
@@ -73,7 +73,8 @@ class terminal_progress final : public progress_sink {
 public:
   explicit terminal_progress(bool enabled) : m_enabled(enabled), m_start(clock::now()) {}
   ~terminal_progress() override {
-    if (m_enabled && m_drawn) fmt::print(stderr, "\n");
+    if (m_enabled && m_drawn)
+      fmt::print(stderr, "\n");
   }
   void phase(std::string_view name) override {
     throw_if_signalled();
@@ -90,14 +91,16 @@ public:
   }
   void tick() override {
     throw_if_signalled();
-    if (clock::now() - m_last_draw >= std::chrono::milliseconds(500)) draw();
+    if (clock::now() - m_last_draw >= std::chrono::milliseconds(500))
+      draw();
   }
 
 private:
   using clock = std::chrono::steady_clock;
   void draw() {
     m_last_draw = clock::now();
-    if (!m_enabled) return;
+    if (!m_enabled)
+      return;
     const auto seconds = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
     const double elapsed = seconds(m_last_draw - m_start);
     std::string cells;
@@ -123,12 +126,14 @@ private:
 
 std::string host_name() {
   char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  if (::gethostname(buf, sizeof buf - 1) != 0)
+    return "unknown";
   return buf;
 }
 
 bool pid_alive(std::int64_t pid) {
-  if (pid <= 0) return false;
+  if (pid <= 0)
+    return false;
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
@@ -157,7 +162,8 @@ run_plan plan_run(const protocol &proto, const std::string &hash, device &dev,
     }
     const arm_info *info = find_arm(proto.device, spec.kernel);
     auto why = cannot_run(*info, c.pass, c.rows, c.cols, proto.type);
-    if (!why) why = device_cannot_run(dev, op, *info, spec, c.pass, c.rows, c.cols, proto.type);
+    if (!why)
+      why = device_cannot_run(dev, op, *info, spec, c.pass, c.rows, c.cols, proto.type);
     if (why)
       deviations.push_back(deviation("cell-skipped", *why, {{"cell", to_json(c)}}));
     else
@@ -189,7 +195,8 @@ std::size_t reap_vanished_runs(const store &s, const signing_key &key) {
   const std::string host = host_name();
   std::size_t reaped = 0;
   for (const auto &start : entries) {
-    if (start.value("event", "") != ledger_event::run_start) continue;
+    if (start.value("event", "") != ledger_event::run_start)
+      continue;
     const std::string run_id = start.value("run_id", "");
     if (ended.count(run_id) != 0 || start.value("host", "") != host ||
         pid_alive(start.value("pid", 0)))
@@ -214,13 +221,16 @@ namespace {
 /// ledger does not know, is left alone.
 void remove_stale_partials(const fs::path &folder, std::span<const json> entries) {
   std::error_code ec;
-  if (!fs::is_directory(folder, ec)) return;
+  if (!fs::is_directory(folder, ec))
+    return;
   const std::set<std::string> ended = ended_runs(entries);
   for (const auto &entry : fs::directory_iterator(folder, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() < 10 || name[0] != '.' || !name.ends_with(".partial")) continue;
+    if (name.size() < 10 || name[0] != '.' || !name.ends_with(".partial"))
+      continue;
     const std::string run_id = name.substr(1, name.size() - 9);
-    if (ended.count(run_id) == 0 || !entry.is_directory(ec)) continue; // not ours, or still running
+    if (ended.count(run_id) == 0 || !entry.is_directory(ec))
+      continue; // not ours, or still running
     fs::remove_all(entry.path(), ec);
     if (!ec)
       fmt::print(stderr, "prereg: removed {}, left by run {} which the ledger records as ended\n",
@@ -234,17 +244,18 @@ fs::path run_protocol(const run_options &o) {
   const store s(o.store_root);
   // 1. Integrity first: nothing touches a device before this passes.
   const frozen_protocol fp = resolve_for_run(s, o.target, o.key_path);
-  if (!fp.note.empty()) fmt::print(stderr, "prereg: {}\n", fp.note);
+  if (!fp.note.empty())
+    fmt::print(stderr, "prereg: {}\n", fp.note);
   const protocol &proto = fp.proto;
-  if (o.shard) (void)shard_cells(proto, *o.shard); // an empty shard: exit 2, before anything
+  if (o.shard)
+    (void)shard_cells(proto, *o.shard); // an empty shard: exit 2, before anything
   // The measuring side (device, plan, measurement) starts before the key is loaded: with
   // o.isolate it is a forked child that never holds the key (isolate.hpp).
   run_options measuring = o;
   measuring.load_outside = [project = s.project_root(), &fp](const arm_spec &spec) {
     const fs::path file = frozen_outside_file(project, fp, spec);
-    return spec.source == arm_source::plugin
-               ? load_plugin_arm(file, spec.entry, fp.proto, spec.id)
-               : load_python_arm(file, spec.entry, fp.proto, spec.id);
+    return spec.source == arm_source::plugin ? load_plugin_arm(file, spec.entry, fp.proto, spec.id)
+                                             : load_python_arm(file, spec.entry, fp.proto, spec.id);
   };
   const std::unique_ptr<measuring_side> side =
       start_measuring(measuring, proto, seed_from_hash(fp.hash));
@@ -270,7 +281,8 @@ fs::path run_protocol(const run_options &o) {
     const std::int64_t attempt = next_attempt(entries, fp.hash);
     std::vector<std::string> other_devices;
     for (const auto &e : entries) {
-      if (e.value("protocol_hash", "") != fp.hash) continue;
+      if (e.value("protocol_hash", "") != fp.hash)
+        continue;
       if (e.value("event", "") == ledger_event::run_start) {
         const auto d = e.value("device_name", "");
         if (!d.empty() && d != device_name &&
@@ -288,15 +300,18 @@ fs::path run_protocol(const run_options &o) {
     const fs::path folder = o.out_dir / proto.id;
     remove_stale_partials(folder, entries);
     std::set<std::string> used;
-    for (const auto &e : entries) used.insert(e.value("run_id", ""));
+    for (const auto &e : entries)
+      used.insert(e.value("run_id", ""));
     std::random_device rd;
     for (int tries = 0;; ++tries) {
-      if (tries == 1000) throw io_error("cannot reserve a run id", folder.string());
+      if (tries == 1000)
+        throw io_error("cannot reserve a run id", folder.string());
       run_id = fmt::format("{}-{}-{:06x}", utc_stamp(std::time(nullptr)), fp.hash.substr(0, 12),
                            rd() & 0xffffffu);
       if (used.count(run_id) != 0 || !create_directory_exclusive(partial_dir(folder, run_id)))
         continue;
-      if (!fs::exists(folder / run_id)) break;
+      if (!fs::exists(folder / run_id))
+        break;
       fs::remove(partial_dir(folder, run_id)); // ours, empty
     }
     meta.run_id = run_id;
@@ -305,16 +320,17 @@ fs::path run_protocol(const run_options &o) {
     const auto [head_seq, head_sha] = l.head();
     meta.ledger_head = report_ledger_head{head_seq, head_sha};
     try {
-    json start = {{"event", ledger_event::run_start},
-                  {"protocol_hash", fp.hash},
-                  {"run_id", run_id},
-                  {"attempt", attempt},
-                  {"pid", static_cast<std::int64_t>(::getpid())},
-                  {"host", host_name()},
-                  {"device_name", device_name},
-                  {"started_at", meta.started_at}};
-    if (o.shard) start["shard"] = to_string(*o.shard);
-    l.append(std::move(start), key);
+      json start = {{"event", ledger_event::run_start},
+                    {"protocol_hash", fp.hash},
+                    {"run_id", run_id},
+                    {"attempt", attempt},
+                    {"pid", static_cast<std::int64_t>(::getpid())},
+                    {"host", host_name()},
+                    {"device_name", device_name},
+                    {"started_at", meta.started_at}};
+      if (o.shard)
+        start["shard"] = to_string(*o.shard);
+      l.append(std::move(start), key);
     } catch (...) {
       std::error_code ec;
       fs::remove(partial_dir(folder, run_id), ec); // ours, empty
@@ -359,19 +375,22 @@ fs::path run_protocol(const run_options &o) {
                      {"run_id", run_id},
                      {"attempt", meta.attempt},
                      {"report_sha256", sha256_hex(payload)}};
-    if (o.shard) complete["shard"] = to_string(*o.shard);
+    if (o.shard)
+      complete["shard"] = to_string(*o.shard);
     s.get_ledger().append(std::move(complete), key);
   } catch (const std::exception &e) {
     std::error_code ec;
     fs::remove_all(temp_dir, ec);
-    if (published) fs::remove_all(final_dir, ec);
+    if (published)
+      fs::remove_all(final_dir, ec);
     file_lock lock(s.lock_path());
     json aborted = {{"event", ledger_event::run_aborted},
                     {"protocol_hash", fp.hash},
                     {"run_id", run_id},
                     {"attempt", meta.attempt},
                     {"reason", e.what()}};
-    if (o.shard) aborted["shard"] = to_string(*o.shard);
+    if (o.shard)
+      aborted["shard"] = to_string(*o.shard);
     s.get_ledger().append(std::move(aborted), key);
     throw;
   }
@@ -406,8 +425,10 @@ fs::path try_protocol(const run_options &o) {
                {"tool_version", build_info::version}};
   const protocol &proto = fp.proto;
 
-  if (!o.make_device) throw std::logic_error("run_options.make_device is not set");
-  if (!o.resolve_arm) throw std::logic_error("run_options.resolve_arm is not set");
+  if (!o.make_device)
+    throw std::logic_error("run_options.make_device is not set");
+  if (!o.resolve_arm)
+    throw std::logic_error("run_options.resolve_arm is not set");
   std::unique_ptr<device> dev = o.make_device(proto.device, o.device_ordinal);
   json environment = dev->probe();
   run_meta meta;

@@ -1,12 +1,12 @@
-// `prereg run`: integrity check, plan, measure on a device through the engine, analyse, write and sign the
-// report, and keep the ledger honest about every run that starts.
+// `prereg run`: integrity check, plan, measure on a device through the engine, analyse, write and
+// sign the report, and keep the ledger honest about every run that starts.
 #pragma once
 
-#include "spec/arm_code.hpp"
-#include "spec/records.hpp"
 #include "device/device.hpp"
 #include "engine/measure.hpp"
+#include "spec/arm_code.hpp"
 #include "spec/operation.hpp"
+#include "spec/records.hpp"
 #include "spec/shard.hpp"
 #include "store/store.hpp"
 
@@ -18,10 +18,10 @@
 namespace prereg {
 
 struct run_options {
-  std::string target;                ///< HASH | PREFIX | FILE.yaml
-  std::filesystem::path store_root;  ///< resolved store folder
-  std::filesystem::path key_path;    ///< resolved signing key
-  std::filesystem::path out_dir;     ///< reports root (default ./reports)
+  std::string target;               ///< HASH | PREFIX | FILE.yaml
+  std::filesystem::path store_root; ///< resolved store folder
+  std::filesystem::path key_path;   ///< resolved signing key
+  std::filesystem::path out_dir;    ///< reports root (default ./reports)
   int device_ordinal = 0;
   bool quiet = false;
   /// `--shard K/N`: measure only the cells of shard K (shard.hpp) and mark the report partial.
@@ -59,6 +59,5 @@ std::filesystem::path try_protocol(const run_options &options);
 /// Records as aborted every run-start in the ledger whose process on this host is gone and
 /// that has no completion or abort entry (e.g. after SIGKILL). Returns how many.
 std::size_t reap_vanished_runs(const store &s, const signing_key &key);
-
 
 } // namespace prereg

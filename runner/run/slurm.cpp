@@ -12,8 +12,10 @@ namespace prereg {
 std::string shell_quote(const std::string &s) {
   std::string out = "'";
   for (const char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -26,11 +28,12 @@ std::string slurm_script(const slurm_options &o) {
   for (const char c : o.partition)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == ',' ||
           c == '.'))
-      throw invalid_input(fmt::format("--partition '{}' is not a partition name",
-                                      message_excerpt(o.partition)));
+      throw invalid_input(
+          fmt::format("--partition '{}' is not a partition name", message_excerpt(o.partition)));
   const std::string n = std::to_string(o.shards);
   std::string common;
-  if (!o.partition.empty()) common += " --partition=" + o.partition;
+  if (!o.partition.empty())
+    common += " --partition=" + o.partition;
   const std::string job = "prereg-" + o.protocol_id;
   std::string s;
   s += "#!/bin/bash\n";
@@ -53,10 +56,10 @@ std::string slurm_script(const slurm_options &o) {
   s += "mkdir -p \"$WORK\"\n";
   s += "rm -f \"$WORK\"/shard-*.path \"$WORK\"/merged.path\n";
   s += "export PREREG HASH STORE KEY OUT WORK N\n";
-  s += fmt::format(
-      "array=$(sbatch --parsable --job-name={}{} --array=1-$N --ntasks=1{} "
-      "--output=\"$WORK/shard-%a.log\" --chdir=\"$WORK\" --export=ALL <<'TASK'\n",
-      job, common, o.gpus_per_task > 0 ? fmt::format(" --gpus-per-task={}", o.gpus_per_task) : "");
+  s += fmt::format("array=$(sbatch --parsable --job-name={}{} --array=1-$N --ntasks=1{} "
+                   "--output=\"$WORK/shard-%a.log\" --chdir=\"$WORK\" --export=ALL <<'TASK'\n",
+                   job, common,
+                   o.gpus_per_task > 0 ? fmt::format(" --gpus-per-task={}", o.gpus_per_task) : "");
   s += "#!/bin/bash\n"
        "set -euo pipefail\n"
        "k=$SLURM_ARRAY_TASK_ID\n"

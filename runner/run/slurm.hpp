@@ -12,13 +12,13 @@ struct slurm_options {
   std::filesystem::path prereg; ///< the prereg binary the jobs run (absolute)
   std::string hash;             ///< the full protocol hash
   std::string protocol_id;
-  std::int64_t shards = 1;       ///< N: tasks 1..N run --shard K/N
-  std::string partition;         ///< empty: the cluster's default
+  std::int64_t shards = 1;        ///< N: tasks 1..N run --shard K/N
+  std::string partition;          ///< empty: the cluster's default
   std::int64_t gpus_per_task = 0; ///< 0: no --gpus-per-task line (a cpu protocol)
-  std::filesystem::path store;   ///< absolute
-  std::filesystem::path key;     ///< absolute
-  std::filesystem::path out;     ///< reports root, absolute
-  std::filesystem::path work;    ///< logs and the shard/merge result files, absolute
+  std::filesystem::path store;    ///< absolute
+  std::filesystem::path key;      ///< absolute
+  std::filesystem::path out;      ///< reports root, absolute
+  std::filesystem::path work;     ///< logs and the shard/merge result files, absolute
 };
 
 /// The script: run with `bash FILE` on a submit host, it submits the array with

@@ -5,9 +5,12 @@ namespace prereg {
 
 std::string_view to_string(dtype d) {
   switch (d) {
-  case dtype::fp32: return "fp32";
-  case dtype::fp16: return "fp16";
-  case dtype::bf16: return "bf16";
+  case dtype::fp32:
+    return "fp32";
+  case dtype::fp16:
+    return "fp16";
+  case dtype::bf16:
+    return "bf16";
   }
   return "?";
 }

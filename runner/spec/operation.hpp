@@ -25,22 +25,22 @@ enum class element_rule { protocol_dtype, fp32 };
 
 /// How a random input is drawn (values are then rounded to the element type).
 struct input_distribution {
-  double lo = -1;          ///< U(lo, hi)
+  double lo = -1; ///< U(lo, hi)
   double hi = 1;
-  double row_offset = 0;   ///< plus U(-row_offset, row_offset) per row (a per-row mean)
+  double row_offset = 0; ///< plus U(-row_offset, row_offset) per row (a per-row mean)
 };
 
 /// One tensor of an operation.
 struct tensor_desc {
-  std::string name;              ///< e.g. "x", "gamma", "y", "rstd", "dx"
+  std::string name; ///< e.g. "x", "gamma", "y", "rstd", "dx"
   tensor_role role = tensor_role::input;
   std::vector<std::string> dims; ///< axis names, outermost first: {"rows","cols"}, {"cols"}
   element_rule element = element_rule::protocol_dtype;
-  bool fwd = false;              ///< the forward reads (input/saved) or writes (output/saved) it
-  bool bwd = false;              ///< the backward reads or writes it
-  bool produced_by_bwd = false;  ///< an output of the backward (dx, dgamma): exists in fwd+bwd only
-  bool checked = false;          ///< the correctness gate compares it with the reference
-  input_distribution dist;       ///< inputs only
+  bool fwd = false;             ///< the forward reads (input/saved) or writes (output/saved) it
+  bool bwd = false;             ///< the backward reads or writes it
+  bool produced_by_bwd = false; ///< an output of the backward (dx, dgamma): exists in fwd+bwd only
+  bool checked = false;         ///< the correctness gate compares it with the reference
+  input_distribution dist;      ///< inputs only
 };
 
 /// A shape: the value of each of the operation's axes, in the descriptor's axis order.
@@ -55,12 +55,12 @@ using host_tensors = std::vector<std::vector<double>>;
 
 /// An operation.
 struct operation_desc {
-  std::string name;                ///< "layernorm", "rmsnorm", "softmax"
-  std::string summary;             ///< one line for `prereg arms` and the docs
-  std::vector<std::string> axes;   ///< {"rows", "cols"}; cells iterate them in this order
+  std::string name;              ///< "layernorm", "rmsnorm", "softmax"
+  std::string summary;           ///< one line for `prereg arms` and the docs
+  std::vector<std::string> axes; ///< {"rows", "cols"}; cells iterate them in this order
   std::vector<tensor_desc> tensors;
-  std::vector<pass_kind> passes;   ///< the passes it defines
-  double eps = 0;                  ///< recorded in reports; the reference uses it
+  std::vector<pass_kind> passes; ///< the passes it defines
+  double eps = 0;                ///< recorded in reports; the reference uses it
   /// The float64 reference: fills every output (and saved) tensor of `pass` from the inputs
   /// in `t` (already rounded to the element type), for `s`.
   void (*reference)(const operation_desc &op, const shape &s, pass_kind pass,

@@ -213,8 +213,7 @@ std::vector<operation_desc> build_operations() {
     op.axes = rows_cols();
     op.tensors = {input("x", rows_cols(), true, false, x_dist),
                   output("y", rows_cols(), false, true),
-                  input("dy", rows_cols(), false, true, dy_dist),
-                  output("dx", rows_cols(), true)};
+                  input("dy", rows_cols(), false, true, dy_dist), output("dx", rows_cols(), true)};
     op.tensors[softmax::dy].produced_by_bwd = true;
     op.passes = both_passes();
     op.eps = 0;

@@ -3,11 +3,11 @@
 #include "spec/protocol.hpp"
 #include "base/stats.hpp"
 
-#include "prereg/error.hpp"
 #include "base/expr.hpp"
+#include "base/yaml_strict.hpp"
+#include "prereg/error.hpp"
 #include "spec/operation.hpp"
 #include "spec/registry.hpp"
-#include "base/yaml_strict.hpp"
 
 #include <fmt/format.h>
 
@@ -30,7 +30,7 @@ using strict_yaml::scalar_style;
 constexpr std::size_t max_arms = 64;
 constexpr std::size_t max_predictions = 256;
 constexpr std::int64_t max_revision = 1000000;
-constexpr std::size_t max_title_bytes = 256;       // free-text fields, in UTF-8 bytes
+constexpr std::size_t max_title_bytes = 256; // free-text fields, in UTF-8 bytes
 constexpr std::size_t max_hypothesis_bytes = 4096;
 constexpr std::size_t max_claim_bytes = 1024;
 constexpr std::size_t max_expect_bytes = 1024;
@@ -391,13 +391,13 @@ const std::vector<std::string> schema1_operations{"layernorm", "rmsnorm"};
 
 std::vector<std::string_view> top_keys(std::int64_t schema) {
   std::vector<std::string_view> keys{"prereg",     "id",
-          "title",      "hypothesis",
-          "device",     "operation",
-          "dtype",      schema == 1 ? "shapes" : "axes",
-          "passes",     "operating_point",
-          "arms",       "measurement",
-          "analysis",   "correctness",
-          "predictions"};
+                                     "title",      "hypothesis",
+                                     "device",     "operation",
+                                     "dtype",      schema == 1 ? "shapes" : "axes",
+                                     "passes",     "operating_point",
+                                     "arms",       "measurement",
+                                     "analysis",   "correctness",
+                                     "predictions"};
   if (schema >= 2) {
     keys.push_back("revision");
     keys.push_back("replication");
@@ -486,7 +486,8 @@ replication_spec as_replication(const node &n) {
   } else if (text == "majority") {
     out.threshold = out.devices / 2 + 1;
   } else if (text.starts_with("at least ") && text.size() > 9 && text.size() <= 13 &&
-             std::all_of(text.begin() + 9, text.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+             std::all_of(text.begin() + 9, text.end(),
+                         [](char c) { return c >= '0' && c <= '9'; }) &&
              text[9] != '0') {
     out.threshold = std::stoll(text.substr(9));
     if (out.threshold > out.devices)
@@ -607,14 +608,15 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
     const node *kernel_node = arm.optional("kernel");
     const node *plugin_node = arm.optional("plugin");
     const node *python_node = arm.optional("python");
-    const int sources = (kernel_node != nullptr) + (plugin_node != nullptr) + (python_node != nullptr);
+    const int sources =
+        (kernel_node != nullptr) + (plugin_node != nullptr) + (python_node != nullptr);
     if (sources == 0)
-      fail(item, p.schema == 1 ? fmt::format("missing required key 'kernel' in {}", arm_what)
-                               : fmt::format("{} needs one of 'kernel', 'plugin' or 'python'",
-                                             arm_what));
+      fail(item, p.schema == 1
+                     ? fmt::format("missing required key 'kernel' in {}", arm_what)
+                     : fmt::format("{} needs one of 'kernel', 'plugin' or 'python'", arm_what));
     if (sources > 1)
-      fail(item, fmt::format("{} names more than one of 'kernel', 'plugin' and 'python'",
-                             arm_what));
+      fail(item,
+           fmt::format("{} names more than one of 'kernel', 'plugin' and 'python'", arm_what));
     // The key an outside arm's second field must have, and the one it must not.
     const auto outside_entry = [&](std::string_view needed, std::string_view other) {
       if (const node *wrong = arm.optional(other))
@@ -656,8 +658,8 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
                pass == pass_kind::fwd_bwd
                    ? fmt::format("kernel '{}' has no backward pass, but passes lists fwd+bwd",
                                  a.kernel)
-                   : fmt::format("kernel '{}' does not run pass {}, but passes lists it",
-                                 a.kernel, to_string(pass)));
+                   : fmt::format("kernel '{}' does not run pass {}, but passes lists it", a.kernel,
+                                 to_string(pass)));
     } else if (plugin_node != nullptr) {
       a.source = arm_source::plugin;
       a.file = outside_file(*plugin_node, "plugin");
@@ -741,7 +743,8 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
                              message_excerpt(n->value)));
     }
     if (const node *n = a.optional("bootstrap_resamples"))
-      p.analysis.bootstrap_resamples = as_int(*n, "analysis.bootstrap_resamples", 100, max_bootstrap_resamples);
+      p.analysis.bootstrap_resamples =
+          as_int(*n, "analysis.bootstrap_resamples", 100, max_bootstrap_resamples);
     if (const node *n = a.optional("unstable_iqr_ratio")) {
       p.analysis.unstable_iqr_ratio = as_float(*n, "analysis.unstable_iqr_ratio");
       if (!(p.analysis.unstable_iqr_ratio > 0))
@@ -806,9 +809,9 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
       if (p.schema == 1)
         for (const auto &ref : parsed.references())
           if (is_kernel_metric(ref.what) && ref.what != metric::kernel_share)
-            throw invalid_input(fmt::format("{}() reads the kernel clock and needs prereg: 2",
-                                            to_string(ref.what)),
-                                expect_node.where);
+            throw invalid_input(
+                fmt::format("{}() reads the kernel clock and needs prereg: 2", to_string(ref.what)),
+                expect_node.where);
       if (!p.measurement.kernel_clock)
         for (const auto &ref : parsed.references())
           if (is_kernel_metric(ref.what))
@@ -819,15 +822,16 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
       if (p.schema == 1)
         for (const auto &r : parsed.references())
           if (r.what == metric::share || r.what == metric::kernel_share)
-            throw invalid_input(fmt::format("{}(arm, \"label\") needs prereg: 2", to_string(r.what)),
-                                expect_node.where);
+            throw invalid_input(
+                fmt::format("{}(arm, \"label\") needs prereg: 2", to_string(r.what)),
+                expect_node.where);
     } catch (const error &e) {
       throw invalid_input(fmt::format("prediction {}: expect: {}", s.id, e.what()), e.where());
     }
-    analysis_s += static_cast<double>(s.at.passes.size() * s.at.rows.size() * s.at.cols.size() *
-                                      involved) *
-                  static_cast<double>(p.analysis.bootstrap_resamples) *
-                  static_cast<double>(p.measurement.repetitions) * assumed_resample_s;
+    analysis_s +=
+        static_cast<double>(s.at.passes.size() * s.at.rows.size() * s.at.cols.size() * involved) *
+        static_cast<double>(p.analysis.bootstrap_resamples) *
+        static_cast<double>(p.measurement.repetitions) * assumed_resample_s;
     p.predictions.push_back(std::move(s));
   }
   if (const node *r = top.optional("replication"))
@@ -896,9 +900,7 @@ protocol parse_protocol(std::string_view yaml_text, const std::string &file,
 json to_json(const protocol &p) {
   json arms = json::array();
   for (const auto &a : p.arms) {
-    json arm = {{"id", a.id},
-                {"launch", std::string(name_of(a.launch))},
-                {"repeat", a.repeat}};
+    json arm = {{"id", a.id}, {"launch", std::string(name_of(a.launch))}, {"repeat", a.repeat}};
     switch (a.source) {
     case arm_source::kernel:
       arm["kernel"] = a.kernel;

@@ -2,9 +2,9 @@
 // with every default explicit, and the protocol hash.
 #pragma once
 
-#include "prereg/arm.hpp"
 #include "base/json.hpp"
 #include "base/stats.hpp"
+#include "prereg/arm.hpp"
 #include "spec/registry.hpp"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The protocol hash: SHA-256 of the JCS bytes of the normalised protocol.
-#include "crypto/crypto.hpp"
 #include "base/json.hpp"
+#include "crypto/crypto.hpp"
 #include "spec/protocol.hpp"
 
 namespace prereg {

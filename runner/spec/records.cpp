@@ -6,8 +6,8 @@
 namespace prereg {
 
 json to_json(const cell_key &k) {
-  return {{"arm", k.arm}, {"pass", std::string(to_string(k.pass))}, {"rows", k.rows},
-          {"cols", k.cols}};
+  return {
+      {"arm", k.arm}, {"pass", std::string(to_string(k.pass))}, {"rows", k.rows}, {"cols", k.cols}};
 }
 
 std::string cell_label(const cell_key &k) {

@@ -2,14 +2,13 @@
 // (device/device.hpp). Measurement only records; analysis (stats, defects, verdicts) computes.
 #pragma once
 
-#include "prereg/arm.hpp"
 #include "base/json.hpp"
+#include "prereg/arm.hpp"
 #include "spec/protocol.hpp"
 
 #include <cmath>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <limits>
 #include <map>
 #include <memory>
@@ -110,14 +109,14 @@ struct correctness_record {
 
 /// The instrument's own measured properties.
 struct instrument_record {
-  double ceiling_gbps = 0;           ///< median copy bandwidth, bytes read + written
+  double ceiling_gbps = 0; ///< median copy bandwidth, bytes read + written
   std::vector<double> ceiling_samples_gbps;
-  std::uint64_t ceiling_bytes = 0;   ///< size of the copied buffer
-  double launch_floor_ms = 0;        ///< median time of an empty step
-  double timer_resolution_ms = 0;    ///< smallest non-zero difference the timer shows
-  std::uint64_t flush_bytes = 0;     ///< size of the buffer read to flush the cache (0: no flush)
-  std::string flush_method;          ///< e.g. "read-sweep"
-  std::uint64_t llc_bytes = 0;       ///< last-level cache size (0: unknown)
+  std::uint64_t ceiling_bytes = 0; ///< size of the copied buffer
+  double launch_floor_ms = 0;      ///< median time of an empty step
+  double timer_resolution_ms = 0;  ///< smallest non-zero difference the timer shows
+  std::uint64_t flush_bytes = 0;   ///< size of the buffer read to flush the cache (0: no flush)
+  std::string flush_method;        ///< e.g. "read-sweep"
+  std::uint64_t llc_bytes = 0;     ///< last-level cache size (0: unknown)
   double clock_start_mhz = std::numeric_limits<double>::quiet_NaN();
   /// The kernel clock (docs/engine.md): what it is ("CUPTI 13.0 ...") or empty when the device
   /// has none; the median empty step timed with it on [ms] (NaN: not measured); activity

@@ -1,8 +1,8 @@
 // The float64 reference of LayerNorm and RMSNorm, 16-bit conversions, inputs, poison, compare.
 #include "spec/reference.hpp"
 
-#include "prereg/error.hpp"
 #include "base/rng.hpp"
+#include "prereg/error.hpp"
 
 #include <fmt/format.h>
 
@@ -362,7 +362,8 @@ comparison compare(const std::vector<double> &out, const std::vector<double> &re
   // (dgamma, dbeta) cancels, and its fp32 rounding error scales with the terms, not the result.
   double scale = 0;
   for (const double r : ref)
-    if (std::isfinite(r)) scale = std::max(scale, std::fabs(r));
+    if (std::isfinite(r))
+      scale = std::max(scale, std::fabs(r));
   const double tolerance = atol + rtol * scale;
   for (std::size_t i = 0; i < out.size(); ++i) {
     bool ok;

@@ -29,23 +29,23 @@ struct scratch_term {
 
 /// One registered arm.
 struct arm_info {
-  std::string name;       ///< e.g. "layernorm.fused"
-  std::string device;     ///< "cpu" | "cuda"
-  std::string op;         ///< the operation's name (spec/operation.hpp)
-  std::string summary;    ///< one line from the descriptor
+  std::string name;    ///< e.g. "layernorm.fused"
+  std::string device;  ///< "cpu" | "cuda"
+  std::string op;      ///< the operation's name (spec/operation.hpp)
+  std::string summary; ///< one line from the descriptor
   std::vector<dtype> dtypes;
   std::vector<pass_kind> passes;
   bool has_backward = false; ///< can run the fwd+bwd pass
-  std::string abi;        ///< "norm" (norm_tensors / arm_ops) | "tensors" (tensor_args / arm_entry)
-  std::string source_sha256; ///< hash of its sources, embedded at build time (docs/arms.md)
+  std::string abi; ///< "norm" (norm_tensors / arm_ops) | "tensors" (tensor_args / arm_entry)
+  std::string source_sha256;        ///< hash of its sources, embedded at build time (docs/arms.md)
   std::vector<std::string> sources; ///< repo-relative source files the hash covers
-  std::string descriptor; ///< repo-relative path of its .arm file
-  bool allocates_fwd = false; ///< allocates inside a fwd step (peak 0 would be a defect)
-  bool allocates_bwd = false; ///< allocates inside the bwd step
+  std::string descriptor;           ///< repo-relative path of its .arm file
+  bool allocates_fwd = false;       ///< allocates inside a fwd step (peak 0 would be a defect)
+  bool allocates_bwd = false;       ///< allocates inside the bwd step
   std::vector<scratch_term> scratch_fwd; ///< upper bound of step-allocator bytes, forward
   std::vector<scratch_term> scratch_bwd; ///< the same for the backward
-  std::int64_t max_cols = 0;      ///< largest row length it takes
-  std::int64_t cols_multiple = 1; ///< cols must be a multiple of this
+  std::int64_t max_cols = 0;             ///< largest row length it takes
+  std::int64_t cols_multiple = 1;        ///< cols must be a multiple of this
   std::vector<arm_option_decl> options;
 };
 
@@ -54,15 +54,13 @@ struct arm_info {
 /// The arm named `name` for `device`, or null.
 [[nodiscard]] const arm_info *find_arm(std::string_view device, std::string_view name);
 /// Why `arm` cannot run this pass/shape/dtype, or nullopt if it can.
-[[nodiscard]] std::optional<std::string> cannot_run(const arm_info &arm, pass_kind pass,
-                                                    std::int64_t rows, std::int64_t cols,
-                                                    dtype type);
+[[nodiscard]] std::optional<std::string>
+cannot_run(const arm_info &arm, pass_kind pass, std::int64_t rows, std::int64_t cols, dtype type);
 /// Upper bound of what one invocation of `arm` allocates through its step allocator [bytes]:
 /// the forward's estimate, or for fwd+bwd the larger of the two (each releases before return).
 [[nodiscard]] std::uint64_t scratch_bytes(const arm_info &arm, pass_kind pass, std::int64_t rows,
                                           std::int64_t cols, std::int64_t sms);
 /// Parses a scratch estimate ("0", "8*rows + 64*sms*cols"); throws invalid_input naming `what`.
-[[nodiscard]] std::vector<scratch_term> parse_scratch(std::string_view text,
-                                                      std::string_view what);
+[[nodiscard]] std::vector<scratch_term> parse_scratch(std::string_view text, std::string_view what);
 
 } // namespace prereg

@@ -15,16 +15,16 @@ std::vector<cell_key> all_cells(const protocol &p) {
   for (const auto &arm : p.arms)
     for (const auto pass : p.passes)
       for (const auto rows : p.rows)
-        for (const auto cols : p.cols) cells.push_back({arm.id, pass, rows, cols});
+        for (const auto cols : p.cols)
+          cells.push_back({arm.id, pass, rows, cols});
   return cells;
 }
 
 namespace {
 
 std::optional<std::int64_t> decimal(std::string_view s) {
-  if (s.empty() || s.size() > 6 || !std::all_of(s.begin(), s.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      }))
+  if (s.empty() || s.size() > 6 ||
+      !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   std::int64_t v = 0;
   std::from_chars(s.data(), s.data() + s.size(), v);
@@ -55,9 +55,11 @@ shard_spec shard_from_json(const json &j, const std::string &where) {
     throw bad();
   const json &k = j.at("index");
   const json &n = j.at("count");
-  if (!k.is_number_integer() || !n.is_number_integer()) throw bad();
+  if (!k.is_number_integer() || !n.is_number_integer())
+    throw bad();
   const shard_spec s{k.get<std::int64_t>(), n.get<std::int64_t>()};
-  if (s.index < 1 || s.count < 1 || s.index > s.count || s.count > 10000) throw bad();
+  if (s.index < 1 || s.count < 1 || s.index > s.count || s.count > 10000)
+    throw bad();
   return s;
 }
 
@@ -109,21 +111,21 @@ std::vector<int> parse_device_list(std::string_view text) {
   std::size_t start = 0;
   for (;;) {
     const auto comma = text.find(',', start);
-    const auto piece = text.substr(start, comma == std::string_view::npos ? text.npos
-                                                                          : comma - start);
+    const auto piece =
+        text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
     const auto v = decimal(piece);
     if (!v || *v > 1024)
       throw invalid_input(fmt::format("--devices must be device ordinals separated by commas "
                                       "(e.g. 0,1,2,3), got '{}'",
                                       message_excerpt(text)));
     out.push_back(static_cast<int>(*v));
-    if (comma == std::string_view::npos) break;
+    if (comma == std::string_view::npos)
+      break;
     start = comma + 1;
   }
   if (out.size() > 64)
     throw invalid_input(fmt::format("--devices names {} devices, more than 64", out.size()));
   return out;
 }
-
 
 } // namespace prereg

@@ -2,9 +2,9 @@
 // protocol's cells that keeps together every cell that one prediction compares.
 #pragma once
 
-#include "spec/records.hpp"
 #include "base/json.hpp"
 #include "spec/protocol.hpp"
+#include "spec/records.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -58,6 +58,5 @@ struct shape_group {
 /// `--devices 0,1,...`: non-negative ordinals, 1 to 64 of them; a repeated ordinal is allowed
 /// (its shards run at once, each in its own process, sharing the device).
 [[nodiscard]] std::vector<int> parse_device_list(std::string_view text);
-
 
 } // namespace prereg

@@ -1,10 +1,10 @@
 // `prereg export` / `prereg import`: a frozen protocol as one self-contained, verifiable JSON.
 #include "store/bundle.hpp"
 
-#include "prereg/build_info.hpp"
-#include "prereg/error.hpp"
 #include "base/fs.hpp"
 #include "crypto/signed_json.hpp"
+#include "prereg/build_info.hpp"
+#include "prereg/error.hpp"
 
 #include <fmt/format.h>
 
@@ -55,7 +55,8 @@ json export_bundle(const store &s, const std::string &hash) {
 
 import_outcome import_bundle(const store &s, const json &b, const std::string &where,
                              const trust_root &trust, const signing_key &key) {
-  if (!b.is_object()) throw invalid_input("a bundle is a JSON object", where);
+  if (!b.is_object())
+    throw invalid_input("a bundle is a JSON object", where);
   for (const auto &[k, v] : b.items())
     if (k != "prereg_bundle" && k != "protocol_hash" && k != "protocol" && k != "source" &&
         k != "freeze" && k != "public_key" && k != "tool_version")
@@ -100,8 +101,7 @@ import_outcome import_bundle(const store &s, const json &b, const std::string &w
                                       pub.fingerprint(), signer.empty() ? "(none)" : signer),
                           where);
   if (!verify_record(record, pub))
-    throw integrity_error("the bundle's freeze record signature does not verify (tampered)",
-                          where);
+    throw integrity_error("the bundle's freeze record signature does not verify (tampered)", where);
   // 3. Trust: when the store pins its signers (trust.json or --trust), the signer must be one.
   if (trust.pinned() &&
       std::none_of(trust.keys.begin(), trust.keys.end(),

@@ -2,10 +2,10 @@
 // protocol with everything that proves it; `prereg import` verifies it all and stores it.
 #pragma once
 
-#include "store/trust.hpp"
-#include "crypto/crypto.hpp"
 #include "base/json.hpp"
+#include "crypto/crypto.hpp"
 #include "store/store.hpp"
+#include "store/trust.hpp"
 
 #include <string>
 
@@ -23,7 +23,7 @@ inline constexpr int bundle_version = 1;
 struct import_outcome {
   std::string hash;
   std::string protocol_id;
-  std::string signer;          ///< the freeze record's signer (fingerprint)
+  std::string signer;           ///< the freeze record's signer (fingerprint)
   bool already_present = false; ///< stored and ledgered before: nothing written
 };
 

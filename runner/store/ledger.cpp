@@ -1,10 +1,10 @@
 // The hash-chained, signed, append-only ledger.
 #include "store/ledger.hpp"
 
-#include "prereg/error.hpp"
 #include "base/fs.hpp"
 #include "base/time.hpp"
 #include "crypto/signed_json.hpp"
+#include "prereg/error.hpp"
 
 #include <fmt/format.h>
 
@@ -18,8 +18,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -124,7 +124,7 @@ struct ledger::cache {
   std::vector<std::string> lines; ///< without their newlines
   std::vector<json> entries;      ///< the parsed lines, once entries() asked for them
   bool parsed = false;
-  std::size_t verified = 0; ///< leading lines verified with the append keys
+  std::size_t verified = 0;         ///< leading lines verified with the append keys
   std::vector<std::string> signers; ///< the signers of the lines the last verification covered
 
   /// Splits `text` into lines; a last line without its newline is exit 3.
@@ -433,10 +433,9 @@ void verify_lines(ledger::cache &c, const std::filesystem::path &file, const key
                                         prefix, expected_seq),
                             where);
     if (canonical_json(e) != ls[i])
-      throw integrity_error(
-          fmt::format("{}ledger entry seq {} is not in canonical form (edited)", prefix,
-                      expected_seq),
-          where);
+      throw integrity_error(fmt::format("{}ledger entry seq {} is not in canonical form (edited)",
+                                        prefix, expected_seq),
+                            where);
     if (!checks_signatures) {
       prev = sha256_hex(ls[i]); // a ledger handle without keys checks the chain only
       continue;
@@ -448,10 +447,9 @@ void verify_lines(ledger::cache &c, const std::filesystem::path &file, const key
                                         prefix, expected_seq, signer.empty() ? "(none)" : signer),
                             where);
     if (!verify_record(e, *key))
-      throw integrity_error(
-          fmt::format("{}ledger entry seq {} has an invalid signature (edited)", prefix,
-                      expected_seq),
-          where);
+      throw integrity_error(fmt::format("{}ledger entry seq {} has an invalid signature (edited)",
+                                        prefix, expected_seq),
+                            where);
     if (std::find(signers.begin(), signers.end(), signer) == signers.end())
       signers.push_back(signer);
     prev = sha256_hex(ls[i]);

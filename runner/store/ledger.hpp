@@ -1,8 +1,8 @@
 // The append-only ledger (docs/ledger.md): one signed, hash-chained JSON line per event.
 #pragma once
 
-#include "crypto/crypto.hpp"
 #include "base/json.hpp"
+#include "crypto/crypto.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -122,6 +122,5 @@ std::int64_t check_checkpoint(const ledger &l, const json &checkpoint, const key
 /// run-start of `protocol_hash` (its attempt number), else 0.
 [[nodiscard]] std::vector<std::int64_t> attempt_numbers(std::span<const json> entries,
                                                         std::string_view protocol_hash);
-
 
 } // namespace prereg

@@ -2,13 +2,13 @@
 #include "store/store.hpp"
 #include "spec/outside_file.hpp"
 
-#include "prereg/build_info.hpp"
-#include "prereg/error.hpp"
 #include "base/fs.hpp"
 #include "base/time.hpp"
 #include "crypto/keyring.hpp"
-#include "spec/registry.hpp"
 #include "crypto/signed_json.hpp"
+#include "prereg/build_info.hpp"
+#include "prereg/error.hpp"
+#include "spec/registry.hpp"
 
 #include <fmt/format.h>
 
@@ -30,11 +30,14 @@ void collect_changes(const json &a, const json &b, const std::string &path,
   if (a.is_object() && b.is_object()) {
     for (const auto &[k, v] : a.items()) {
       const std::string p = path.empty() ? k : path + "." + k;
-      if (!b.contains(k)) out.push_back(p);
-      else collect_changes(v, b.at(k), p, out);
+      if (!b.contains(k))
+        out.push_back(p);
+      else
+        collect_changes(v, b.at(k), p, out);
     }
     for (const auto &[k, v] : b.items())
-      if (!a.contains(k)) out.push_back(path.empty() ? k : path + "." + k);
+      if (!a.contains(k))
+        out.push_back(path.empty() ? k : path + "." + k);
     return;
   }
   if (a.is_array() && b.is_array() && a.size() == b.size()) {
@@ -42,7 +45,8 @@ void collect_changes(const json &a, const json &b, const std::string &path,
       collect_changes(a[i], b[i], fmt::format("{}[{}]", path, i), out);
     return;
   }
-  if (canonical_json(a) != canonical_json(b)) out.push_back(path);
+  if (canonical_json(a) != canonical_json(b))
+    out.push_back(path);
 }
 
 // [a-z0-9][a-z0-9_-]{0,63}, the protocol id's form (docs/protocol.md).
@@ -74,32 +78,36 @@ store::store(std::filesystem::path root)
 
 bool ledger_records_freeze(std::span<const json> entries, std::string_view hash) {
   return std::any_of(entries.begin(), entries.end(), [&](const json &e) {
-    if (!e.is_object() || e.value("protocol_hash", "") != hash) return false;
+    if (!e.is_object() || e.value("protocol_hash", "") != hash)
+      return false;
     const std::string event = e.value("event", "");
     return event == ledger_event::freeze || event == ledger_event::import; // imported: frozen
   });
 }
 
 fs::path store::default_root(const std::string &flag) {
-  if (!flag.empty()) return flag;
-  if (const char *env = std::getenv("PREREG_STORE"); env && *env) return env;
+  if (!flag.empty())
+    return flag;
+  if (const char *env = std::getenv("PREREG_STORE"); env && *env)
+    return env;
   return ".prereg";
 }
 
-fs::path store::protocol_dir(const std::string &hash) const {
-  return m_root / "protocols" / hash;
-}
+fs::path store::protocol_dir(const std::string &hash) const { return m_root / "protocols" / hash; }
 
 void store::add_key(const public_key &key) const {
   const auto path = m_root / "keys" / (key.fingerprint() + ".pub");
-  if (fs::exists(path) && read_file(path) == key.pem()) return;
+  if (fs::exists(path) && read_file(path) == key.pem())
+    return;
   write_file_atomic(path, key.pem());
 }
 
 std::optional<public_key> store::find_key(const std::string &fingerprint) const {
-  if (!is_hex(fingerprint) || fingerprint.size() != 64) return std::nullopt;
+  if (!is_hex(fingerprint) || fingerprint.size() != 64)
+    return std::nullopt;
   const auto path = m_root / "keys" / (fingerprint + ".pub");
-  if (!fs::exists(path)) return std::nullopt;
+  if (!fs::exists(path))
+    return std::nullopt;
   auto key = public_key::from_pem(read_file(path), path.string());
   if (key.fingerprint() != fingerprint)
     throw integrity_error("public key file does not match its fingerprint name", path.string());
@@ -116,7 +124,9 @@ std::string project_relative(const fs::path &project, const fs::path &file) {
 }
 } // namespace
 
-fs::path store::project_root() const { return fs::absolute(m_root).lexically_normal().parent_path(); }
+fs::path store::project_root() const {
+  return fs::absolute(m_root).lexically_normal().parent_path();
+}
 
 freeze_outcome store::freeze(std::string_view source, const protocol &p, const signing_key &key,
                              const fs::path &source_dir) const {
@@ -147,8 +157,8 @@ freeze_outcome store::freeze(std::string_view source, const protocol &p, const s
   json kernels = json::object();
   for (const auto &arm : p.arms) {
     if (arm.outside()) {
-      const fs::path file = outside_file(source_dir.empty() ? fs::current_path() : source_dir,
-                                         arm.file);
+      const fs::path file =
+          outside_file(source_dir.empty() ? fs::current_path() : source_dir, arm.file);
       const std::string digest = outside_file_sha256(file, arm.id);
       // Hashed, never loaded: no outside code runs in a process that holds the signing key.
       kernels[arm.id] = {{arm.source == arm_source::plugin ? "plugin" : "python", arm.file},
@@ -175,9 +185,8 @@ freeze_outcome store::freeze(std::string_view source, const protocol &p, const s
     write_file_atomic(dir / "protocol.json", canonical);
     // freeze.json last: its presence marks the protocol as frozen.
     write_file_atomic(dir / "freeze.json", canonical_json(record));
-    get_ledger().append({{"event", ledger_event::freeze}, {"protocol_hash", hash},
-                         {"protocol_id", p.id}},
-                        key);
+    get_ledger().append(
+        {{"event", ledger_event::freeze}, {"protocol_hash", hash}, {"protocol_id", p.id}}, key);
   } catch (...) {
     // Nothing half-written (a full disk, a read-only store): a protocol whose freeze the ledger
     // does not record is not frozen, and a later freeze must start afresh.
@@ -194,7 +203,8 @@ std::vector<std::string> store::hashes() const {
   std::vector<std::string> out;
   const auto dir = m_root / "protocols";
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
+  if (!fs::is_directory(dir, ec))
+    return out;
   for (const auto &entry : fs::directory_iterator(dir)) {
     const auto name = entry.path().filename().string();
     if (entry.is_directory() && name.size() == 64 && is_hex(name) &&
@@ -223,7 +233,8 @@ std::string store::resolve(std::string_view arg) const {
   std::vector<std::string> by_hash;
   if (hex && arg.size() >= min_prefix_digits)
     for (const auto &h : all)
-      if (h.compare(0, arg.size(), arg) == 0) by_hash.push_back(h);
+      if (h.compare(0, arg.size(), arg) == 0)
+        by_hash.push_back(h);
   if (!by_hash.empty() && !by_id.empty() && by_hash != by_id)
     throw invalid_input(fmt::format("'{}' is ambiguous: it is a hash prefix of {} and the id of "
                                     "{}; give more hash digits",
@@ -235,10 +246,11 @@ std::string store::resolve(std::string_view arg) const {
                                       "a hash or a prefix of at least {} hex digits",
                                       matches.size(), arg, matches[0].substr(0, 12),
                                       matches[1].substr(0, 12), min_prefix_digits));
-    throw invalid_input(fmt::format("prefix {} is ambiguous: it matches {} and {}", arg,
-                                    matches[0], matches[1]));
+    throw invalid_input(
+        fmt::format("prefix {} is ambiguous: it matches {} and {}", arg, matches[0], matches[1]));
   }
-  if (matches.size() == 1) return matches.front();
+  if (matches.size() == 1)
+    return matches.front();
   if (!hex && !is_protocol_id(arg))
     throw invalid_input(fmt::format(
         "'{}' is not a protocol hash, a hash prefix of at least {} hex digits or a protocol id",
@@ -346,7 +358,8 @@ std::optional<std::string> kernel_source_problem(const frozen_protocol &fp,
 }
 
 void check_kernel_sources(const frozen_protocol &fp, const fs::path &project) {
-  if (auto problem = kernel_source_problem(fp, project)) throw integrity_error(*problem);
+  if (auto problem = kernel_source_problem(fp, project))
+    throw integrity_error(*problem);
 }
 
 namespace {
@@ -400,16 +413,17 @@ frozen_protocol resolve_protocol_for_run(const store &s, std::string_view arg,
         } catch (const error &) {
           continue;
         }
-        if (!other.is_object() || other.value("id", "") != p.id) continue;
+        if (!other.is_object() || other.value("id", "") != p.id)
+          continue;
         auto changes = changed_fields(other, body);
         if (!closest || changes.size() < closest->second.size())
           closest.emplace(h, std::move(changes));
       }
       if (closest)
-        throw integrity_error(fmt::format("{} was modified since freezing: changed {} (frozen as {})",
-                                          path.string(), fmt::join(closest->second, ", "),
-                                          closest->first),
-                              path.string());
+        throw integrity_error(
+            fmt::format("{} was modified since freezing: changed {} (frozen as {})", path.string(),
+                        fmt::join(closest->second, ", "), closest->first),
+            path.string());
       throw integrity_error(fmt::format("{} is not frozen: run `prereg freeze {}` first",
                                         path.string(), path.string()),
                             path.string());

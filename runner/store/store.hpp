@@ -2,10 +2,10 @@
 // and the integrity check `run` calls before touching any device.
 #pragma once
 
-#include "crypto/crypto.hpp"
 #include "base/json.hpp"
-#include "store/ledger.hpp"
+#include "crypto/crypto.hpp"
 #include "spec/protocol.hpp"
+#include "store/ledger.hpp"
 
 #include <filesystem>
 #include <optional>
@@ -19,12 +19,12 @@ namespace prereg {
 /// A protocol as stored, verified on load.
 struct frozen_protocol {
   std::string hash;
-  std::string canonical;      ///< protocol.json bytes
-  json body;                  ///< the normalised protocol
-  protocol proto;             ///< rebuilt from body
-  json freeze;                ///< the signed freeze record
-  std::string source;         ///< source.yaml bytes
-  std::string note;           ///< resolve_for_run: how a FILE that is not byte-identical matched
+  std::string canonical; ///< protocol.json bytes
+  json body;             ///< the normalised protocol
+  protocol proto;        ///< rebuilt from body
+  json freeze;           ///< the signed freeze record
+  std::string source;    ///< source.yaml bytes
+  std::string note;      ///< resolve_for_run: how a FILE that is not byte-identical matched
 };
 
 /// What freeze did.
@@ -117,8 +117,8 @@ void check_kernel_sources(const frozen_protocol &fp, const std::filesystem::path
 
 /// Why `fp` cannot run with this build's kernels (a kernel missing or changed since freezing,
 /// with the way to a new version), or nothing.
-[[nodiscard]] std::optional<std::string> kernel_source_problem(const frozen_protocol &fp,
-                                                               const std::filesystem::path &project);
+[[nodiscard]] std::optional<std::string>
+kernel_source_problem(const frozen_protocol &fp, const std::filesystem::path &project);
 
 /// What to do when a frozen version's kernel changed: the `revision` to set and freeze.
 [[nodiscard]] std::string new_version_advice(const protocol &p);

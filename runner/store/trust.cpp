@@ -58,9 +58,8 @@ std::optional<public_key> trust_root::find(const store &s, const std::string &fi
 }
 
 std::string trust_root::describe(const store &s, const std::vector<std::string> &signers) const {
-  const std::string who =
-      signers.empty() ? std::string("no signer was accepted")
-                      : fmt::format("signer(s) {}", fmt::join(signers, ", "));
+  const std::string who = signers.empty() ? std::string("no signer was accepted")
+                                          : fmt::format("signer(s) {}", fmt::join(signers, ", "));
   if (pinned())
     return fmt::format("{}; pinned by {} ({} key(s))", who, source, keys.size());
   return fmt::format("{}; NOT PINNED: accepted because {} holds the key, and anyone who can write "

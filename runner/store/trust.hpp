@@ -15,7 +15,7 @@ namespace prereg {
 /// The keys an audit or `ledger verify` accepts as signers (docs/audit.md, trust root).
 struct trust_root {
   std::vector<public_key> keys; ///< the pinned keys; unused when not pinned
-  std::string source; ///< "--trust", "the store's trust.json", or empty: not pinned
+  std::string source;           ///< "--trust", "the store's trust.json", or empty: not pinned
 
   [[nodiscard]] bool pinned() const noexcept { return !source.empty(); }
   /// The key with this fingerprint: only a pinned one when pinned, else the store's keys/.

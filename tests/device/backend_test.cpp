@@ -51,8 +51,8 @@ TEST_CASE("device_cannot_run refuses a cell that does not fit in 80% of free mem
   const arm_spec spec{"f", "layernorm.fused", launch_mode::stream, 1};
   CHECK_FALSE(device_cannot_run(*b, op, *arm, spec, pass_kind::fwd_bwd, 1024, 1024, dtype::fp32)
                   .has_value());
-  const auto why = device_cannot_run(*b, op, *arm, spec, pass_kind::fwd_bwd,
-                                     std::int64_t{1} << 26, 8192, dtype::fp32);
+  const auto why = device_cannot_run(*b, op, *arm, spec, pass_kind::fwd_bwd, std::int64_t{1} << 26,
+                                     8192, dtype::fp32);
   REQUIRE(why.has_value());
   CHECK(why->find("the cuda device allows a cell") != std::string::npos);
   CHECK(why->find("GiB") != std::string::npos);

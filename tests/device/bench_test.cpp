@@ -30,10 +30,9 @@ void sweep(const std::string &op, dtype type, std::int64_t rows, std::int64_t co
   const raw_run raw = measure_on_cuda(plan, progress);
   std::printf("\n%s %s %lldx%lld  ceiling %.0f GB/s  launch floor %.4f ms  timer res %.6f ms  "
               "flush %llu MiB  clock start %.0f MHz\n",
-              op.c_str(), std::string(to_string(type)).c_str(),
-              static_cast<long long>(rows), static_cast<long long>(cols),
-              raw.instrument.ceiling_gbps, raw.instrument.launch_floor_ms,
-              raw.instrument.timer_resolution_ms,
+              op.c_str(), std::string(to_string(type)).c_str(), static_cast<long long>(rows),
+              static_cast<long long>(cols), raw.instrument.ceiling_gbps,
+              raw.instrument.launch_floor_ms, raw.instrument.timer_resolution_ms,
               static_cast<unsigned long long>(raw.instrument.flush_bytes >> 20),
               raw.instrument.clock_start_mhz);
   std::printf("%-14s %-8s %10s %10s %8s %8s %10s %-7s %s\n", "arm", "pass", "median_ms", "iqr_ms",

@@ -1,12 +1,12 @@
 // Helpers of the GPU tests: device buffers, a counting step_allocator, protocol/plan builders.
 #pragma once
 
-#include "spec/reference.hpp"
-#include "spec/arm_code.hpp"
-#include "spec/records.hpp"
 #include "device/device.hpp"
 #include "engine/measure.hpp"
+#include "spec/arm_code.hpp"
 #include "spec/protocol.hpp"
+#include "spec/records.hpp"
+#include "spec/reference.hpp"
 
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>

@@ -2,8 +2,8 @@
 // with fresh random inputs and poisoned outputs.
 #include "device_helpers.hpp"
 
-#include "spec/registry.hpp"
 #include "base/rng.hpp"
+#include "spec/registry.hpp"
 
 #include <fmt/format.h>
 

@@ -4,9 +4,9 @@
 // and a timing table against the copy ceiling (skipped unless asked for).
 #include "device_helpers.hpp"
 
+#include "base/rng.hpp"
 #include "cuda/softmax_arms.hpp"
 #include "prereg/ops/softmax.hpp"
-#include "base/rng.hpp"
 
 #include <fmt/format.h>
 

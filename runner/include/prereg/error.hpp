@@ -75,10 +75,14 @@ private:
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c == 0) out += "\\0";
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == 0)
+      out += "\\0";
     else if (c < 0x20 || c == 0x7f) {
       out += "\\x";
       out += hex[c >> 4];
