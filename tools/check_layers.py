@@ -8,12 +8,12 @@ runner/include/prereg/ (what kernels and plugins include) and of the build's gen
 prereg/ headers; nothing else of the project. Exit 0 when every include points down, else 1
 with one line per offending include.
 """
+import argparse
 import pathlib
 import re
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-RUNNER = ROOT / "runner"
+RUNNER = pathlib.Path(__file__).resolve().parent.parent / "runner"
 GENERATED = {"prereg/build_info.hpp", "prereg/build_commit.hpp", "prereg/arm_table.hpp",
              "prereg/python_glue.hpp"}
 # Outside runner/: what device/ shares with the CUDA arms (the CUDA-call wrapper, the fill).
@@ -47,6 +47,12 @@ def closure(deps, name, seen=None):
 
 
 def main():
+    global RUNNER
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--root", help="the repository to check (default: this script's)")
+    a = ap.parse_args()
+    if a.root:
+        RUNNER = pathlib.Path(a.root).resolve() / "runner"
     deps = declared_deps()
     problems = []
     for name in deps:

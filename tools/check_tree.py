@@ -140,18 +140,20 @@ def main():
     ap.add_argument("--max-file", type=int, default=600)
     ap.add_argument("--max-function", type=int, default=80)
     ap.add_argument("--list", action="store_true", help="print every function's length")
+    ap.add_argument("--root", help="the repository to check (default: this script's)")
     ap.add_argument("paths", nargs="*", default=["runner"])
     a = ap.parse_args()
+    root = pathlib.Path(a.root).resolve() if a.root else ROOT
     over = 0
     files = []
     for p in a.paths:
-        p = ROOT / p
+        p = root / p
         files += sorted(p.rglob("*")) if p.is_dir() else [p]
     for f in files:
         if f.suffix not in {".cpp", ".hpp", ".h", ".cu", ".cuh"}:
             continue
         text = f.read_text()
-        rel = f.relative_to(ROOT)
+        rel = f.relative_to(root)
         lines = text.count("\n")
         if lines > a.max_file:
             print(f"{rel}: {lines} lines (over {a.max_file})")
