@@ -24,12 +24,13 @@ if "--all" in args:
     show_all = True
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 build = os.path.abspath(args[0] if args else os.path.join(root, "build-cuda"))
-rsp = os.path.join(build, "CMakeFiles/prereg_kernels.dir/includes_CUDA.rsp")
+rsp = os.path.join(build, "kernels/CMakeFiles/prereg_kernels.dir/includes_CUDA.rsp")
 if not os.path.exists(rsp):
     sys.exit(f"ptxas_spills: {rsp} is missing: configure a CUDA build first (cmake -B {build})")
 nvcc = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
 rows = []
-for cu in sorted(glob.glob(os.path.join(root, "kernels/cuda/*.cu"))):
+for cu in sorted(glob.glob(os.path.join(root, "kernels/cuda/*.cu")) +
+                 glob.glob(os.path.join(root, "runner/device/*.cu"))):
     cmd = [nvcc, "-DFMT_HEADER_ONLY=1", "-DPREREG_HAVE_CUDA=1", "--options-file", rsp, "-O3",
            "-DNDEBUG", f"--generate-code=arch=compute_{arch},code=[sm_{arch}]",
            "--expt-relaxed-constexpr", "-std=c++20", "-Xptxas", "-v", "-c", cu, "-o", os.devnull]
