@@ -1,6 +1,8 @@
 // The report model's serialiser and strict parser: one function per struct, each way.
 #include "model/report_model.hpp"
 
+#include "base/json_reader.hpp"
+
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>
@@ -15,120 +17,35 @@ namespace {
 
 // ---- strict reading: every failure names the JSON path ---------------------------------------
 
-/// A JSON value at a path of the report, with typed accessors that throw naming the path.
-class node {
+/// A report's reading failure: invalid_input naming the path ("report" for the root).
+class report_fault final : public json_fault {
 public:
-  node(const json &j, std::string path, const std::string &where)
-      : m_j(j), m_path(std::move(path)), m_where(where) {}
-
-  [[nodiscard]] const json &value() const { return m_j; }
-  [[nodiscard]] const std::string &path() const { return m_path; }
-
-  [[noreturn]] void fail(const std::string &problem) const {
-    throw invalid_input(fmt::format("{} {}", m_path.empty() ? "report" : m_path, problem), m_where);
+  explicit report_fault(const std::string &where) : m_where(where) {}
+  [[noreturn]] void fail(const std::string &path, std::string_view problem) const override {
+    throw invalid_input(fmt::format("{} {}", path.empty() ? "report" : path, problem), m_where);
   }
 
-  [[nodiscard]] std::string child_path(std::string_view key) const {
-    return m_path.empty() ? std::string(key) : m_path + "." + std::string(key);
-  }
+private:
+  const std::string &m_where;
+};
 
-  /// The member `key` of this object (which must exist).
-  [[nodiscard]] node operator[](std::string_view key) const {
-    object();
-    const auto it = m_j.find(std::string(key));
-    if (it == m_j.end())
-      throw invalid_input(fmt::format("{} is missing", child_path(key)), m_where);
-    return {*it, child_path(key), m_where};
-  }
-  [[nodiscard]] bool has(std::string_view key) const {
-    return m_j.is_object() && m_j.contains(std::string(key));
-  }
-  /// Element i of this array.
-  [[nodiscard]] node at(std::size_t i) const {
-    return {m_j[i], fmt::format("{}[{}]", m_path, i), m_where};
-  }
+/// A JSON value at a path of the report, read strictly (base/json_reader.hpp).
+class node : public json_node {
+public:
+  node(const json_node &n) : json_node(n) {} // NOLINT: every child of a node is a node
+  node(const json &j, std::string path, const report_fault &fault)
+      : json_node(j, std::move(path), fault) {}
 
+  [[nodiscard]] node operator[](std::string_view key) const { return json_node::operator[](key); }
+  [[nodiscard]] node at(std::size_t i) const { return json_node::at(i); }
   const node &object() const {
-    if (!m_j.is_object())
-      fail("is not an object");
+    json_node::object();
     return *this;
   }
   /// This object, which must hold only `allowed` keys.
   const node &only(std::initializer_list<std::string_view> allowed) const {
-    object();
-    for (const auto &[k, v] : m_j.items())
-      if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
-        throw invalid_input(
-            fmt::format("{} is not a member of the report format", child_path(message_excerpt(k))),
-            m_where);
+    json_node::only(allowed, "is not a member of the report format");
     return *this;
-  }
-  [[nodiscard]] std::size_t array_size() const {
-    if (!m_j.is_array())
-      fail("is not an array");
-    return m_j.size();
-  }
-  [[nodiscard]] std::string str() const {
-    if (!m_j.is_string())
-      fail("is not a string");
-    return m_j.get<std::string>();
-  }
-  [[nodiscard]] bool boolean() const {
-    if (!m_j.is_boolean())
-      fail("is not a boolean");
-    return m_j.get<bool>();
-  }
-  [[nodiscard]] double number() const {
-    if (!m_j.is_number())
-      fail("is not a number");
-    return m_j.get<double>();
-  }
-  /// A number, or NaN for null (the report writes non-finite numbers as null).
-  [[nodiscard]] double number_or_null() const {
-    if (m_j.is_null())
-      return std::numeric_limits<double>::quiet_NaN();
-    if (!m_j.is_number())
-      fail("is not a number or null");
-    return m_j.get<double>();
-  }
-  [[nodiscard]] std::int64_t integer() const {
-    if (m_j.is_number_unsigned() && m_j.get<std::uint64_t>() <= 9'000'000'000'000'000'000ULL)
-      return static_cast<std::int64_t>(m_j.get<std::uint64_t>());
-    if (m_j.is_number_integer() && !m_j.is_number_unsigned())
-      return m_j.get<std::int64_t>();
-    if (m_j.is_number_float()) {
-      const double d = m_j.get<double>();
-      if (std::nearbyint(d) == d && std::fabs(d) < 9.2e18)
-        return static_cast<std::int64_t>(d);
-    }
-    fail("is not an integer");
-  }
-  [[nodiscard]] std::uint64_t count() const {
-    if (m_j.is_number_unsigned())
-      return m_j.get<std::uint64_t>();
-    if (m_j.is_number_integer() && m_j.get<std::int64_t>() >= 0)
-      return static_cast<std::uint64_t>(m_j.get<std::int64_t>());
-    if (m_j.is_number_float()) {
-      const double d = m_j.get<double>();
-      if (d >= 0 && std::nearbyint(d) == d && d < 1.8e19)
-        return static_cast<std::uint64_t>(d);
-    }
-    fail("is not a non-negative integer");
-  }
-  [[nodiscard]] std::vector<double> numbers() const {
-    std::vector<double> out(array_size());
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      out[i] = at(i).number();
-      if (!std::isfinite(out[i]))
-        at(i).fail("is not finite");
-    }
-    return out;
-  }
-  [[nodiscard]] std::vector<std::string> strings() const {
-    std::vector<std::string> out(array_size());
-    for (std::size_t i = 0; i < out.size(); ++i)
-      out[i] = at(i).str();
-    return out;
   }
   [[nodiscard]] pass_kind pass() const {
     const std::string s = str();
@@ -138,11 +55,6 @@ public:
       return pass_kind::fwd_bwd;
     fail(fmt::format("is '{}', not fwd or fwd+bwd", message_excerpt(s)));
   }
-
-private:
-  const json &m_j;
-  std::string m_path;
-  const std::string &m_where;
 };
 
 cell_key read_key(const node &n) {
@@ -743,7 +655,8 @@ json to_json(const report_document &r) {
 }
 
 void check_report_members(const json &root, const std::string &where) {
-  const node n(root, "", where);
+  const report_fault fault(where);
+  const node n(root, "", fault);
   n.only({"schema_version", "tool", "protocol", "run", "environment", "instrument", "cells",
           "correctness", "predictions", "defects", "deviations", "attempt", "exploratory",
           "shard"});
@@ -756,7 +669,8 @@ report_document report_from_json(const json &root, const std::string &where) {
 }
 
 report_document report_from_json(const json &root, const std::string &where, unsigned parts) {
-  const node n(root, "", where);
+  const report_fault fault(where);
+  const node n(root, "", fault);
   n.object();
   report_document r;
   const auto want = [&](unsigned part) { return (parts & part) != 0; };
@@ -796,7 +710,8 @@ report_document report_from_json(const json &root, const std::string &where, uns
 }
 
 cell_key cell_key_from_json(const json &j, const std::string &path, const std::string &where) {
-  const node n(j, path, where);
+  const report_fault fault(where);
+  const node n(j, path, fault);
   n.only({"arm", "pass", "rows", "cols"});
   return read_key(n);
 }
