@@ -1,0 +1,255 @@
+// The report model's strict parser: one reader per struct, each failure naming its JSON path.
+#include "model/report_reader.hpp"
+
+#include "prereg/error.hpp"
+
+#include <fmt/format.h>
+
+namespace prereg {
+using namespace model_detail;
+
+namespace model_detail {
+
+void report_fault::fail(const std::string &path, std::string_view problem) const {
+  throw invalid_input(fmt::format("{} {}", path.empty() ? "report" : path, problem), m_where);
+}
+
+pass_kind node::pass() const {
+  const std::string s = str();
+  if (s == "fwd")
+    return pass_kind::fwd;
+  if (s == "fwd+bwd")
+    return pass_kind::fwd_bwd;
+  fail(fmt::format("is '{}', not fwd or fwd+bwd", message_excerpt(s)));
+}
+
+cell_key read_key(const node &n) {
+  return {n["arm"].str(), n["pass"].pass(), n["rows"].integer(), n["cols"].integer()};
+}
+
+} // namespace model_detail
+
+namespace {
+
+report_tool read_tool(const node &n) {
+  n.only({"name", "version", "git_commit", "build_flags", "renderer"});
+  report_tool t{n["name"].str(), n["version"].str(), n["git_commit"].str(), n["build_flags"].str()};
+  if (n.has("renderer")) {
+    const std::int64_t v = n["renderer"].integer();
+    if (v < 2 || v > report_renderer_version) // 1 is written as absence
+      n["renderer"].fail(fmt::format("must be an integer from 2 to {} (this build's renderers)",
+                                     report_renderer_version));
+    t.renderer = static_cast<int>(v);
+  }
+  return t;
+}
+
+report_protocol read_protocol(const node &n) {
+  n.only({"hash", "body", "freeze"});
+  report_protocol p;
+  p.hash = n["hash"].str();
+  p.body = n["body"].object().value();
+  p.freeze = n["freeze"].object().value();
+  return p;
+}
+
+report_run read_run(const node &n) {
+  n.only({"run_id", "started_at", "finished_at", "device_ordinal", "ledger_head"});
+  report_run r{n["run_id"].str(), n["started_at"].str(), n["finished_at"].str(),
+               n["device_ordinal"].integer(), std::nullopt};
+  if (n.has("ledger_head")) {
+    const node h = n["ledger_head"];
+    h.only({"seq", "sha256"});
+    r.ledger_head = report_ledger_head{h["seq"].integer(), h["sha256"].str()};
+  }
+  return r;
+}
+
+report_instrument read_instrument(const node &n, int version) {
+  if (version >= 4)
+    n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
+            "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz",
+            "kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped"});
+  else
+    n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
+            "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz"});
+  report_instrument in;
+  in.ceiling_gbps = n["ceiling_gbps"].number_or_null();
+  in.ceiling_samples_gbps = n["ceiling_samples_gbps"].numbers();
+  in.ceiling_bytes = n["ceiling_bytes"].count();
+  in.launch_floor_ms = n["launch_floor_ms"].number_or_null();
+  in.timer_resolution_ms = n["timer_resolution_ms"].number_or_null();
+  in.flush_bytes = n["flush_bytes"].count();
+  in.flush_method = n["flush_method"].str();
+  in.llc_bytes = n["llc_bytes"].count();
+  in.clock_start_mhz = n["clock_start_mhz"].number_or_null();
+  if (version >= 4) {
+    in.kernel_clock = n["kernel_clock"].str();
+    in.kernel_clock_floor_ms = n["kernel_clock_floor_ms"].number_or_null();
+    in.kernel_records_dropped = n["kernel_records_dropped"].count();
+  }
+  return in;
+}
+
+report_correctness read_correctness(const node &n) {
+  n.only({"arm", "pass", "rows", "cols", "max_abs_error", "max_rel_error", "unwritten", "passed",
+          "detail"});
+  report_correctness c;
+  c.key = read_key(n);
+  c.max_abs_error = n["max_abs_error"].number_or_null();
+  c.max_rel_error = n["max_rel_error"].number_or_null();
+  c.unwritten = n["unwritten"].boolean();
+  c.passed = n["passed"].boolean();
+  c.detail = n["detail"].str();
+  return c;
+}
+
+verdict_kind read_verdict(const node &n) {
+  const std::string s = n.str();
+  for (const verdict_kind v :
+       {verdict_kind::confirmed, verdict_kind::refuted, verdict_kind::inconclusive})
+    if (s == to_string(v))
+      return v;
+  n.fail(fmt::format("is '{}', not confirmed, refuted or inconclusive", message_excerpt(s)));
+}
+
+prediction_result read_prediction(const node &n) {
+  n.only({"id", "claim", "expect", "verdict", "cells", "reason"});
+  prediction_result r;
+  r.id = n["id"].str();
+  r.claim = n["claim"].str();
+  r.expect = n["expect"].str();
+  r.verdict = read_verdict(n["verdict"]);
+  const node cells = n["cells"];
+  for (std::size_t i = 0; i < cells.array_size(); ++i) {
+    const node c = cells.at(i);
+    c.only({"pass", "rows", "cols", "p"});
+    cell_p cp{c["pass"].pass(), c["rows"].integer(), c["cols"].integer(), std::nullopt};
+    if (const node p = c["p"]; !p.value().is_null())
+      cp.p = p.number();
+    r.cells.push_back(cp);
+  }
+  r.reason = n["reason"].str();
+  return r;
+}
+
+report_defect read_defect(const node &n) {
+  n.only({"code", "cell", "message", "evidence"});
+  report_defect d;
+  d.code = n["code"].str();
+  if (n.has("cell")) {
+    const node c = n["cell"];
+    c.only({"arm", "pass", "rows", "cols"});
+    d.cell = read_key(c);
+  }
+  d.message = n["message"].str();
+  d.evidence = n["evidence"].object().value();
+  return d;
+}
+
+report_deviation read_deviation(const node &n) {
+  n.object();
+  report_deviation d;
+  d.kind = n["kind"].str();
+  d.message = n["message"].str();
+  if (n.has("cell")) {
+    const node c = n["cell"];
+    c.only({"arm", "pass", "rows", "cols"});
+    d.cell = read_key(c);
+  }
+  for (const auto &[k, v] : n.value().items())
+    if (k != "kind" && k != "message" && k != "cell")
+      d.extra[k] = v;
+  return d;
+}
+
+template <class T, class F> std::vector<T> read_list(const node &n, F read) {
+  std::vector<T> out;
+  const std::size_t size = n.array_size();
+  out.reserve(size);
+  for (std::size_t i = 0; i < size; ++i)
+    out.push_back(read(n.at(i)));
+  return out;
+}
+
+int read_schema_version(const node &root) {
+  const node v = root["schema_version"];
+  const std::int64_t version = v.integer();
+  if (version < report_schema_version_min || version > report_schema_version)
+    v.fail(fmt::format("is {}; this build reads versions {} to {}", version,
+                       report_schema_version_min, report_schema_version));
+  return static_cast<int>(version);
+}
+
+/// The members of the report's lists in `parts`: cells, correctness, predictions, defects,
+/// deviations.
+void read_lists(const node &n, unsigned parts, report_document &r) {
+  const auto want = [&](unsigned part) { return (parts & part) != 0; };
+  if (want(report_part::cells))
+    r.cells = read_list<report_cell>(n["cells"],
+                                     [&](const node &c) { return read_cell(c, r.schema_version); });
+  if (want(report_part::correctness))
+    r.correctness = read_list<report_correctness>(n["correctness"], read_correctness);
+  if (want(report_part::predictions))
+    r.predictions = read_list<prediction_result>(n["predictions"], read_prediction);
+  if (want(report_part::defects))
+    r.defects = read_list<report_defect>(n["defects"], read_defect);
+  if (want(report_part::deviations))
+    r.deviations = read_list<report_deviation>(n["deviations"], read_deviation);
+}
+
+} // namespace
+
+void check_report_members(const json &root, const std::string &where) {
+  const report_fault fault(where);
+  const node n(root, "", fault);
+  n.only({"schema_version", "tool", "protocol", "run", "environment", "instrument", "cells",
+          "correctness", "predictions", "defects", "deviations", "attempt", "exploratory",
+          "shard"});
+  (void)read_schema_version(n);
+}
+
+report_document report_from_json(const json &root, const std::string &where) {
+  check_report_members(root, where);
+  return report_from_json(root, where, report_part::all);
+}
+
+report_document report_from_json(const json &root, const std::string &where, unsigned parts) {
+  const report_fault fault(where);
+  const node n(root, "", fault);
+  n.object();
+  report_document r;
+  const auto want = [&](unsigned part) { return (parts & part) != 0; };
+  if (want(report_part::schema_version) || want(report_part::cells))
+    r.schema_version = read_schema_version(n);
+  if (want(report_part::tool))
+    r.tool = read_tool(n["tool"]);
+  if (want(report_part::protocol))
+    r.protocol = read_protocol(n["protocol"]);
+  if (want(report_part::run))
+    r.run = read_run(n["run"]);
+  if (want(report_part::environment))
+    r.environment = n["environment"].object().value();
+  if (want(report_part::instrument))
+    r.instrument = read_instrument(n["instrument"], read_schema_version(n));
+  read_lists(n, parts, r);
+  if (want(report_part::attempt))
+    r.attempt = n["attempt"].integer();
+  if (n.has("exploratory")) {
+    r.exploratory = n["exploratory"].boolean();
+    if (!r.exploratory)
+      n["exploratory"].fail("must be true when present");
+  }
+  if (root.is_object() && root.contains("shard"))
+    r.shard = shard_from_json(root.at("shard"), where.empty() ? "shard" : where + "#/shard");
+  return r;
+}
+
+cell_key cell_key_from_json(const json &j, const std::string &path, const std::string &where) {
+  const report_fault fault(where);
+  const node n(j, path, fault);
+  n.only({"arm", "pass", "rows", "cols"});
+  return read_key(n);
+}
+
+} // namespace prereg
