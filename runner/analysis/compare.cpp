@@ -105,30 +105,183 @@ json key_json(const cell_id &k) {
           {"cols", std::get<3>(k)}};
 }
 
-// Display width of UTF-8 text: code points, not bytes.
-std::size_t width(const std::string &s) {
-  return static_cast<std::size_t>(
-      std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+std::vector<side> read_sides(const std::vector<report_document> &runs, const char *name) {
+  std::vector<side> out;
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    out.push_back(read_side(runs[i], runs.size() == 1 ? fmt::format("report {}", name)
+                                                      : fmt::format("report {}{}", name, i + 1)));
+  return out;
 }
 
-std::string pad(const std::string &s, std::size_t w, bool right) {
-  const std::string fill(w > width(s) ? w - width(s) : 0, ' ');
-  return right ? fill + s : s + fill;
+/// What the comparison reads from report A's protocol, and the bounds it derives.
+struct settings {
+  double confidence = 0;
+  std::size_t resamples = 0;
+  double p_lo = 0, p_hi = 0;       ///< the interval's quantiles
+  double same_lo = 0, same_hi = 0; ///< a ratio within is "same" whatever its interval
+};
+
+/// The two members of report A's protocol body the comparison reads, checked.
+settings read_settings(const json &body, double min_effect) {
+  // The protocol body is the protocol's format, not the report's: only the two members the
+  // comparison reads are checked here, so that reports of retired kernels still compare.
+  const json *analysis = body.contains("analysis") ? &body.at("analysis") : nullptr;
+  const auto analysis_member = [&](const char *key) -> const json & {
+    if (analysis == nullptr || !analysis->is_object() || !analysis->contains(key))
+      throw invalid_input(fmt::format("report A has no protocol.body.analysis.{}", key));
+    return analysis->at(key);
+  };
+  const json &conf_j = analysis_member("confidence");
+  const json &res_j = analysis_member("bootstrap_resamples");
+  if (!conf_j.is_number() || !(conf_j.get<double>() > 0.0 && conf_j.get<double>() < 1.0))
+    throw invalid_input("report A: protocol.body.analysis.confidence is not in (0, 1)");
+  // Bounded by the protocol schema's limit: the count sizes an allocation and the work.
+  if (!res_j.is_number_integer() || res_j.get<std::int64_t>() < 1 ||
+      res_j.get<std::int64_t>() > max_bootstrap_resamples)
+    throw invalid_input(fmt::format("report A: protocol.body.analysis.bootstrap_resamples is not "
+                                    "between 1 and {}",
+                                    max_bootstrap_resamples));
+  settings s;
+  s.confidence = conf_j.get<double>();
+  s.resamples = static_cast<std::size_t>(res_j.get<std::int64_t>());
+  s.p_lo = (1.0 - s.confidence) / 2.0;
+  s.p_hi = (1.0 + s.confidence) / 2.0;
+  // A ratio within [1/(1 + e), 1 + e] is "same" whatever its interval: a smaller difference is
+  // not one the comparison claims.
+  s.same_hi = 1.0 + min_effect;
+  s.same_lo = 1.0 / s.same_hi;
+  return s;
 }
 
-std::string time_text(const json &ms) {
-  if (!ms.is_number())
-    return "-";
-  const double ms_v = ms.get<double>();
-  const bool micro = ms_v < 1.0;
-  const double v = micro ? ms_v * 1e3 : ms_v;
-  return fmt::format("{:.{}f} {}", v, v < 10.0 ? 2 : v < 100.0 ? 1 : 0, micro ? "µs" : "ms");
+/// One cell's samples, one list per run.
+using run_samples = std::vector<const std::vector<double> *>;
+
+// A cell is compared when every run of both sides has it; its samples, one list per run.
+run_samples runs_of(const std::vector<side> &sides, const cell_id &k) {
+  run_samples out;
+  for (const side &s : sides) {
+    const auto it = s.cells.find(k);
+    if (it == s.cells.end())
+      return run_samples{};
+    out.push_back(it->second);
+  }
+  return out;
 }
 
-std::string ratio_text(const json &r) {
-  if (!r.is_number())
-    return "-";
-  return fmt::format("{:.3f}", r.get<double>());
+std::vector<double> pooled(const run_samples &runs) {
+  std::vector<double> all;
+  for (const auto *r : runs)
+    all.insert(all.end(), r->begin(), r->end());
+  return all;
+}
+
+// One side of one resample: with one run, its samples redrawn; with several, runs redrawn
+// first (as many as there are), then each drawn run's samples.
+void redraw(rng &gen, const run_samples &runs, const std::vector<double> &all,
+            std::vector<double> &out) {
+  if (runs.size() == 1) {
+    for (auto &v : out)
+      v = all[gen.below(all.size())];
+    return;
+  }
+  out.clear();
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::vector<double> &run = *runs[gen.below(runs.size())];
+    for (std::size_t j = 0; j < run.size(); ++j)
+      out.push_back(run[gen.below(run.size())]);
+  }
+}
+
+/// The marks so far, and the log ratios of the geometric mean.
+struct tally {
+  std::size_t faster = 0, slower = 0, same = 0;
+  double log_sum = 0.0;
+  std::size_t log_n = 0;
+};
+
+json summary_json(const tally &t) {
+  return {{"faster", t.faster},
+          {"slower", t.slower},
+          {"same", t.same},
+          {"geomean_ratio",
+           t.log_n == 0 ? json(nullptr)
+                        : finite_or_null(std::exp(t.log_sum / static_cast<double>(t.log_n)))}};
+}
+
+/// A cell that some run has no sample of: its medians where there are samples, no ratio.
+json no_samples_row(json row, std::vector<double> ra, std::vector<double> rb) {
+  row["median_a_ms"] = ra.empty() ? json(nullptr) : json(median_inplace(ra));
+  row["median_b_ms"] = rb.empty() ? json(nullptr) : json(median_inplace(rb));
+  row["ratio"] = nullptr;
+  row["ci_lo"] = nullptr;
+  row["ci_hi"] = nullptr;
+  row["mark"] = "no-samples";
+  return row;
+}
+
+/// The sorted bootstrap ratios of one cell: `resamples` redraws of both sides.
+std::vector<double> bootstrap_ratios(const run_samples &xa_runs, const run_samples &xb_runs,
+                                     const std::vector<double> &xa, const std::vector<double> &xb,
+                                     std::uint64_t seed, std::size_t resamples) {
+  rng gen(seed);
+  std::vector<double> ra = xa, rb = xb, ratios(resamples);
+  for (std::size_t r = 0; r < resamples; ++r) {
+    redraw(gen, xa_runs, xa, ra);
+    redraw(gen, xb_runs, xb, rb);
+    ratios[r] = ratio_of(median_inplace(rb), median_inplace(ra));
+  }
+  std::sort(ratios.begin(), ratios.end());
+  return ratios;
+}
+
+/// One compared cell's row; counts its mark in `t`.
+json compare_cell(const cell_id &k, const run_samples &xa_runs, const run_samples &xb_runs,
+                  std::uint64_t seed, const settings &set, tally &t) {
+  const std::vector<double> xa = pooled(xa_runs);
+  const std::vector<double> xb = pooled(xb_runs);
+  json row = key_json(k);
+  row["n_a"] = xa.size();
+  row["n_b"] = xb.size();
+  const auto empty = [](const std::vector<double> *r) { return r->empty(); };
+  if (std::any_of(xa_runs.begin(), xa_runs.end(), empty) ||
+      std::any_of(xb_runs.begin(), xb_runs.end(), empty))
+    return no_samples_row(std::move(row), xa, xb);
+  std::vector<double> ra = xa, rb = xb;
+  const double ma = median_inplace(ra);
+  const double mb = median_inplace(rb);
+  const double ratio = ratio_of(mb, ma);
+  const std::vector<double> ratios =
+      bootstrap_ratios(xa_runs, xb_runs, xa, xb, seed, set.resamples);
+  const double lo = quantile_sorted(ratios, set.p_lo);
+  const double hi = quantile_sorted(ratios, set.p_hi);
+  const bool small = ratio > set.same_lo && ratio < set.same_hi;
+  const char *mark = small ? "same" : hi < 1.0 ? "faster" : lo > 1.0 ? "slower" : "same";
+  (std::string_view(mark) == "faster"   ? t.faster
+   : std::string_view(mark) == "slower" ? t.slower
+                                        : t.same) += 1;
+  if (std::isfinite(ratio) && ratio > 0.0) {
+    t.log_sum += std::log(ratio);
+    ++t.log_n;
+  }
+  row["median_a_ms"] = ma;
+  row["median_b_ms"] = mb;
+  row["ratio"] = finite_or_null(ratio);
+  row["ci_lo"] = finite_or_null(lo);
+  row["ci_hi"] = finite_or_null(hi);
+  row["mark"] = mark;
+  return row;
+}
+
+json side_json(const std::vector<side> &runs) {
+  const side &s = runs.front();
+  json out{{"protocol_hash", s.hash}, {"protocol_id", s.protocol_id}, {"run_id", s.run_id}};
+  if (runs.size() > 1) {
+    json ids = json::array();
+    for (const side &r : runs)
+      ids.push_back(r.run_id);
+    out["run_ids"] = ids;
+  }
+  return out;
 }
 
 } // namespace
@@ -158,66 +311,12 @@ json compare_reports(const std::vector<report_document> &runs_a,
   if (!(min_effect >= 0.0 && min_effect < 1.0))
     throw invalid_input(
         fmt::format("--min-effect must be from 0 to 1 (a fraction), got {}", min_effect));
-  std::vector<side> sa, sb;
-  for (std::size_t i = 0; i < runs_a.size(); ++i)
-    sa.push_back(
-        read_side(runs_a[i], runs_a.size() == 1 ? "report A" : fmt::format("report A{}", i + 1)));
-  for (std::size_t i = 0; i < runs_b.size(); ++i)
-    sb.push_back(
-        read_side(runs_b[i], runs_b.size() == 1 ? "report B" : fmt::format("report B{}", i + 1)));
-  const bool by_runs = sa.size() > 1 || sb.size() > 1;
-  // The protocol body is the protocol's format, not the report's: only the two members the
-  // comparison reads are checked here, so that reports of retired kernels still compare.
-  const json &body = runs_a.front().protocol.body;
-  const json *analysis = body.contains("analysis") ? &body.at("analysis") : nullptr;
-  const auto analysis_member = [&](const char *key) -> const json & {
-    if (analysis == nullptr || !analysis->is_object() || !analysis->contains(key))
-      throw invalid_input(fmt::format("report A has no protocol.body.analysis.{}", key));
-    return analysis->at(key);
-  };
-  const json &conf_j = analysis_member("confidence");
-  const json &res_j = analysis_member("bootstrap_resamples");
-  if (!conf_j.is_number() || !(conf_j.get<double>() > 0.0 && conf_j.get<double>() < 1.0))
-    throw invalid_input("report A: protocol.body.analysis.confidence is not in (0, 1)");
-  // Bounded by the protocol schema's limit: the count sizes an allocation and the work.
-  if (!res_j.is_number_integer() || res_j.get<std::int64_t>() < 1 ||
-      res_j.get<std::int64_t>() > max_bootstrap_resamples)
-    throw invalid_input(fmt::format("report A: protocol.body.analysis.bootstrap_resamples is not "
-                                    "between 1 and {}",
-                                    max_bootstrap_resamples));
-  const double confidence = conf_j.get<double>();
-  const auto resamples = static_cast<std::size_t>(res_j.get<std::int64_t>());
-  const double p_lo = (1.0 - confidence) / 2.0;
-  const double p_hi = (1.0 + confidence) / 2.0;
-  // A ratio within [1/(1 + e), 1 + e] is "same" whatever its interval: a smaller difference is
-  // not one the comparison claims.
-  const double same_hi = 1.0 + min_effect;
-  const double same_lo = 1.0 / same_hi;
-
-  // A cell is compared when every run of both sides has it; its samples, one list per run.
-  const auto runs_of = [](const std::vector<side> &sides, const cell_id &k) {
-    std::vector<const std::vector<double> *> out;
-    for (const side &s : sides) {
-      const auto it = s.cells.find(k);
-      if (it == s.cells.end())
-        return std::vector<const std::vector<double> *>{};
-      out.push_back(it->second);
-    }
-    return out;
-  };
-  const auto pooled = [](const std::vector<const std::vector<double> *> &runs) {
-    std::vector<double> all;
-    for (const auto *r : runs)
-      all.insert(all.end(), r->begin(), r->end());
-    return all;
-  };
-
+  const std::vector<side> sa = read_sides(runs_a, "A");
+  const std::vector<side> sb = read_sides(runs_b, "B");
+  const settings set = read_settings(runs_a.front().protocol.body, min_effect);
   json cells = json::array();
   json only_a = json::array();
-  std::size_t faster = 0, slower = 0, same = 0;
-  double log_sum = 0.0;
-  std::size_t log_n = 0;
-  std::vector<double> ra, rb, ratios(resamples);
+  tally t;
   for (const cell_id &k : sa.front().order) {
     const auto xa_runs = runs_of(sa, k);
     const auto xb_runs = runs_of(sb, k);
@@ -225,176 +324,28 @@ json compare_reports(const std::vector<report_document> &runs_a,
       only_a.push_back(key_json(k));
       continue;
     }
-    const std::vector<double> xa = pooled(xa_runs);
-    const std::vector<double> xb = pooled(xb_runs);
-    json row = key_json(k);
-    row["n_a"] = xa.size();
-    row["n_b"] = xb.size();
-    if (std::any_of(xa_runs.begin(), xa_runs.end(), [](auto *r) { return r->empty(); }) ||
-        std::any_of(xb_runs.begin(), xb_runs.end(), [](auto *r) { return r->empty(); })) {
-      ra = xa;
-      rb = xb;
-      row["median_a_ms"] = ra.empty() ? json(nullptr) : json(median_inplace(ra));
-      row["median_b_ms"] = rb.empty() ? json(nullptr) : json(median_inplace(rb));
-      row["ratio"] = nullptr;
-      row["ci_lo"] = nullptr;
-      row["ci_hi"] = nullptr;
-      row["mark"] = "no-samples";
-      cells.push_back(std::move(row));
-      continue;
-    }
-    ra = xa;
-    rb = xb;
-    const double ma = median_inplace(ra);
-    const double mb = median_inplace(rb);
-    const double ratio = ratio_of(mb, ma);
-    rng gen(compare_cell_seed(sa.front().hash, sb.front().hash, label(k)));
-    // One side of one resample: with one run, its samples redrawn; with several, runs redrawn
-    // first (as many as there are), then each drawn run's samples.
-    const auto redraw = [&gen](const std::vector<const std::vector<double> *> &runs,
-                               const std::vector<double> &all, std::vector<double> &out) {
-      if (runs.size() == 1) {
-        for (auto &v : out)
-          v = all[gen.below(all.size())];
-        return;
-      }
-      out.clear();
-      for (std::size_t i = 0; i < runs.size(); ++i) {
-        const std::vector<double> &run = *runs[gen.below(runs.size())];
-        for (std::size_t j = 0; j < run.size(); ++j)
-          out.push_back(run[gen.below(run.size())]);
-      }
-    };
-    for (std::size_t r = 0; r < resamples; ++r) {
-      redraw(xa_runs, xa, ra);
-      redraw(xb_runs, xb, rb);
-      ratios[r] = ratio_of(median_inplace(rb), median_inplace(ra));
-    }
-    std::sort(ratios.begin(), ratios.end());
-    const double lo = quantile_sorted(ratios, p_lo);
-    const double hi = quantile_sorted(ratios, p_hi);
-    const bool small = ratio > same_lo && ratio < same_hi;
-    const char *mark = small ? "same" : hi < 1.0 ? "faster" : lo > 1.0 ? "slower" : "same";
-    (std::string_view(mark) == "faster"   ? faster
-     : std::string_view(mark) == "slower" ? slower
-                                          : same) += 1;
-    if (std::isfinite(ratio) && ratio > 0.0) {
-      log_sum += std::log(ratio);
-      ++log_n;
-    }
-    row["median_a_ms"] = ma;
-    row["median_b_ms"] = mb;
-    row["ratio"] = finite_or_null(ratio);
-    row["ci_lo"] = finite_or_null(lo);
-    row["ci_hi"] = finite_or_null(hi);
-    row["mark"] = mark;
-    cells.push_back(std::move(row));
+    const std::uint64_t seed = compare_cell_seed(sa.front().hash, sb.front().hash, label(k));
+    cells.push_back(compare_cell(k, xa_runs, xb_runs, seed, set, t));
   }
   json only_b = json::array();
   for (const cell_id &k : sb.front().order)
     if (runs_of(sa, k).empty() || runs_of(sb, k).empty())
       only_b.push_back(key_json(k));
-
-  const auto side_json = [](const std::vector<side> &runs) {
-    const side &s = runs.front();
-    json out{{"protocol_hash", s.hash}, {"protocol_id", s.protocol_id}, {"run_id", s.run_id}};
-    if (runs.size() > 1) {
-      json ids = json::array();
-      for (const side &r : runs)
-        ids.push_back(r.run_id);
-      out["run_ids"] = ids;
-    }
-    return out;
-  };
-  json out = {{"a", side_json(sa)},
-              {"b", side_json(sb)},
-              {"method", by_runs ? "percentile bootstrap of median(B*)/median(A*), resampling "
-                                   "runs, then samples within each drawn run"
-                                 : "percentile bootstrap of median(B*)/median(A*)"},
-              {"confidence", confidence},
-              {"bootstrap_resamples", resamples},
-              {"min_effect", min_effect},
-              {"runs_a", sa.size()},
-              {"runs_b", sb.size()},
-              {"cells", cells},
-              {"only_in_a", only_a},
-              {"only_in_b", only_b},
-              {"summary",
-               {{"faster", faster},
-                {"slower", slower},
-                {"same", same},
-                {"geomean_ratio",
-                 log_n == 0 ? json(nullptr)
-                            : finite_or_null(std::exp(log_sum / static_cast<double>(log_n)))}}}};
-  return out;
-}
-
-std::string render_comparison(const json &cmp) {
-  const auto side_line = [](const char *name, const json &s) {
-    return fmt::format("{} = run {} (protocol {} {})\n", name, s.value("run_id", "?"),
-                       s.value("protocol_id", "?"), s.value("protocol_hash", "?").substr(0, 12));
-  };
-  std::string out = side_line("A", cmp.at("a")) + side_line("B", cmp.at("b"));
-  const double min_effect = cmp.value("min_effect", 0.0);
-  const std::size_t runs_a = cmp.value("runs_a", std::size_t{1});
-  const std::size_t runs_b = cmp.value("runs_b", std::size_t{1});
-  if (runs_a > 1 || runs_b > 1)
-    out += fmt::format("{} run(s) on side A, {} on side B: the bootstrap resamples runs, then "
-                       "samples within each drawn run\n",
-                       runs_a, runs_b);
-  out += fmt::format("ratio = median B / median A; {:g}% percentile-bootstrap interval from {} "
-                     "resamples; same = the interval contains 1 or the ratio is within {:g}% of "
-                     "1 (--min-effect)\n",
-                     100.0 * cmp.at("confidence").get<double>(),
-                     cmp.at("bootstrap_resamples").get<std::size_t>(), 100.0 * min_effect);
-  if (runs_a == 1 && runs_b == 1)
-    out += "one run a side: the interval covers the noise within each run, not the variation "
-           "from run to run (compare several runs a side for that)\n";
-  out += "\n";
-  std::vector<std::array<std::string, 6>> rows;
-  rows.push_back({"cell", "median A", "median B", "ratio", "[lo, hi]", "mark"});
-  for (const json &c : cmp.at("cells")) {
-    const std::string interval =
-        c.at("ci_lo").is_number() && c.at("ci_hi").is_number()
-            ? fmt::format("[{:.3f}, {:.3f}]", c["ci_lo"].get<double>(), c["ci_hi"].get<double>())
-            : "-";
-    rows.push_back(
-        {fmt::format("{} {} {}x{}", c.at("arm").get<std::string>(), c.at("pass").get<std::string>(),
-                     c.at("rows").get<std::int64_t>(), c.at("cols").get<std::int64_t>()),
-         time_text(c.at("median_a_ms")), time_text(c.at("median_b_ms")), ratio_text(c.at("ratio")),
-         interval, c.at("mark").get<std::string>()});
-  }
-  std::array<std::size_t, 6> w{};
-  for (const auto &r : rows)
-    for (std::size_t i = 0; i < r.size(); ++i)
-      w[i] = std::max(w[i], width(r[i]));
-  for (const auto &r : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      const bool right = i >= 1 && i <= 3;
-      line += (i == 0 ? "" : "  ") + (i + 1 == r.size() ? r[i] : pad(r[i], w[i], right));
-    }
-    out += line + "\n";
-  }
-  const json &s = cmp.at("summary");
-  out += fmt::format("\n{} faster, {} slower, {} same", s.at("faster").get<std::size_t>(),
-                     s.at("slower").get<std::size_t>(), s.at("same").get<std::size_t>());
-  if (s.at("geomean_ratio").is_number())
-    out += fmt::format("; geometric mean ratio {:.3f}", s["geomean_ratio"].get<double>());
-  out += "\n";
-  for (const auto &[key, name] :
-       {std::pair{"only_in_a", "only in A"}, {"only_in_b", "only in B"}}) {
-    const json &list = cmp.at(key);
-    if (list.empty())
-      continue;
-    std::string cells;
-    for (const json &c : list)
-      cells += fmt::format("{}{} {} {}x{}", cells.empty() ? "" : ", ",
-                           c.at("arm").get<std::string>(), c.at("pass").get<std::string>(),
-                           c.at("rows").get<std::int64_t>(), c.at("cols").get<std::int64_t>());
-    out += fmt::format("{} ({}): {}\n", name, list.size(), cells);
-  }
-  return out;
+  const bool by_runs = sa.size() > 1 || sb.size() > 1;
+  return {{"a", side_json(sa)},
+          {"b", side_json(sb)},
+          {"method", by_runs ? "percentile bootstrap of median(B*)/median(A*), resampling "
+                               "runs, then samples within each drawn run"
+                             : "percentile bootstrap of median(B*)/median(A*)"},
+          {"confidence", set.confidence},
+          {"bootstrap_resamples", set.resamples},
+          {"min_effect", min_effect},
+          {"runs_a", sa.size()},
+          {"runs_b", sb.size()},
+          {"cells", cells},
+          {"only_in_a", only_a},
+          {"only_in_b", only_b},
+          {"summary", summary_json(t)}};
 }
 
 } // namespace prereg

@@ -30,6 +30,13 @@ struct arm_cell {
   double kernels = 0;   // ... median of per-sample kernel counts
 };
 
+/// One selected cell of a prediction: the arms vary, the shape does not.
+struct cell_shape {
+  pass_kind pass = pass_kind::fwd;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+};
+
 std::string shape_label(pass_kind pass, std::int64_t rows, std::int64_t cols) {
   return fmt::format("{} {}x{}", to_string(pass), rows, cols);
 }
@@ -93,21 +100,9 @@ std::string join(const std::vector<std::string> &parts) {
   return out;
 }
 
-} // namespace
-
-std::uint64_t bootstrap_seed(std::string_view protocol_hash) {
-  return stream_seed(seed_from_hash(protocol_hash), stream_id::bootstrap);
-}
-
-prediction_result evaluate_prediction(const protocol &proto, const prediction_spec &spec,
-                                      const prediction_check &check, const raw_run &run, rng &gen) {
-  const std::int64_t resamples = proto.analysis.bootstrap_resamples;
-  if (resamples < 1) {
-    throw invalid_input(fmt::format("bootstrap_resamples {} is below 1", resamples));
-  }
-  const double confidence = proto.analysis.confidence;
-  const double refute_at = 1.0 - confidence;
-
+/// The arms `check` reads, in first-use order, and what of each it reads.
+std::vector<arm_cell> involved_arm_cells(const protocol &proto, const prediction_spec &spec,
+                                         const prediction_check &check) {
   std::vector<arm_cell> arms;
   for (const auto &id : involved_arms(check.refs)) {
     const arm_spec *found = find_arm_spec(proto, id);
@@ -125,147 +120,205 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
     });
     arms.push_back(std::move(a));
   }
+  return arms;
+}
 
-  prediction_result result{spec.id, spec.claim, spec.expect, verdict_kind::inconclusive, {}, {}};
-  std::vector<std::string> blocked;   // problems that force inconclusive
-  std::vector<std::string> refuting;  // clean cells with p <= 1 - confidence
-  std::vector<std::string> undecided; // clean cells with 1 - confidence < p < confidence
+/// Why the metrics `check` reads of this arm are missing at this cell (its kernel clock, a
+/// region's times), added to `blocked`.
+void missing_metrics(const arm_cell &a, const prediction_check &check, const std::string &where,
+                     std::vector<std::string> &blocked) {
+  if (a.record == nullptr || a.record->samples_ms.empty())
+    return;
+  if (a.kernel && a.record->kernel_ms.size() != a.record->samples_ms.size())
+    blocked.push_back(fmt::format("arm {} has no kernel clock at {}", a.spec->id, where));
+  for (const auto &r : check.refs) {
+    if (r.what == metric::share && r.arm == a.spec->id && !a.record->regions_ms.contains(r.label))
+      blocked.push_back(fmt::format("arm {} has no region \"{}\" at {}", r.arm, r.label, where));
+    else if (r.what == metric::kernel_share && r.arm == a.spec->id &&
+             !a.record->region_kernels_ms.contains(r.label))
+      blocked.push_back(
+          fmt::format("arm {} has no kernel time for region \"{}\" at {}", r.arm, r.label, where));
+  }
+}
 
-  for (const pass_kind pass : spec.at.passes) {
-    for (const std::int64_t rows : spec.at.rows) {
-      for (const std::int64_t cols : spec.at.cols) {
-        const std::string where = shape_label(pass, rows, cols);
-        bool all_sampled = true;
-        std::size_t blocked_before = blocked.size();
-        for (auto &a : arms) {
-          const cell_key key{a.spec->id, pass, rows, cols};
-          a.record = find_record(run, key);
-          a.bytes_per_step = bytes_per_step(proto.op, proto.type, pass, rows, cols, a.spec->repeat);
-          for (auto &p : problems(proto, run, a, key, where))
-            blocked.push_back(std::move(p));
-          if (a.kernel && a.record != nullptr && !a.record->samples_ms.empty() &&
-              a.record->kernel_ms.size() != a.record->samples_ms.size())
-            blocked.push_back(fmt::format("arm {} has no kernel clock at {}", a.spec->id, where));
-          if (a.record != nullptr && !a.record->samples_ms.empty())
-            for (const auto &r : check.refs)
-              if (r.what == metric::share && r.arm == a.spec->id &&
-                  !a.record->regions_ms.contains(r.label))
-                blocked.push_back(
-                    fmt::format("arm {} has no region \"{}\" at {}", r.arm, r.label, where));
-              else if (r.what == metric::kernel_share && r.arm == a.spec->id &&
-                       !a.record->region_kernels_ms.contains(r.label))
-                blocked.push_back(fmt::format("arm {} has no kernel time for region \"{}\" at {}",
-                                              r.arm, r.label, where));
-          if (a.record == nullptr || a.record->samples_ms.empty())
-            all_sampled = false;
-        }
-        cell_p cp{pass, rows, cols, std::nullopt};
-        if (all_sampled) {
-          const metric_lookup lookup = [&](const metric_ref &ref) -> double {
-            const auto it = std::find_if(arms.begin(), arms.end(),
-                                         [&](const arm_cell &a) { return a.spec->id == ref.arm; });
-            const arm_cell &a = *it; // every ref's arm is in `arms` by construction
-            switch (ref.what) {
-            case metric::time:
-              return a.time_ms;
-            case metric::peak_mb:
-              return static_cast<double>(a.record->peak_bytes) / 1e6;
-            case metric::gbps:
-              return gbps(a.bytes_per_step, a.time_ms);
-            case metric::pct_ceiling:
-              return pct_ceiling(gbps(a.bytes_per_step, a.time_ms), run.instrument.ceiling_gbps);
-            case metric::kernel_time:
-              return a.kernel_ms;
-            case metric::gap_share:
-              return a.gap_share;
-            case metric::kernels:
-              return a.kernels;
-            case metric::share: {
-              const auto r = a.record->regions_ms.find(ref.label);
-              if (r == a.record->regions_ms.end())
-                return std::numeric_limits<double>::quiet_NaN();
-              return region_share_pct(a.record->samples_ms, r->second, a.picked);
-            }
-            case metric::kernel_share: {
-              const auto r = a.record->region_kernels_ms.find(ref.label);
-              if (r == a.record->region_kernels_ms.end())
-                return std::numeric_limits<double>::quiet_NaN();
-              return region_share_pct(a.record->kernel_ms, r->second, a.picked);
-            }
-            }
-            return 0.0;
-          };
-          std::int64_t hits = 0;
-          for (std::int64_t b = 0; b < resamples; ++b) {
-            for (auto &a : arms) {
-              const auto &samples = a.record->samples_ms;
-              const std::size_t n = samples.size();
-              a.resample.resize(n);
-              a.picked.resize(a.reads_share ? n : 0);
-              // One draw per resampled element, as always: a kernel metric or a region's share
-              // reads the same resampled samples, so adding one changes no other p value.
-              const bool k = a.kernel && a.record->kernel_ms.size() == n;
-              if (k) {
-                a.kernel_resample.resize(n);
-                a.share_resample.resize(n);
-                a.count_resample.resize(n);
-              }
-              for (std::size_t i = 0; i < n; ++i) {
-                const std::size_t j = gen.below(n);
-                a.resample[i] = samples[j];
-                if (a.reads_share)
-                  a.picked[i] = j;
-                if (k) {
-                  a.kernel_resample[i] = a.record->kernel_ms[j];
-                  a.share_resample[i] = gap_share_pct(samples[j], a.record->kernel_ms[j]);
-                  a.count_resample[i] = static_cast<double>(a.record->kernel_counts[j]);
-                }
-              }
-              a.time_ms = statistic(a.resample, proto.analysis.statistic);
-              if (k) {
-                a.kernel_ms = statistic(a.kernel_resample, proto.analysis.statistic);
-                a.gap_share = median(a.share_resample);
-                a.kernels = median(a.count_resample);
-              }
-            }
-            if (check.holds(lookup))
-              ++hits;
-          }
-          const double p = static_cast<double>(hits) / static_cast<double>(resamples);
-          cp.p = p;
-          if (blocked.size() == blocked_before) {
-            if (p <= refute_at) {
-              refuting.push_back(fmt::format("p = {:g} <= {:g} at {}", p, refute_at, where));
-            } else if (p < confidence) {
-              undecided.push_back(fmt::format("p = {:g} at {} is between {:g} and {:g}", p, where,
-                                              refute_at, confidence));
-            }
-          }
-        }
-        result.cells.push_back(cp);
-      }
+/// Points every arm at its record of the cell, adding what blocks a verdict there to
+/// `blocked`; true if every arm has samples at the cell.
+bool prepare_arms(std::vector<arm_cell> &arms, const protocol &proto, const raw_run &run,
+                  const prediction_check &check, const cell_shape &cell, const std::string &where,
+                  std::vector<std::string> &blocked) {
+  bool all_sampled = true;
+  for (auto &a : arms) {
+    const cell_key key{a.spec->id, cell.pass, cell.rows, cell.cols};
+    a.record = find_record(run, key);
+    a.bytes_per_step =
+        bytes_per_step(proto.op, proto.type, cell.pass, cell.rows, cell.cols, a.spec->repeat);
+    for (auto &p : problems(proto, run, a, key, where))
+      blocked.push_back(std::move(p));
+    missing_metrics(a, check, where, blocked);
+    if (a.record == nullptr || a.record->samples_ms.empty())
+      all_sampled = false;
+  }
+  return all_sampled;
+}
+
+/// The value of `ref` in the current resample (every ref's arm is in `arms` by construction).
+double metric_value(const std::vector<arm_cell> &arms, const metric_ref &ref, const raw_run &run) {
+  const auto it = std::find_if(arms.begin(), arms.end(),
+                               [&](const arm_cell &a) { return a.spec->id == ref.arm; });
+  const arm_cell &a = *it;
+  switch (ref.what) {
+  case metric::time:
+    return a.time_ms;
+  case metric::peak_mb:
+    return static_cast<double>(a.record->peak_bytes) / 1e6;
+  case metric::gbps:
+    return gbps(a.bytes_per_step, a.time_ms);
+  case metric::pct_ceiling:
+    return pct_ceiling(gbps(a.bytes_per_step, a.time_ms), run.instrument.ceiling_gbps);
+  case metric::kernel_time:
+    return a.kernel_ms;
+  case metric::gap_share:
+    return a.gap_share;
+  case metric::kernels:
+    return a.kernels;
+  case metric::share: {
+    const auto r = a.record->regions_ms.find(ref.label);
+    if (r == a.record->regions_ms.end())
+      return std::numeric_limits<double>::quiet_NaN();
+    return region_share_pct(a.record->samples_ms, r->second, a.picked);
+  }
+  case metric::kernel_share: {
+    const auto r = a.record->region_kernels_ms.find(ref.label);
+    if (r == a.record->region_kernels_ms.end())
+      return std::numeric_limits<double>::quiet_NaN();
+    return region_share_pct(a.record->kernel_ms, r->second, a.picked);
+  }
+  }
+  return 0.0;
+}
+
+/// One resample of one arm's samples at the cell, and its statistics.
+void resample_arm(arm_cell &a, rng &gen, const protocol &proto) {
+  const auto &samples = a.record->samples_ms;
+  const std::size_t n = samples.size();
+  a.resample.resize(n);
+  a.picked.resize(a.reads_share ? n : 0);
+  // One draw per resampled element, as always: a kernel metric or a region's share reads the
+  // same resampled samples, so adding one changes no other p value.
+  const bool k = a.kernel && a.record->kernel_ms.size() == n;
+  if (k) {
+    a.kernel_resample.resize(n);
+    a.share_resample.resize(n);
+    a.count_resample.resize(n);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t j = gen.below(n);
+    a.resample[i] = samples[j];
+    if (a.reads_share)
+      a.picked[i] = j;
+    if (k) {
+      a.kernel_resample[i] = a.record->kernel_ms[j];
+      a.share_resample[i] = gap_share_pct(samples[j], a.record->kernel_ms[j]);
+      a.count_resample[i] = static_cast<double>(a.record->kernel_counts[j]);
     }
   }
+  a.time_ms = statistic(a.resample, proto.analysis.statistic);
+  if (k) {
+    a.kernel_ms = statistic(a.kernel_resample, proto.analysis.statistic);
+    a.gap_share = median(a.share_resample);
+    a.kernels = median(a.count_resample);
+  }
+}
 
+/// p: the fraction of the protocol's resamples in which the prediction holds at the cell.
+double bootstrap_p(std::vector<arm_cell> &arms, const protocol &proto,
+                   const prediction_check &check, const raw_run &run, rng &gen) {
+  const std::int64_t resamples = proto.analysis.bootstrap_resamples;
+  const metric_lookup lookup = [&](const metric_ref &ref) { return metric_value(arms, ref, run); };
+  std::int64_t hits = 0;
+  for (std::int64_t b = 0; b < resamples; ++b) {
+    for (auto &a : arms)
+      resample_arm(a, gen, proto);
+    if (check.holds(lookup))
+      ++hits;
+  }
+  return static_cast<double>(hits) / static_cast<double>(resamples);
+}
+
+/// What the cells of one prediction said so far.
+struct judgement {
+  std::vector<std::string> blocked;   ///< problems that force inconclusive
+  std::vector<std::string> refuting;  ///< clean cells with p <= 1 - confidence
+  std::vector<std::string> undecided; ///< clean cells with 1 - confidence < p < confidence
+};
+
+/// Judges one selected cell: its p (when every arm has samples there), and what it adds to `j`.
+cell_p judge_cell(std::vector<arm_cell> &arms, const protocol &proto, const prediction_check &check,
+                  const raw_run &run, rng &gen, const cell_shape &cell, judgement &j) {
+  const std::string where = shape_label(cell.pass, cell.rows, cell.cols);
+  const std::size_t blocked_before = j.blocked.size();
+  cell_p cp{cell.pass, cell.rows, cell.cols, std::nullopt};
+  if (!prepare_arms(arms, proto, run, check, cell, where, j.blocked))
+    return cp;
+  const double p = bootstrap_p(arms, proto, check, run, gen);
+  cp.p = p;
+  const double confidence = proto.analysis.confidence;
+  const double refute_at = 1.0 - confidence;
+  if (j.blocked.size() == blocked_before) {
+    if (p <= refute_at) {
+      j.refuting.push_back(fmt::format("p = {:g} <= {:g} at {}", p, refute_at, where));
+    } else if (p < confidence) {
+      j.undecided.push_back(
+          fmt::format("p = {:g} at {} is between {:g} and {:g}", p, where, refute_at, confidence));
+    }
+  }
+  return cp;
+}
+
+/// The verdict and its reason from every cell's judgement.
+void decide(prediction_result &result, const judgement &j, double confidence) {
   if (result.cells.empty()) {
     result.verdict = verdict_kind::inconclusive;
     result.reason = "no cell selected";
-  } else if (!blocked.empty()) {
+  } else if (!j.blocked.empty()) {
     result.verdict = verdict_kind::inconclusive;
-    result.reason = join(blocked);
-    if (!refuting.empty())
-      result.reason += "; a usable cell alone would refute: " + join(refuting);
-  } else if (refuting.empty() && undecided.empty()) {
+    result.reason = join(j.blocked);
+    if (!j.refuting.empty())
+      result.reason += "; a usable cell alone would refute: " + join(j.refuting);
+  } else if (j.refuting.empty() && j.undecided.empty()) {
     result.verdict = verdict_kind::confirmed;
     result.reason =
         fmt::format("p >= {:g} in every selected cell ({})", confidence, result.cells.size());
-  } else if (!refuting.empty()) {
+  } else if (!j.refuting.empty()) {
     result.verdict = verdict_kind::refuted;
-    result.reason = join(refuting);
+    result.reason = join(j.refuting);
   } else {
     result.verdict = verdict_kind::inconclusive;
-    result.reason = join(undecided);
+    result.reason = join(j.undecided);
   }
+}
+
+} // namespace
+
+std::uint64_t bootstrap_seed(std::string_view protocol_hash) {
+  return stream_seed(seed_from_hash(protocol_hash), stream_id::bootstrap);
+}
+
+prediction_result evaluate_prediction(const protocol &proto, const prediction_spec &spec,
+                                      const prediction_check &check, const raw_run &run, rng &gen) {
+  const std::int64_t resamples = proto.analysis.bootstrap_resamples;
+  if (resamples < 1) {
+    throw invalid_input(fmt::format("bootstrap_resamples {} is below 1", resamples));
+  }
+  std::vector<arm_cell> arms = involved_arm_cells(proto, spec, check);
+  prediction_result result{spec.id, spec.claim, spec.expect, verdict_kind::inconclusive, {}, {}};
+  judgement j;
+  for (const pass_kind pass : spec.at.passes)
+    for (const std::int64_t rows : spec.at.rows)
+      for (const std::int64_t cols : spec.at.cols)
+        result.cells.push_back(
+            judge_cell(arms, proto, check, run, gen, cell_shape{pass, rows, cols}, j));
+  decide(result, j, proto.analysis.confidence);
   return result;
 }
 
