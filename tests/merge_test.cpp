@@ -4,6 +4,8 @@
 
 #include "audit/audit.hpp"
 #include "base/fs.hpp"
+#include "report/render/escape.hpp"
+#include "report/report_text.hpp"
 #include "run/merge.hpp"
 #include "run/run.hpp"
 
@@ -114,4 +116,41 @@ TEST_CASE("merged pages escape what they quote") {
   CHECK(html.find("<b>|") == std::string::npos);
   const std::string md = render_merged_markdown(m);
   CHECK(md.find("a\\|b") != std::string::npos);
+}
+
+TEST_CASE("a hostile arm name is quoted on the merged page by the run page's escaping") {
+  const std::string name = "a|b*c_d`e<f>g";
+  report_document run;
+  report_cell cell;
+  cell.key = cell_key{name, pass_kind::fwd, 64, 128};
+  cell.n = 3;
+  cell.median_ms = 1.0;
+  run.cells.push_back(cell);
+  const json merged = {{"kind", "shards"},
+                       {"protocol", {{"hash", "ab"}, {"body", {{"id", "x"}}}}},
+                       {"merge", {{"merge_id", "MERGE-1"}, {"merged_at", "t"}}},
+                       {"parts", json::array()},
+                       {"predictions", json::array()},
+                       {"cells", json::array({{{"arm", name},
+                                               {"pass", "fwd"},
+                                               {"rows", 64},
+                                               {"cols", 128},
+                                               {"n", 3},
+                                               {"median_ms", 1.0},
+                                               {"gbps", 2.0}}})}};
+  // HTML: one escaping function on both pages.
+  const std::string quoted_html = render::html(name);
+  CHECK(quoted_html == "a|b*c_d`e&lt;f&gt;g");
+  CHECK(render_html(run).find("<code>" + quoted_html + "</code>") != std::string::npos);
+  CHECK(render_merged_html(merged).find("<td>" + quoted_html + "</td>") != std::string::npos);
+  CHECK(render_merged_html(merged).find("<f>") == std::string::npos);
+  // Markdown: the run page quotes an arm as a code span, whose body is md_verbatim(name); the
+  // merged page quotes its cells with the same md_verbatim (the `|` escaped, the row intact).
+  // It does not use md(): md() escapes < and >, which the committed merged report's expect and
+  // reason columns hold, so its page (audited byte for byte) would change.
+  const std::string quoted_md = render::md_verbatim(name);
+  CHECK(quoted_md == "a\\|b*c_d`e<f>g");
+  CHECK(render::md_code(name) == "`` " + quoted_md + " ``");
+  CHECK(render_markdown(run).find("| " + render::md_code(name) + " |") != std::string::npos);
+  CHECK(render_merged_markdown(merged).find("| " + quoted_md + " |") != std::string::npos);
 }

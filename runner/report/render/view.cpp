@@ -1,0 +1,102 @@
+// The report as the renderers see it: dimensions in protocol order, cells by key.
+#include "report/render/view.hpp"
+
+#include "report/render/body.hpp"
+#include "report/render/format.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace prereg::render {
+namespace {
+
+template <class T> void add_unique(std::vector<T> &v, const T &x) {
+  if (std::find(v.begin(), v.end(), x) == v.end())
+    v.push_back(x);
+}
+
+// The dimensions and the operating point the protocol body declares.
+void read_body(view &v, const json &body) {
+  for (const json &a : child(body, "arms"))
+    if (a.is_object() && a.contains("id"))
+      add_unique(v.arms, text(a, "id"));
+  for (const json &p : child(body, "passes"))
+    if (p.is_string())
+      add_unique(v.passes, p.get<std::string>());
+  for (const json &r : child(extents(body), "rows"))
+    if (r.is_number_integer())
+      add_unique(v.rows, r.get<std::int64_t>());
+  for (const json &c : child(extents(body), "cols"))
+    if (c.is_number_integer())
+      add_unique(v.cols, c.get<std::int64_t>());
+  const json &op = child(body, "operating_point");
+  if (integer(op, "rows") && integer(op, "cols"))
+    v.op = {*integer(op, "rows"), *integer(op, "cols")};
+  v.unstable_ratio = number(child(body, "analysis"), "unstable_iqr_ratio");
+}
+
+} // namespace
+
+view make_view(const report_document &report) {
+  view v;
+  v.report = &report;
+  v.body = &report.protocol.body;
+  v.renderer = report.tool.renderer;
+  v.exploratory = report.exploratory;
+  read_body(v, *v.body);
+  for (const report_cell &c : report.cells) {
+    cell_id k{c.key.arm, std::string(to_string(c.key.pass)), c.key.rows, c.key.cols};
+    add_unique(v.arms, std::get<0>(k));
+    add_unique(v.passes, std::get<1>(k));
+    add_unique(v.rows, c.key.rows);
+    add_unique(v.cols, c.key.cols);
+    v.cells.emplace(std::move(k), &c);
+  }
+  std::sort(v.rows.begin(), v.rows.end());
+  std::sort(v.cols.begin(), v.cols.end());
+  return v;
+}
+
+const report_cell *find_cell(const view &v, const std::string &arm, const std::string &pass,
+                             std::int64_t rows, std::int64_t cols) {
+  const auto it = v.cells.find({arm, pass, rows, cols});
+  return it == v.cells.end() ? nullptr : it->second;
+}
+
+std::optional<double> best_median(const view &v, const std::string &pass, std::int64_t rows,
+                                  std::int64_t cols) {
+  std::optional<double> best;
+  for (const auto &other : v.arms)
+    if (const report_cell *o = find_cell(v, other, pass, rows, cols))
+      if (const auto om = finite(o->median_ms))
+        best = std::min(best.value_or(*om), *om);
+  return best;
+}
+
+bool has_flag(const report_cell &cell, std::string_view flag) {
+  return std::find(cell.flags.begin(), cell.flags.end(), flag) != cell.flags.end();
+}
+
+std::string shape_text(std::int64_t rows, std::int64_t cols) {
+  return fmt::format("{}×{}", rows, cols);
+}
+
+bool is_op_column(const view &v, std::int64_t rows, std::int64_t cols) {
+  return v.op && v.op->first == rows && v.op->second == cols;
+}
+
+bool has_kernel_clock(const view &v) {
+  return std::any_of(v.report->cells.begin(), v.report->cells.end(),
+                     [](const report_cell &c) { return c.kernel_clock.has_value(); });
+}
+
+std::string cols_heading(const view &v, const std::string &pass, std::int64_t cols) {
+  return fmt::format("{}, cols = {}", pass, cols) +
+         (v.op && v.op->second == cols ? fmt::format(" (operating point: {} rows)", v.op->first)
+                                       : std::string());
+}
+
+std::int64_t summary_cols(const view &v) { return v.op ? v.op->second : v.cols.front(); }
+
+} // namespace prereg::render

@@ -1,0 +1,73 @@
+// The report as the renderers see it: dimensions in protocol order, cells by key.
+#pragma once
+
+#include "base/json.hpp"
+#include "model/report_model.hpp"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace prereg::render {
+
+/// A cell's key as the view finds it: arm, pass name, rows, cols.
+using cell_id = std::tuple<std::string, std::string, std::int64_t, std::int64_t>;
+
+/// One report arranged for rendering; borrows the report it is made from.
+struct view {
+  const report_document *report = nullptr;
+  const json *body = nullptr;
+  std::vector<std::string> arms;
+  std::vector<std::string> passes;
+  std::vector<std::int64_t> rows;
+  std::vector<std::int64_t> cols;
+  std::optional<std::pair<std::int64_t, std::int64_t>> op;
+  std::map<cell_id, const report_cell *> cells;
+  std::optional<double> unstable_ratio;
+  int renderer = 1;         ///< the report's tool.renderer: which layout to reproduce
+  bool exploratory = false; ///< `prereg try`: never confirmatory
+};
+
+/// The view of `report`: arms and passes in protocol order (then any only the cells name),
+/// rows and cols sorted.
+[[nodiscard]] view make_view(const report_document &report);
+
+/// The cell at (arm, pass, rows, cols), or nullptr where it was not run.
+[[nodiscard]] const report_cell *find_cell(const view &v, const std::string &arm,
+                                           const std::string &pass, std::int64_t rows,
+                                           std::int64_t cols);
+
+/// The smallest finite median of any arm at (pass, rows, cols): the fastest arm's.
+[[nodiscard]] std::optional<double> best_median(const view &v, const std::string &pass,
+                                                std::int64_t rows, std::int64_t cols);
+
+/// True if the cell carries `flag`.
+[[nodiscard]] bool has_flag(const report_cell &cell, std::string_view flag);
+
+/// "rows×cols".
+[[nodiscard]] std::string shape_text(std::int64_t rows, std::int64_t cols);
+
+/// True if (rows, cols) is the protocol's operating point.
+[[nodiscard]] bool is_op_column(const view &v, std::int64_t rows, std::int64_t cols);
+
+/// True if any cell has a kernel clock record.
+[[nodiscard]] bool has_kernel_clock(const view &v);
+
+/// A results block's heading: "pass, cols = N", with the operating point's rows where it is here.
+[[nodiscard]] std::string cols_heading(const view &v, const std::string &pass, std::int64_t cols);
+
+/// Renderer 2's summary block: the operating point's cols, else the first.
+[[nodiscard]] std::int64_t summary_cols(const view &v);
+
+/// The banner of an EXPLORATORY report (`prereg try`).
+inline constexpr const char *exploratory_text =
+    "EXPLORATORY: `prereg try` ran this protocol as a file, unfrozen. It was not "
+    "pre-registered, is not signed and is not in any ledger; its verdicts are not "
+    "confirmatory and `prereg audit` refuses it.";
+
+} // namespace prereg::render

@@ -1,0 +1,180 @@
+// The merged report's report.md and report.html, rendered from its report.json alone; quoted
+// text is escaped by the report's page escaping (report/render/escape.hpp).
+#include "run/merge.hpp"
+
+#include "report/render/escape.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+namespace prereg {
+namespace {
+
+using render::html;
+using render::md_verbatim;
+
+std::string number(const json &v, const char *format) {
+  if (!v.is_number())
+    return "-";
+  return fmt::format(fmt::runtime(format), v.get<double>());
+}
+
+/// One table of a merged page: a title, then (header, rows).
+struct merged_table {
+  std::string title;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+
+// Replication: a device's row, its verdict per pooled prediction.
+std::vector<std::string> device_row(const json &p, const json &predictions) {
+  std::vector<std::string> row = {p.value("device_name", ""),
+                                  std::to_string(p.value("device_ordinal", 0)),
+                                  p.value("run_id", ""), number(p.at("ceiling_gbps"), "{:.1f}"),
+                                  number(p.at("launch_floor_ms"), "{:.4g}")};
+  for (const auto &pr : predictions) {
+    std::string v = "-";
+    for (const auto &pv : p.at("verdicts"))
+      if (pv.value("id", "") == pr.value("id", ""))
+        v = pv.value("verdict", "");
+    row.push_back(v);
+  }
+  return row;
+}
+
+std::vector<std::string> shard_row(const json &p) {
+  const json &s = p.at("shard");
+  return {fmt::format("{}/{}", s.value("index", 0), s.value("count", 0)),
+          p.value("device_name", ""),
+          p.value("run_id", ""),
+          std::to_string(p.value("cells", 0)),
+          number(p.at("ceiling_gbps"), "{:.1f}"),
+          number(p.at("launch_floor_ms"), "{:.4g}")};
+}
+
+merged_table parts_table(const json &m, bool replication) {
+  merged_table parts{replication ? "Per device" : "Shards", {}, {}};
+  parts.header = replication ? std::vector<std::string>{"device", "ordinal", "run", "ceiling GB/s",
+                                                        "launch floor ms"}
+                             : std::vector<std::string>{"shard", "device",       "run",
+                                                        "cells", "ceiling GB/s", "launch floor ms"};
+  const json &predictions = m.at("predictions");
+  if (replication)
+    for (const auto &p : predictions)
+      parts.header.push_back(p.value("id", ""));
+  for (const auto &p : m.at("parts"))
+    parts.rows.push_back(replication ? device_row(p, predictions) : shard_row(p));
+  return parts;
+}
+
+merged_table verdicts_table(const json &m, bool replication) {
+  merged_table verdicts{replication ? "Pooled verdicts" : "Verdicts over the union of the shards",
+                        {"id", "verdict", "claim", "expect", "reason"},
+                        {}};
+  for (const auto &p : m.at("predictions"))
+    verdicts.rows.push_back({p.value("id", ""), p.value("verdict", ""), p.value("claim", ""),
+                             p.value("expect", ""), p.value("reason", "")});
+  return verdicts;
+}
+
+merged_table cells_table(const json &m) {
+  merged_table cells{"Cells", {"arm", "pass", "rows", "cols", "n", "median ms", "GB/s"}, {}};
+  for (const auto &c : m.at("cells"))
+    cells.rows.push_back({c.value("arm", ""), c.value("pass", ""),
+                          std::to_string(c.value("rows", 0)), std::to_string(c.value("cols", 0)),
+                          std::to_string(c.value("n", 0)), number(c.at("median_ms"), "{:.4f}"),
+                          number(c.at("gbps"), "{:.1f}")});
+  return cells;
+}
+
+/// The tables of a merged report: parts, verdicts, and (shards) the cells.
+std::vector<merged_table> merged_tables(const json &m) {
+  const bool replication = m.value("kind", "") == "replication";
+  std::vector<merged_table> out;
+  out.push_back(parts_table(m, replication));
+  out.push_back(verdicts_table(m, replication));
+  if (!replication)
+    out.push_back(cells_table(m));
+  return out;
+}
+
+std::string merged_title(const json &m) {
+  const json &body = m.at("protocol").at("body");
+  return fmt::format("{} ({}): {} report {}", body.value("id", ""),
+                     m.at("protocol").value("hash", "").substr(0, 12),
+                     m.value("kind", "") == "replication" ? "replication" : "merged shards",
+                     m.at("merge").value("merge_id", ""));
+}
+
+std::string markdown_table(const merged_table &t) {
+  std::string out = fmt::format("\n## {}\n\n|", t.title);
+  for (const auto &h : t.header)
+    out += fmt::format(" {} |", md_verbatim(h));
+  out += "\n|";
+  for (std::size_t i = 0; i < t.header.size(); ++i)
+    out += " --- |";
+  out += "\n";
+  for (const auto &row : t.rows) {
+    out += "|";
+    for (const auto &c : row)
+      out += fmt::format(" {} |", md_verbatim(c));
+    out += "\n";
+  }
+  return out;
+}
+
+std::string html_table(const merged_table &t) {
+  std::string out = fmt::format("<h2>{}</h2>\n<table><tr>", html(t.title));
+  for (const auto &h : t.header)
+    out += fmt::format("<th>{}</th>", html(h));
+  out += "</tr>\n";
+  for (const auto &row : t.rows) {
+    out += "<tr>";
+    for (const auto &c : row)
+      out += fmt::format("<td>{}</td>", html(c));
+    out += "</tr>\n";
+  }
+  return out + "</table>\n";
+}
+
+} // namespace
+
+std::string render_merged_markdown(const json &m) {
+  std::string out = fmt::format("# {}\n\n", md_verbatim(merged_title(m)));
+  const json &body = m.at("protocol").at("body");
+  out += fmt::format("Protocol `{}`, merged at {} from {} signed part(s), each audited and kept "
+                     "under `parts/`.\n",
+                     m.at("protocol").value("hash", ""), m.at("merge").value("merged_at", ""),
+                     m.at("parts").size());
+  if (const auto r = m.find("replication"); r != m.end())
+    out += fmt::format("\nReplication rule (frozen): `{}` of {} devices ({} confirmation(s) "
+                       "needed).\n",
+                       r->value("rule", ""), r->value("devices", 0), r->value("threshold", 0));
+  out += fmt::format("\nHypothesis: {}\n", md_verbatim(body.value("hypothesis", "")));
+  for (const auto &t : merged_tables(m))
+    out += markdown_table(t);
+  return out;
+}
+
+std::string render_merged_html(const json &m) {
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
+                    html(merged_title(m)) +
+                    "</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:"
+                    "collapse}td,th{border:1px solid #999;padding:2px 6px}</style></head><body>\n";
+  out += "<h1>" + html(merged_title(m)) + "</h1>\n";
+  out += "<p>Protocol <code>" + html(m.at("protocol").value("hash", "")) + "</code>, merged at " +
+         html(m.at("merge").value("merged_at", "")) + " from " +
+         std::to_string(m.at("parts").size()) +
+         " signed part(s), each audited and kept under <code>parts/</code>.</p>\n";
+  if (const auto r = m.find("replication"); r != m.end())
+    out += "<p>Replication rule (frozen): <code>" + html(r->value("rule", "")) + "</code> of " +
+           std::to_string(r->value("devices", 0)) + " devices (" +
+           std::to_string(r->value("threshold", 0)) + " confirmation(s) needed).</p>\n";
+  for (const auto &t : merged_tables(m))
+    out += html_table(t);
+  return out + "</body></html>\n";
+}
+
+} // namespace prereg
