@@ -58,11 +58,8 @@ struct window_state {
   bool regions_ok = true;
 };
 
-} // namespace
-
-std::vector<window_kernels>
-segment_windows(std::vector<kernel_event> &events,
-                const std::function<std::string(const char *)> &display) {
+/// Drops records without a valid end and sorts the rest by start; returns each one's mark.
+std::vector<mark_kind> sort_events(std::vector<kernel_event> &events) {
   events.erase(std::remove_if(events.begin(), events.end(),
                               [](const kernel_event &e) { return e.end == 0 || e.end < e.start; }),
                events.end());
@@ -71,8 +68,12 @@ segment_windows(std::vector<kernel_event> &events,
   std::vector<mark_kind> kind(events.size());
   for (std::size_t i = 0; i < events.size(); ++i)
     kind[i] = mark_of(events[i].name);
+  return kind;
+}
 
-  // The windows: each open mark with the first close mark after it.
+/// The windows: each open mark with the first close mark after it.
+std::vector<window_state> find_windows(const std::vector<kernel_event> &events,
+                                       const std::vector<mark_kind> &kind) {
   std::vector<window_state> ws;
   bool opened = false;
   std::uint64_t open_end = 0;
@@ -87,7 +88,49 @@ segment_windows(std::vector<kernel_event> &events,
       opened = false;
     }
   }
-  std::vector<window_kernels> out(ws.size());
+  return ws;
+}
+
+/// A region mark inside window `w`: an open starts a region, a close ends the innermost one.
+void add_region_mark(window_state &w, mark_kind kind, const kernel_event &e) {
+  if (kind == mark_kind::region_open) {
+    w.regions.push_back({});
+    w.regions.back().lo = e.end;
+    w.open.push_back(w.regions.size() - 1);
+  } else if (w.open.empty()) {
+    w.regions_ok = false; // a close without its open
+  } else {
+    w.regions[w.open.back()].hi = e.start;
+    w.open.pop_back();
+  }
+}
+
+/// An arm's kernel `e` counted in window `w` (its facts `k`) and in every region around it.
+void add_kernel(window_state &w, window_kernels &k, const kernel_event &e,
+                const std::function<std::string(const char *)> &display) {
+  ++k.count;
+  if (e.graph)
+    ++k.graph_count;
+  w.kernels.add(e.start, e.end);
+  for (region_state &r : w.regions)
+    if (e.end > r.lo && e.start < r.hi)
+      r.kernels.add(e.start, e.end);
+  const std::string name = display(e.name);
+  auto it = std::find_if(k.names.begin(), k.names.end(),
+                         [&](const window_kernels::by_name &n) { return n.name == name; });
+  if (it == k.names.end()) {
+    k.names.push_back({name, 0, 0.0});
+    it = k.names.end() - 1;
+  }
+  ++it->calls;
+  it->ms += static_cast<double>(e.end - e.start) * 1e-6;
+}
+
+/// Every non-window-mark record given to the window it lies in: region marks to the window
+/// they start in (none: a warm-up's or a capture's, not ours), kernels to the one they overlap.
+void assign_events(const std::vector<kernel_event> &events, const std::vector<mark_kind> &kind,
+                   std::vector<window_state> &ws, std::vector<window_kernels> &out,
+                   const std::function<std::string(const char *)> &display) {
   std::size_t first = 0; // windows are disjoint and sorted: a sliding start
   for (std::size_t i = 0; i < events.size(); ++i) {
     const kernel_event &e = events[i];
@@ -98,51 +141,40 @@ segment_windows(std::vector<kernel_event> &events,
     if (kind[i] == mark_kind::region_open || kind[i] == mark_kind::region_close) {
       if (first == ws.size() || e.start < ws[first].lo)
         continue; // a region mark outside every window (a warm-up's, or a capture's): not ours
-      window_state &w = ws[first];
-      if (kind[i] == mark_kind::region_open) {
-        w.regions.push_back({});
-        w.regions.back().lo = e.end;
-        w.open.push_back(w.regions.size() - 1);
-      } else if (w.open.empty()) {
-        w.regions_ok = false; // a close without its open
-      } else {
-        w.regions[w.open.back()].hi = e.start;
-        w.open.pop_back();
-      }
+      add_region_mark(ws[first], kind[i], e);
       continue;
     }
     for (std::size_t wi = first; wi < ws.size() && ws[wi].lo < e.end; ++wi) {
-      window_state &w = ws[wi];
-      if (!(e.end > w.lo && e.start < w.hi))
+      if (!(e.end > ws[wi].lo && e.start < ws[wi].hi))
         continue;
-      window_kernels &k = out[wi];
-      ++k.count;
-      if (e.graph)
-        ++k.graph_count;
-      w.kernels.add(e.start, e.end);
-      for (region_state &r : w.regions)
-        if (e.end > r.lo && e.start < r.hi)
-          r.kernels.add(e.start, e.end);
-      const std::string name = display(e.name);
-      auto it = std::find_if(k.names.begin(), k.names.end(),
-                             [&](const window_kernels::by_name &n) { return n.name == name; });
-      if (it == k.names.end()) {
-        k.names.push_back({name, 0, 0.0});
-        it = k.names.end() - 1;
-      }
-      ++it->calls;
-      it->ms += static_cast<double>(e.end - e.start) * 1e-6;
+      add_kernel(ws[wi], out[wi], e, display);
       break; // a kernel belongs to one window (they are disjoint)
     }
   }
+}
+
+/// Each window's kernel union, and its regions' when their marks paired.
+void total_windows(const std::vector<window_state> &ws, std::vector<window_kernels> &out) {
   for (std::size_t wi = 0; wi < ws.size(); ++wi) {
-    window_state &w = ws[wi];
+    const window_state &w = ws[wi];
     out[wi].kernel_ms = w.kernels.total_ms();
     out[wi].regions_ok = w.regions_ok && w.open.empty();
     if (out[wi].regions_ok)
       for (const region_state &r : w.regions)
         out[wi].region_kernel_ms.push_back(r.kernels.total_ms());
   }
+}
+
+} // namespace
+
+std::vector<window_kernels>
+segment_windows(std::vector<kernel_event> &events,
+                const std::function<std::string(const char *)> &display) {
+  const std::vector<mark_kind> kind = sort_events(events);
+  std::vector<window_state> ws = find_windows(events, kind);
+  std::vector<window_kernels> out(ws.size());
+  assign_events(events, kind, ws, out, display);
+  total_windows(ws, out);
   // Records after the last close mark belong to windows still to come: keep only them.
   // (None found: the records were of no window, and are dropped.)
   if (ws.empty()) {

@@ -1,0 +1,251 @@
+// The correctness gate (gate.hpp): each shape's inputs and float64 reference made once, every
+// cell's arm run once on them with poisoned outputs, its outputs compared.
+#include "engine/gate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <utility>
+
+namespace prereg::engine_detail {
+namespace {
+
+/// The gate's walk over shapes, groups and cells.
+class correctness_gate {
+public:
+  explicit correctness_gate(run_context &ctx) : m_ctx(ctx), m_groups(ctx.groups()) {
+    for (const auto &g : m_groups)
+      m_total += g.size();
+    m_records.resize(ctx.plan.cells.size());
+  }
+
+  /// Every shape in first-appearance order, then the records in plan order.
+  void run() {
+    for (const auto &[rows, cols] : shapes())
+      check_shape(rows, cols);
+    for (auto &r : m_records)
+      if (r)
+        m_ctx.raw.correctness.push_back(std::move(*r));
+  }
+
+private:
+  [[nodiscard]] std::vector<std::pair<std::int64_t, std::int64_t>> shapes() const;
+  void check_shape(std::int64_t rows, std::int64_t cols);
+  void check_group(const std::vector<std::size_t> &g, const shape &s, const host_tensors &t);
+  void fail_group(const std::vector<std::size_t> &g, const std::exception &e);
+  std::optional<correctness_record> check_one(std::size_t i, const shape &s, const buffer_set &set,
+                                              const host_tensors &ref);
+  bool capture_first_call(std::size_t i, const std::function<void()> &step,
+                          tracked_allocator &alloc, bool &capturing);
+
+  run_context &m_ctx;
+  std::vector<std::vector<std::size_t>> m_groups;
+  std::size_t m_total = 0, m_done = 0;
+  std::vector<std::optional<correctness_record>> m_records; ///< per plan cell
+};
+
+std::vector<std::pair<std::int64_t, std::int64_t>> correctness_gate::shapes() const {
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes;
+  for (const auto &g : m_groups) {
+    const cell_key &k = m_ctx.plan.cells[g.front()];
+    if (std::find(shapes.begin(), shapes.end(), std::pair{k.rows, k.cols}) == shapes.end())
+      shapes.emplace_back(k.rows, k.cols);
+  }
+  return shapes;
+}
+
+/// A shape's inputs and reference are made once, for fwd+bwd when the shape has a fwd+bwd
+/// group (its forward outputs are the fwd pass's).
+void correctness_gate::check_shape(std::int64_t rows, std::int64_t cols) {
+  std::vector<const std::vector<std::size_t> *> mine;
+  pass_kind widest = pass_kind::fwd;
+  for (const auto &g : m_groups) {
+    const cell_key &k = m_ctx.plan.cells[g.front()];
+    if (k.rows != rows || k.cols != cols)
+      continue;
+    mine.push_back(&g);
+    if (k.pass == pass_kind::fwd_bwd)
+      widest = pass_kind::fwd_bwd;
+  }
+  const operation_desc &op = m_ctx.op;
+  const shape s = op.shape_of(rows, cols);
+  host_tensors t = reference::random_tensors(
+      op, s, m_ctx.proto.type, reference::cell_seed(m_ctx.plan.seed, widest, rows, cols));
+  op.reference(op, s, widest, t); // fills the outputs; the inputs stay
+  for (const auto *g : mine)
+    check_group(*g, s, t);
+}
+
+/// One buffer set for the group's pass, holding the shape's inputs; every cell checked on it.
+void correctness_gate::check_group(const std::vector<std::size_t> &g, const shape &s,
+                                   const host_tensors &t) {
+  const operation_desc &op = m_ctx.op;
+  const pass_kind pass = m_ctx.plan.cells[g.front()].pass;
+  std::optional<buffer_set> set;
+  try {
+    set.emplace(m_ctx.dev, op, s, m_ctx.proto.type, pass);
+    for (std::size_t i = 0; i < op.tensors.size(); ++i)
+      if (op.tensors[i].role == tensor_role::input && op.used_in(i, pass)) {
+        const auto bytes = reference::pack(t[i], element_type(op, i, m_ctx.proto.type));
+        m_ctx.dev.upload(set->at(i), bytes.data(), bytes.size());
+      }
+  } catch (const std::exception &e) {
+    fail_group(g, e);
+    return;
+  }
+  for (std::size_t i : g) {
+    m_records[i] = check_one(i, s, *set, t);
+    if (!m_records[i]) // an outside arm that cannot be captured: skipped, with the reason
+      m_ctx.record_skip(i);
+    m_ctx.progress.cell_done(++m_done, m_total);
+  }
+}
+
+void correctness_gate::fail_group(const std::vector<std::size_t> &g, const std::exception &e) {
+  for (std::size_t i : g) {
+    correctness_record rec;
+    rec.key = m_ctx.plan.cells[i];
+    rec.detail = fmt::format("buffers for this shape could not be set up: {}", describe(e));
+    const std::string why = rec.detail;
+    m_records[i] = std::move(rec);
+    m_ctx.survive(m_ctx.plan.cells[i], why);
+    m_ctx.progress.cell_done(++m_done, m_total);
+  }
+}
+
+/// Cell i's correctness run: poisoned outputs, the arm's first call (captured and replayed for
+/// graph launch), then its outputs against `ref`. Nothing: skipped (see capture_first_call).
+std::optional<correctness_record> correctness_gate::check_one(std::size_t i, const shape &s,
+                                                              const buffer_set &set,
+                                                              const host_tensors &ref) {
+  device &dev = m_ctx.dev;
+  const cell_key &key = m_ctx.plan.cells[i];
+  const bound_arm &arm = m_ctx.arms[i];
+  correctness_record rec;
+  rec.key = key;
+  if (m_ctx.hooks.on_check)
+    m_ctx.hooks.on_check(key);
+  // Poison every output and saved tensor the pass writes.
+  upload_poison(dev, m_ctx.op, m_ctx.proto.type, key.pass, s, set);
+  const auto first_call_start = std::chrono::steady_clock::now();
+  auto alloc = dev.make_arm_allocator();
+  std::vector<invocation> inv;
+  bool capturing = false;
+  try {
+    inv.push_back(make_invocation(m_ctx.op, set, key.rows, key.cols, m_ctx.proto.type, key.pass,
+                                  arm, dev, *alloc));
+    const auto step = [&] { run_step(arm, key.pass, inv, 1, *alloc, dev.stream()); };
+    if (arm.spec->launch == launch_mode::graph) {
+      if (!capture_first_call(i, step, *alloc, capturing))
+        return std::nullopt;
+    } else {
+      step();
+      dev.synchronize();
+      check_released(*alloc);
+    }
+    if (inv.front().bound) { // outputs an outside arm returned rather than wrote
+      inv.front().bound->collect();
+      dev.synchronize();
+    }
+  } catch (const std::exception &e) {
+    rec.detail = fmt::format("the arm failed in its correctness run: {}", describe(e));
+    alloc->release_all(!capturing && !dev.broken()); // a failed capture's blocks never existed
+    m_ctx.survive(key, rec.detail);
+    return rec;
+  }
+  m_ctx.first_call_ms[i] =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first_call_start)
+          .count();
+  alloc->release_all();
+  rec.passed = true;
+  check_outputs(m_ctx, key.pass, s, set, ref, rec, "", arm);
+  return rec;
+}
+
+/// A graph arm's first call: captured, then replayed. False: an outside arm whose library
+/// cannot be captured, skipped (not failed) with the reason in ctx.skip. `capturing` stays
+/// true while a failed capture propagates (its blocks never existed).
+bool correctness_gate::capture_first_call(std::size_t i, const std::function<void()> &step,
+                                          tracked_allocator &alloc, bool &capturing) {
+  device &dev = m_ctx.dev;
+  const bound_arm &arm = m_ctx.arms[i];
+  capturing = true;
+  std::unique_ptr<captured_step> captured;
+  try {
+    captured = dev.capture(step);
+  } catch (const std::exception &e) {
+    if (!arm.outside)
+      throw;
+    alloc.release_all(false);
+    m_ctx.survive(m_ctx.plan.cells[i], e.what());
+    m_ctx.skip[i] = fmt::format("launch: graph: arm {} cannot be captured into a CUDA graph: {}",
+                                arm.spec->id, describe(e));
+    return false;
+  }
+  capturing = false;
+  check_released(alloc);
+  dev.replay(*captured);
+  dev.synchronize();
+  return true;
+}
+
+} // namespace
+
+void check_correctness(run_context &ctx) {
+  ctx.progress.phase("correctness");
+  correctness_gate(ctx).run();
+}
+
+std::string element_name(const operation_desc &op, std::size_t tensor, std::int64_t i,
+                         const shape &s) {
+  const auto &dims = op.tensors[tensor].dims;
+  if (dims.size() == 1)
+    return fmt::format("element {} ({} {})", i, dims[0] == "cols" ? "col" : "row", i);
+  const std::int64_t inner = s.extents.at(static_cast<std::size_t>(op.axis_of(dims.back())));
+  return fmt::format("element {} (row {}, col {})", i, i / inner, i % inner);
+}
+
+void check_outputs(const run_context &ctx, pass_kind pass, const shape &s, const buffer_set &set,
+                   const host_tensors &ref, correctness_record &rec, const std::string &context,
+                   const bound_arm &arm) {
+  const operation_desc &op = ctx.op;
+  const correctness_spec &tol = ctx.proto.correctness;
+  for (std::size_t t = 0; t < op.tensors.size(); ++t) {
+    const tensor_desc &d = op.tensors[t];
+    if (!d.checked || !op.used_in(t, pass) || (d.produced_by_bwd && pass != pass_kind::fwd_bwd))
+      continue;
+    const dtype et = element_type(op, t, ctx.proto.type);
+    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(op.elements(t, s)) *
+                                    element_bytes(et));
+    ctx.dev.download(bytes.data(), set.at(t), bytes.size());
+    const std::vector<double> got = reference::unpack(bytes, et);
+    // Saved statistics are optional for an outside arm: left unwritten, they are not checked.
+    if (d.role == tensor_role::saved && arm.outside && arm.outside->stats_optional() &&
+        std::all_of(got.begin(), got.end(), [](double v) { return reference::is_poison(v); }))
+      continue;
+    const auto c = reference::compare(got, ref[t], tol.rtol, tol.atol);
+    rec.max_abs_error = std::max(rec.max_abs_error, c.max_abs_error);
+    rec.max_rel_error = std::max(rec.max_rel_error, c.max_rel_error);
+    rec.unwritten = rec.unwritten || c.unwritten;
+    if (c.passed)
+      continue;
+    if (rec.passed) {
+      const auto j = static_cast<std::size_t>(std::max<std::int64_t>(c.first_bad, 0));
+      const std::string where = element_name(op, t, c.first_bad, s);
+      rec.detail = reference::is_poison(got[j])
+                       ? fmt::format("{}: unwritten (still poison) at {}", d.name, where)
+                   : c.constant
+                       ? fmt::format("{}: every element is {:.9g}, the reference is not constant "
+                                     "({} is {:.9g})",
+                                     d.name, got[j], where, ref[t][j])
+                       : fmt::format("{}: {} is {:.9g}, reference {:.9g} (rtol {:g}, atol {:g})",
+                                     d.name, where, got[j], ref[t][j], tol.rtol, tol.atol);
+      rec.detail = context + rec.detail;
+    }
+    rec.passed = false;
+  }
+}
+
+} // namespace prereg::engine_detail

@@ -1,0 +1,144 @@
+// The spot checks of a group's timed samples (docs/engine.md): seeded repetitions (and the
+// last) whose window gets fresh host inputs with their float64 reference; after the window,
+// the outputs are compared with it (a failure fails the cell's correctness record) and the
+// inputs with what was uploaded (input-mutated).
+#include "engine/gate.hpp"
+#include "engine/timing.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace prereg::engine_detail {
+namespace {
+
+/// Timed samples per cell whose outputs and inputs are checked (the last one among them).
+constexpr int spot_checks_per_cell = 3;
+/// Mixed into a group's input seed for the spot checks' choice and inputs.
+constexpr std::uint64_t spot_stream = 0x5907c4ec5ull;
+
+/// The first element of tensor t that differs between `before` and `now` (which differ), as
+/// the input-mutated message.
+std::string mutation(const operation_desc &op, std::size_t t, dtype et,
+                     const std::vector<std::uint8_t> &before, const std::vector<std::uint8_t> &now,
+                     const shape &s, const std::string &context) {
+  const std::size_t width = element_bytes(et);
+  std::size_t j = 0;
+  while (std::memcmp(&now[j * width], &before[j * width], width) == 0)
+    ++j;
+  const auto element = [&](const std::vector<std::uint8_t> &b) {
+    const auto at = b.begin() + static_cast<std::ptrdiff_t>(j * width);
+    return reference::unpack(std::vector<std::uint8_t>(at, at + width), et);
+  };
+  const auto was = element(before);
+  const auto is = element(now);
+  return fmt::format("{}{}: {} was {:.9g} before the call and {:.9g} after it", context,
+                     op.tensors[t].name, element_name(op, t, static_cast<std::int64_t>(j), s),
+                     was[0], is[0]);
+}
+
+} // namespace
+
+/// The spot-checked repetitions of this group (the same for every arm): seeded, and the last.
+void group_timing::choose_spots() {
+  const std::int64_t reps = m_ctx.proto.measurement.repetitions;
+  if (reps > 0) {
+    rng pick(m_group_seed ^ spot_stream);
+    for (int m = 0; m + 1 < spot_checks_per_cell; ++m)
+      m_spots.push_back(static_cast<std::int64_t>(pick.below(static_cast<std::uint64_t>(reps))));
+    m_spots.push_back(reps - 1);
+  }
+}
+
+/// The spot slot of repetition r, or -1.
+std::int64_t group_timing::spot_slot(std::int64_t r) const {
+  for (std::size_t m = 0; m < m_spots.size(); ++m)
+    if (m_spots[m] == r)
+      return static_cast<std::int64_t>(m);
+  return -1;
+}
+
+/// The spot data of `slot`: made when it is not the one held.
+const spot_data &group_timing::spot_for(std::int64_t slot) {
+  const operation_desc &op = m_ctx.op;
+  if (!m_spot || m_spot->slot != slot) {
+    m_spot.reset();
+    spot_data d;
+    d.slot = slot;
+    d.ref = reference::random_tensors(
+        op, m_shape, m_ctx.proto.type,
+        reference::cell_seed(m_ctx.plan.seed, m_pass, m_k0.rows, m_k0.cols) ^
+            rng(m_group_seed ^ spot_stream ^ static_cast<std::uint64_t>(slot + 1)).next());
+    op.reference(op, m_shape, m_pass, d.ref);
+    d.bytes.resize(op.tensors.size());
+    for (std::size_t t = 0; t < op.tensors.size(); ++t)
+      if (op.tensors[t].role == tensor_role::input && op.used_in(t, m_pass))
+        d.bytes[t] = reference::pack(d.ref[t], element_type(op, t, m_ctx.proto.type));
+    m_spot = std::move(d);
+  }
+  return *m_spot;
+}
+
+/// The spot check after a window on `block`: outputs an outside arm returned are collected
+/// first; then each invocation's outputs and inputs.
+void group_timing::spot_check(cell_state &c, std::int64_t block, const spot_data &d) {
+  ++c.record.spot_checks;
+  const std::int64_t repeat_k = m_ctx.arms[c.index].spec->repeat;
+  bool collected = false; // outputs an outside arm returned rather than wrote
+  for (const auto &v :
+       m_args[static_cast<std::size_t>(&c - m_cells.data())][static_cast<std::size_t>(block)])
+    if (v.bound) {
+      v.bound->collect();
+      collected = true;
+    }
+  if (collected)
+    m_ctx.dev.synchronize();
+  const std::string sample = fmt::format("timed sample {}", c.samples);
+  for (std::int64_t k = 0; k < repeat_k; ++k) {
+    const buffer_set &set = set_of(block, k);
+    const std::string context =
+        repeat_k > 1 ? fmt::format("{} (invocation {}): ", sample, k) : sample + ": ";
+    check_spot_outputs(c, set, d, context);
+    check_spot_inputs(c, set, d, context);
+  }
+}
+
+/// The outputs in `set` against the spot's reference, while the cell's correctness record
+/// still passes: the first failure fails it.
+void group_timing::check_spot_outputs(cell_state &c, const buffer_set &set, const spot_data &d,
+                                      const std::string &context) {
+  auto &records = m_ctx.raw.correctness;
+  auto rec = std::find_if(records.begin(), records.end(),
+                          [&](const correctness_record &r) { return r.key == c.record.key; });
+  if (rec == records.end() || !rec->passed)
+    return;
+  correctness_record got;
+  got.passed = true;
+  check_outputs(m_ctx, m_pass, m_shape, set, d.ref, got, context, m_ctx.arms[c.index]);
+  if (!got.passed) {
+    rec->passed = false;
+    rec->detail = got.detail;
+    rec->unwritten = got.unwritten;
+    rec->max_abs_error = std::max(rec->max_abs_error, got.max_abs_error);
+    rec->max_rel_error = std::max(rec->max_rel_error, got.max_rel_error);
+  }
+}
+
+/// The inputs in `set` against the uploaded bytes, until the cell's first mutated input.
+void group_timing::check_spot_inputs(cell_state &c, const buffer_set &set, const spot_data &d,
+                                     const std::string &context) {
+  const operation_desc &op = m_ctx.op;
+  for (std::size_t t = 0; t < op.tensors.size() && !c.record.input_mutated; ++t) {
+    if (d.bytes[t].empty())
+      continue;
+    const dtype et = element_type(op, t, m_ctx.proto.type);
+    std::vector<std::uint8_t> now(d.bytes[t].size());
+    m_ctx.dev.download(now.data(), set.at(t), now.size());
+    if (now == d.bytes[t])
+      continue;
+    c.record.input_mutated = mutation(op, t, et, d.bytes[t], now, m_shape, context);
+  }
+}
+
+} // namespace prereg::engine_detail

@@ -1,0 +1,111 @@
+// One window of a group's cell (timing.hpp): fresh inputs (or a spot check's host inputs) and
+// poisoned outputs in the block this call uses, the flush, the timed step, then the
+// off-window drain and what the sample records.
+#include "engine/timing.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace prereg::engine_detail {
+
+void group_timing::window(std::size_t ci, bool keep, std::int64_t slot) {
+  cell_state &c = m_cells[ci];
+  if (c.failed)
+    return;
+  device &dev = m_ctx.dev;
+  try {
+    if (m_pending.size() >= 256)
+      collect(); // host work before the flush is queued, never between it and the window
+    if (keep && m_ctx.hooks.on_sample)
+      m_ctx.hooks.on_sample(c.record.key);
+    if (!keep && m_ctx.hooks.on_warmup)
+      m_ctx.hooks.on_warmup(c.record.key);
+    const std::int64_t block = c.calls % rotation_blocks;
+    const spot_data *d = slot >= 0 ? &spot_for(slot) : nullptr;
+    load_window(ci, block, d);
+    ++c.calls;
+    if (m_ctx.proto.measurement.l2_flush)
+      dev.flush();
+    const window_result w = dev.timed(timed_step(ci, block));
+    if (m_clock_on)
+      m_pending.push_back({ci, false});
+    std::optional<double> drained; // first: host work before it would hide pending work
+    if (keep)
+      drained = dev.drain();
+    for (const auto &v : m_args[ci][static_cast<std::size_t>(block)])
+      if (v.bound)
+        v.bound->after_window();
+    if (c.graphs.empty())
+      check_released(*c.alloc);
+    if (!keep) {
+      c.warmup_ms.push_back(w.ms);
+      ++c.record.warmup_calls;
+      return;
+    }
+    record_sample(c, w, drained);
+    if (d != nullptr)
+      spot_check(c, block, *d);
+  } catch (const std::exception &e) {
+    fail(c, e, keep ? "measurement" : "warmup");
+  }
+}
+
+/// Before the flush: an outside arm's allocator statistics, then per invocation the poison
+/// copied into its outputs and fresh inputs (or spot data `d`'s) into its inputs.
+void group_timing::load_window(std::size_t ci, std::int64_t block, const spot_data *d) {
+  const operation_desc &op = m_ctx.op;
+  device &dev = m_ctx.dev;
+  cell_state &c = m_cells[ci];
+  const std::int64_t repeat_k = m_ctx.arms[c.index].spec->repeat;
+  // An outside arm's allocator statistics are read before the flush is enqueued: host
+  // work between the flush and the window would let the flush finish first and open
+  // the window on an idle device, exposing the arm's call path where a built-in arm's
+  // is hidden behind the flush (seen on the H200: torch.cuda.memory_allocated() takes
+  // ~130 us of host time and turned a 6.6 us window into 29 us).
+  for (const auto &v : m_args[ci][static_cast<std::size_t>(block)])
+    if (v.bound)
+      v.bound->before_window();
+  for (std::int64_t k = 0; k < repeat_k; ++k) {
+    const buffer_set &set = set_of(block, k);
+    for (std::size_t t = 0; t < op.tensors.size(); ++t)
+      if (op.tensors[t].role != tensor_role::input && op.used_in(t, m_pass))
+        dev.copy(set.at(t), m_poison->at(t),
+                 static_cast<std::size_t>(op.elements(t, m_shape)) *
+                     op.element_size(t, m_ctx.proto.type));
+    if (d == nullptr) {
+      fill_inputs(set, m_group_seed + 0x100000 * (ci + 1) +
+                           16 * static_cast<std::uint64_t>(c.calls * repeat_k + k));
+      continue;
+    }
+    for (std::size_t t = 0; t < op.tensors.size(); ++t)
+      if (!d->bytes[t].empty())
+        dev.upload(set.at(t), d->bytes[t].data(), d->bytes[t].size());
+  }
+}
+
+/// What the window times: a graph arm's replay of the block's capture, else its step.
+std::function<void()> group_timing::timed_step(std::size_t ci, std::int64_t block) {
+  cell_state &c = m_cells[ci];
+  if (c.graphs.empty())
+    return step_of(ci, block);
+  return [this, &c, block] { m_ctx.dev.replay(*c.graphs[static_cast<std::size_t>(block)]); };
+}
+
+/// A kept sample's facts: its time, its kernels (taken later), harness memory in the window
+/// and the work left pending after it (beyond the idle drain).
+void group_timing::record_sample(cell_state &c, const window_result &w,
+                                 std::optional<double> drained) {
+  c.record.samples_ms.push_back(w.ms);
+  if (m_clock_on)
+    m_pending.back().keep = true; // this window's kernels are this sample's
+  ++c.samples;
+  c.record.harness_bytes_in_window = std::max(c.record.harness_bytes_in_window, w.harness_growth);
+  if (drained) {
+    const double idle = m_ctx.idle_drain_ms;
+    const double pending = std::max(0.0, *drained - (std::isfinite(idle) ? idle : 0.0));
+    c.record.off_window_ms =
+        std::isnan(c.record.off_window_ms) ? pending : std::max(c.record.off_window_ms, pending);
+  }
+}
+
+} // namespace prereg::engine_detail
