@@ -144,13 +144,25 @@ TEST_CASE("a hostile arm name is quoted on the merged page by the run page's esc
   CHECK(render_html(run).find("<code>" + quoted_html + "</code>") != std::string::npos);
   CHECK(render_merged_html(merged).find("<td>" + quoted_html + "</td>") != std::string::npos);
   CHECK(render_merged_html(merged).find("<f>") == std::string::npos);
-  // Markdown: the run page quotes an arm as a code span, whose body is md_verbatim(name); the
-  // merged page quotes its cells with the same md_verbatim (the `|` escaped, the row intact).
-  // It does not use md(): md() escapes < and >, which the committed merged report's expect and
-  // reason columns hold, so its page (audited byte for byte) would change.
+  // Markdown, renderer 1 (merges made before tool.renderer was recorded, such as the committed
+  // one, whose page is audited byte for byte): cells quoted verbatim, only `|` escaped.
   const std::string quoted_md = render::md_verbatim(name);
   CHECK(quoted_md == "a\\|b*c_d`e<f>g");
   CHECK(render::md_code(name) == "`` " + quoted_md + " ``");
   CHECK(render_markdown(run).find("| " + render::md_code(name) + " |") != std::string::npos);
   CHECK(render_merged_markdown(merged).find("| " + quoted_md + " |") != std::string::npos);
+  // Renderer 2 (what this build writes): every quoted text through the run page's md(), so the
+  // name starts no emphasis, code span or tag.
+  json v2 = merged;
+  v2["tool"] = {{"renderer", merged_renderer_version}};
+  CHECK(merged_renderer_version == 2);
+  const std::string escaped = render::md(name);
+  CHECK(escaped == "a\\|b\\*c_d\\`e\\<f\\>g");
+  CHECK(render_merged_markdown(v2).find("| " + escaped + " |") != std::string::npos);
+  CHECK(render_merged_markdown(v2).find("<f>") == std::string::npos);
+  // An unknown layout is refused, not rendered as another.
+  v2["tool"]["renderer"] = 3;
+  CHECK_THROWS_WITH((void)render_merged_markdown(v2),
+                    doctest::Contains("tool.renderer is 3; this build renders merged pages with "
+                                      "renderers 1 to 2"));
 }

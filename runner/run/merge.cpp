@@ -27,7 +27,8 @@ json current_tool() {
   return {{"name", "prereg"},
           {"version", build_info::version},
           {"git_commit", build_info::git_commit},
-          {"build_flags", build_info::build_flags}};
+          {"build_flags", build_info::build_flags},
+          {"renderer", merged_renderer_version}};
 }
 
 /// Copies the regular files of `from` (a part's folder) into `to`.

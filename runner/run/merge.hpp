@@ -15,6 +15,8 @@ namespace prereg {
 
 /// The merged report format's version (report.json member `merge_version`).
 inline constexpr int merge_format_version = 1;
+/// The layout of the merged pages this build writes (tool.renderer; absent = 1).
+inline constexpr int merged_renderer_version = 2;
 inline constexpr const char *merge_payload_type = "application/vnd.prereg.merge+json";
 
 enum class merge_kind { shards, replication };

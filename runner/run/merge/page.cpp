@@ -3,6 +3,7 @@
 #include "run/merge.hpp"
 
 #include "report/render/escape.hpp"
+#include "prereg/error.hpp"
 
 #include <fmt/format.h>
 
@@ -13,7 +14,25 @@ namespace prereg {
 namespace {
 
 using render::html;
-using render::md_verbatim;
+
+/// The merged page's Markdown quoting by its layout (tool.renderer): renderer 1 (merges made
+/// before it was recorded) quotes verbatim with only `|` escaped; renderer 2 escapes quoted text
+/// exactly as a run page does (render::md), so a hostile claim or name starts no markup.
+using quote_fn = std::string (*)(std::string_view);
+
+quote_fn markdown_quote(const json &m) {
+  const auto tool = m.find("tool");
+  const json renderer =
+      tool != m.end() && tool->is_object() ? tool->value("renderer", json(1)) : json(1);
+  if (renderer == json(1))
+    return render::md_verbatim;
+  if (renderer == json(merged_renderer_version))
+    return render::md;
+  throw invalid_input(fmt::format("tool.renderer is {}; this build renders merged pages with "
+                                  "renderers 1 to {}",
+                                  message_excerpt(renderer.dump()), merged_renderer_version),
+                      "report.json");
+}
 
 std::string number(const json &v, const char *format) {
   if (!v.is_number())
@@ -108,10 +127,10 @@ std::string merged_title(const json &m) {
                      m.at("merge").value("merge_id", ""));
 }
 
-std::string markdown_table(const merged_table &t) {
+std::string markdown_table(const merged_table &t, quote_fn md_quote) {
   std::string out = fmt::format("\n## {}\n\n|", t.title);
   for (const auto &h : t.header)
-    out += fmt::format(" {} |", md_verbatim(h));
+    out += fmt::format(" {} |", md_quote(h));
   out += "\n|";
   for (std::size_t i = 0; i < t.header.size(); ++i)
     out += " --- |";
@@ -119,7 +138,7 @@ std::string markdown_table(const merged_table &t) {
   for (const auto &row : t.rows) {
     out += "|";
     for (const auto &c : row)
-      out += fmt::format(" {} |", md_verbatim(c));
+      out += fmt::format(" {} |", md_quote(c));
     out += "\n";
   }
   return out;
@@ -142,7 +161,8 @@ std::string html_table(const merged_table &t) {
 } // namespace
 
 std::string render_merged_markdown(const json &m) {
-  std::string out = fmt::format("# {}\n\n", md_verbatim(merged_title(m)));
+  const quote_fn md_quote = markdown_quote(m);
+  std::string out = fmt::format("# {}\n\n", md_quote(merged_title(m)));
   const json &body = m.at("protocol").at("body");
   out += fmt::format("Protocol `{}`, merged at {} from {} signed part(s), each audited and kept "
                      "under `parts/`.\n",
@@ -152,9 +172,9 @@ std::string render_merged_markdown(const json &m) {
     out += fmt::format("\nReplication rule (frozen): `{}` of {} devices ({} confirmation(s) "
                        "needed).\n",
                        r->value("rule", ""), r->value("devices", 0), r->value("threshold", 0));
-  out += fmt::format("\nHypothesis: {}\n", md_verbatim(body.value("hypothesis", "")));
+  out += fmt::format("\nHypothesis: {}\n", md_quote(body.value("hypothesis", "")));
   for (const auto &t : merged_tables(m))
-    out += markdown_table(t);
+    out += markdown_table(t, md_quote);
   return out;
 }
 
