@@ -16,11 +16,13 @@
 #include <random>
 
 namespace prereg {
-namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
-} // namespace
+fd_closer::~fd_closer() {
+  if (fd >= 0)
+    ::close(fd);
+}
 
 void fsync_dir(const std::filesystem::path &dir) {
   const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -38,10 +40,7 @@ std::string read_file(const std::filesystem::path &path, std::size_t max_bytes) 
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     throw io_error(std::string("cannot read file: ") + errno_text(), path.string());
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }
-  } const close_it{fd};
+  const fd_closer close_it{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0)
     throw io_error("cannot read file: " + errno_text(), path.string());

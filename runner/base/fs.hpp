@@ -1,4 +1,5 @@
-// File helpers: whole-file reads, atomic writes, and an exclusive lock file.
+// File helpers: whole-file reads, atomic writes, an exclusive lock file, and the small POSIX
+// pieces the store and the key loader share (errno's text, a descriptor closed on scope exit).
 #pragma once
 
 #include <cstddef>
@@ -7,6 +8,15 @@
 #include <string_view>
 
 namespace prereg {
+
+/// strerror(errno): the text of the last failed system call's error.
+[[nodiscard]] std::string errno_text();
+
+/// Closes a file descriptor on scope exit; a negative one (a failed open) is left alone.
+struct fd_closer {
+  int fd;
+  ~fd_closer();
+};
 
 /// The most read_file reads by default: 1 GiB (a report of 1e8 samples is about 2 GB; see
 /// docs/hardening.md).

@@ -9,6 +9,9 @@ namespace prereg {
 
 using json = nlohmann::json;
 
+/// Deepest nesting of arrays/objects the parser accepts and the canonicaliser emits.
+inline constexpr int max_json_depth = 256;
+
 /// Parses `text` as strict I-JSON: rejects duplicate keys, lone surrogates, invalid UTF-8,
 /// NaN/Infinity, numbers outside double range, trailing bytes, nesting deeper than 256.
 /// Throws `error` (exit 2) with `file:line:column` of the offending byte.

@@ -1,7 +1,9 @@
-// Strict YAML: byte checks, a nesting pre-scan, and a tree built from yaml-cpp's events.
+// Strict YAML: byte checks, the nesting pre-scan (yaml_nesting.cpp), and a tree built from
+// yaml-cpp's events; the tree of a JSON value is yaml_from_json.cpp.
 #include "base/yaml_strict.hpp"
 
 #include "base/utf8.hpp"
+#include "base/yaml_nesting.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>
@@ -89,131 +91,6 @@ std::string normalise_line_endings(std::string_view text) {
     if (!(text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n'))
       out.push_back(text[i]);
   return out;
-}
-
-// A cheap estimate of the nesting depth (block indentation levels plus open flow brackets,
-// outside comments, quoted and block scalars), so that yaml-cpp's recursive parser never sees
-// a hostile file. Over-estimates only. Returns the offset where the estimate first exceeds
-// max_depth, or npos.
-std::size_t deep_nesting_offset(std::string_view t) {
-  const std::size_t n = t.size();
-  std::vector<std::size_t> indents; // block indentation stack (columns)
-  std::size_t flow = 0;             // open flow brackets
-  std::size_t i = 0;
-  auto too_deep = [&] { return indents.size() + flow > max_depth; };
-  auto is_blank = [&](std::size_t k) { return k >= n || t[k] == ' ' || t[k] == '\n'; };
-  auto skip_quoted = [&](char q) { // i at the opening quote; leaves i after the closing one
-    for (++i; i < n; ++i) {
-      if (q == '"' && t[i] == '\\') {
-        ++i;
-      } else if (t[i] == q) {
-        if (q == '\'' && i + 1 < n && t[i + 1] == '\'') {
-          ++i;
-        } else {
-          ++i;
-          return;
-        }
-      }
-    }
-  };
-  while (i < n) {
-    const std::size_t line_start = i;
-    while (i < n && t[i] == ' ')
-      ++i;
-    const std::size_t indent = i - line_start;
-    if (i >= n)
-      break;
-    if (t[i] == '\n' || t[i] == '#') {
-      while (i < n && t[i] != '\n')
-        ++i;
-      ++i;
-      continue;
-    }
-    if (flow == 0) {
-      while (!indents.empty() && indents.back() >= indent)
-        indents.pop_back();
-      indents.push_back(indent);
-      // Compact nested indicators on one line: "- - x", "? x", "- key: ...".
-      while (i < n && (t[i] == '-' || t[i] == '?' || t[i] == ':') && is_blank(i + 1)) {
-        ++i;
-        while (i < n && t[i] == ' ')
-          ++i;
-        indents.push_back(i - line_start);
-        if (too_deep())
-          return i;
-      }
-      if (too_deep())
-        return i;
-    }
-    bool token_start = true; // the next character may begin a token
-    bool plain = false;      // inside a block-context plain scalar
-    while (i < n && t[i] != '\n') {
-      const char c = t[i];
-      if (c == '#' && (token_start || t[i - 1] == ' ' || t[i - 1] == '\t')) {
-        while (i < n && t[i] != '\n')
-          ++i;
-        break;
-      }
-      if (c == ' ' || c == '\t') {
-        if (!plain)
-          token_start = true;
-        ++i;
-        continue;
-      }
-      if (plain) {
-        if (c == ':' && is_blank(i + 1)) {
-          plain = false;
-          token_start = true;
-        }
-        ++i;
-        continue;
-      }
-      if ((c == '"' || c == '\'') && token_start) {
-        skip_quoted(c);
-        token_start = false;
-        continue;
-      }
-      if ((c == '|' || c == '>') && token_start && flow == 0) {
-        // A block scalar: skip the lines indented deeper than its parent (and blank lines).
-        const std::size_t parent = indents.empty() ? indent : indents.back();
-        while (i < n && t[i] != '\n')
-          ++i;
-        while (i < n) {
-          std::size_t k = i + 1, spaces = 0;
-          while (k < n && t[k] == ' ')
-            ++k, ++spaces;
-          if (k < n && t[k] != '\n' && spaces <= parent)
-            break;
-          i = k;
-          while (i < n && t[i] != '\n')
-            ++i;
-          if (i >= n)
-            break;
-        }
-        break;
-      }
-      if ((c == '[' || c == '{') && (token_start || flow > 0)) {
-        ++flow;
-        if (too_deep())
-          return i;
-        token_start = true;
-      } else if ((c == ']' || c == '}') && flow > 0) {
-        --flow;
-        token_start = false;
-      } else if (c == ',' && flow > 0) {
-        token_start = true;
-      } else if ((c == ':' || c == '-' || c == '?') && is_blank(i + 1)) {
-        token_start = true;
-      } else if (flow == 0) {
-        plain = true;
-      } else {
-        token_start = false;
-      }
-      ++i;
-    }
-    ++i; // the line feed
-  }
-  return std::string_view::npos;
 }
 
 // yaml-cpp 0.7 writes the escapes \N (U+0085) and \_ (U+00A0) of a double-quoted scalar as the
@@ -417,81 +294,6 @@ private:
   }
 };
 
-std::string pointer_token(const std::string &key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-node from_json_at(const json &value, const std::string &where, const std::string &pointer,
-                  std::size_t depth) {
-  if (depth > max_depth)
-    throw invalid_input(fmt::format("nesting deeper than {} levels", max_depth),
-                        where + "#" + pointer);
-  node n;
-  n.where = where + "#" + pointer;
-  switch (value.type()) {
-  case json::value_t::null:
-    n.k = node::kind::null;
-    break;
-  case json::value_t::object:
-    n.k = node::kind::mapping;
-    for (const auto &[key, item] : value.items()) {
-      node k;
-      k.k = node::kind::scalar;
-      k.style = scalar_style::quoted;
-      k.value = key;
-      k.where = n.where;
-      n.entries.emplace_back(
-          std::move(k), from_json_at(item, where, pointer + "/" + pointer_token(key), depth + 1));
-    }
-    break;
-  case json::value_t::array: {
-    n.k = node::kind::sequence;
-    std::size_t index = 0;
-    for (const auto &item : value)
-      n.items.push_back(
-          from_json_at(item, where, pointer + "/" + std::to_string(index++), depth + 1));
-    break;
-  }
-  case json::value_t::string:
-    n.k = node::kind::scalar;
-    n.style = scalar_style::quoted;
-    n.value = value.get<std::string>();
-    break;
-  case json::value_t::boolean:
-    n.k = node::kind::scalar;
-    n.value = value.get<bool>() ? "true" : "false";
-    break;
-  case json::value_t::number_integer:
-    n.k = node::kind::scalar;
-    n.value = std::to_string(value.get<std::int64_t>());
-    break;
-  case json::value_t::number_unsigned:
-    n.k = node::kind::scalar;
-    n.value = std::to_string(value.get<std::uint64_t>());
-    break;
-  case json::value_t::number_float: {
-    n.k = node::kind::scalar;
-    n.value = fmt::format("{}", value.get<double>()); // shortest round-trip digits
-    if (n.value.find_first_of(".eEni") == std::string::npos)
-      n.value += ".0";
-    break;
-  }
-  default:
-    throw invalid_input("unsupported JSON value", n.where);
-  }
-  return n;
-}
-
 } // namespace
 
 node::~node() = default;
@@ -529,7 +331,7 @@ node parse(std::string_view text, const std::string &file) {
   check_characters(text, file);
 
   const std::string normalised = normalise_line_endings(text);
-  if (const auto deep = deep_nesting_offset(normalised); deep != std::string_view::npos)
+  if (const auto deep = detail::deep_nesting_offset(normalised); deep != std::string_view::npos)
     fail_at(file, position_map(normalised), deep,
             fmt::format("nesting deeper than {} levels", max_depth));
 
@@ -546,10 +348,6 @@ node parse(std::string_view text, const std::string &file) {
   if (!root)
     throw invalid_input("empty document: expected a mapping", at(file, 1, 1));
   return std::move(*root);
-}
-
-node from_json(const json &value, const std::string &where) {
-  return from_json_at(value, where, "", 0);
 }
 
 } // namespace prereg::strict_yaml

@@ -346,10 +346,7 @@ signing_key signing_key::load(const std::filesystem::path &path) {
       throw io_error("no signing key file at this path", where);
     throw io_error(fmt::format("cannot open signing key: {}", std::strerror(err)), where);
   }
-  struct fd_closer {
-    int fd;
-    ~fd_closer() { ::close(fd); }
-  } closer{fd};
+  const fd_closer closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0)
     throw io_error(fmt::format("cannot stat signing key: {}", std::strerror(errno)), where);

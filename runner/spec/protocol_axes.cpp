@@ -1,0 +1,121 @@
+// The experiment's space: the operation, the dtype, the axes' extents (prereg: 1 `shapes`,
+// prereg: 2 `axes`), the passes, the operating point and the cell count.
+#include "spec/protocol_sections.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace prereg::protocol_detail {
+namespace {
+
+// The operations prereg: 1 knows (its schema is frozen: a later operation needs prereg: 2).
+const std::vector<std::string> schema1_operations{"layernorm", "rmsnorm"};
+
+const operation_desc &as_operation(const node &n, std::int64_t schema) {
+  std::vector<std::string> known;
+  for (const auto &op : all_operations())
+    known.push_back(op.name);
+  const operation_desc *op = n.k == node::kind::scalar ? find_operation(n.value) : nullptr;
+  if (op == nullptr)
+    fail(n, fmt::format("operation must be one of {}, got {}", joined(known, " | "),
+                        strict_yaml::describe(n)));
+  if (schema == 1 && std::find(schema1_operations.begin(), schema1_operations.end(), op->name) ==
+                         schema1_operations.end())
+    fail(n, fmt::format("operation {} needs prereg: 2 (prereg: 1 knows {})", op->name,
+                        joined(schema1_operations, " | ")));
+  // The in-memory protocol holds the two axes every operation has today.
+  if (op->axes != std::vector<std::string>{"rows", "cols"})
+    fail(n, fmt::format("operation {} has axes {}; this build's protocols hold rows and cols only",
+                        op->name, joined(op->axes)));
+  return *op;
+}
+
+std::vector<std::int64_t> as_extents(const node &n, std::string_view what) {
+  std::vector<std::int64_t> out;
+  for (const node &item : as_list(n, what, strict_yaml::max_list_items)) {
+    const auto v = as_int(item, what, 1, max_extent);
+    if (std::find(out.begin(), out.end(), v) != out.end())
+      fail(item, fmt::format("{} lists {} twice", what, v));
+    out.push_back(v);
+  }
+  return out;
+}
+
+// The key that holds the extents: prereg: 1 `shapes`, prereg: 2 `axes`.
+std::string extents_key(const protocol &p) { return p.schema == 1 ? "shapes" : "axes"; }
+
+// prereg: 2: every axis of the operation, and no other, before the keys are read.
+void check_axes(const node &axes, const operation_desc &op) {
+  for (const auto &[key, value] : axes.entries)
+    if (std::find(op.axes.begin(), op.axes.end(), key.value) == op.axes.end())
+      fail(key, fmt::format("unknown axis '{}' in axes: operation {} has axes {}",
+                            message_excerpt(key.value), op.name, joined(op.axes)));
+  for (const auto &axis : op.axes)
+    if (axes.find(axis) == nullptr)
+      fail(axes, fmt::format("missing axis '{}' in axes: operation {} has axes {}", axis, op.name,
+                             joined(op.axes)));
+}
+
+} // namespace
+
+const operation_desc &read_operation(const fields &top, protocol &p) {
+  const operation_desc &op = as_operation(top.required("operation"), p.schema);
+  p.op = op.name;
+  p.type = as_enum<dtype>(top.required("dtype"), "dtype",
+                          {{"fp32", dtype::fp32}, {"fp16", dtype::fp16}, {"bf16", dtype::bf16}});
+  return op;
+}
+
+const node &read_extents(const fields &top, const operation_desc &op, protocol &p) {
+  const std::string extents = extents_key(p);
+  const std::vector<std::string_view> axis_keys(op.axes.begin(), op.axes.end());
+  const node &shapes_node = top.required(extents);
+  if (p.schema == 2 && shapes_node.k == node::kind::mapping)
+    check_axes(shapes_node, op);
+  const fields shapes(shapes_node, extents, axis_keys);
+  p.rows = as_extents(shapes.required("rows"), extents + ".rows");
+  p.cols = as_extents(shapes.required("cols"), extents + ".cols");
+  return shapes_node;
+}
+
+void read_passes(const fields &top, const operation_desc &op, protocol &p) {
+  for (const node &item : as_list(top.required("passes"), "passes", 2)) {
+    const auto pass = as_pass(item, "passes");
+    if (std::find(p.passes.begin(), p.passes.end(), pass) != p.passes.end())
+      fail(item, fmt::format("passes lists {} twice", to_string(pass)));
+    if (std::find(op.passes.begin(), op.passes.end(), pass) == op.passes.end())
+      fail(item, fmt::format("passes lists {}, which operation {} does not have", to_string(pass),
+                             op.name));
+    p.passes.push_back(pass);
+  }
+}
+
+void read_operating_point(const fields &top, const operation_desc &op, protocol &p) {
+  const node *op_node = top.optional("operating_point");
+  if (op_node == nullptr || op_node->k == node::kind::null)
+    return;
+  const std::string extents = extents_key(p);
+  const fields point(*op_node, "operating_point",
+                     std::vector<std::string_view>(op.axes.begin(), op.axes.end()));
+  const node &r = point.required("rows");
+  const node &c = point.required("cols");
+  const auto rows = as_int(r, "operating_point.rows", 1, max_extent);
+  const auto cols = as_int(c, "operating_point.cols", 1, max_extent);
+  if (std::find(p.rows.begin(), p.rows.end(), rows) == p.rows.end())
+    fail(r, fmt::format("operating_point.rows {} is not in {}.rows", rows, extents));
+  if (std::find(p.cols.begin(), p.cols.end(), cols) == p.cols.end())
+    fail(c, fmt::format("operating_point.cols {} is not in {}.cols", cols, extents));
+  p.operating_point = std::make_pair(rows, cols);
+}
+
+void check_cells(const node &extents, const protocol &p) {
+  const auto cells =
+      static_cast<std::int64_t>(p.arms.size() * p.passes.size() * p.rows.size() * p.cols.size());
+  if (cells > max_cells)
+    fail(extents, fmt::format("too many cells: {} arms x {} passes x {} rows x {} cols = {}, "
+                              "more than the limit of {}",
+                              p.arms.size(), p.passes.size(), p.rows.size(), p.cols.size(), cells,
+                              max_cells));
+}
+
+} // namespace prereg::protocol_detail

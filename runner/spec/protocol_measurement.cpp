@@ -1,0 +1,53 @@
+// The protocol's `measurement` section, and the refusal of a protocol that has too many timed
+// invocations or would take too long to measure.
+#include "spec/protocol_budget.hpp"
+#include "spec/protocol_sections.hpp"
+
+namespace prereg::protocol_detail {
+namespace {
+
+// At `reps` (measurement.repetitions): too many invocations, or too long to measure.
+void check_measuring_budget(const node &reps, const protocol &p) {
+  std::int64_t invocations = 0;
+  const auto per_arm_cells =
+      static_cast<std::int64_t>(p.passes.size() * p.rows.size() * p.cols.size());
+  std::int64_t repeat_sum = 0;
+  for (const auto &a : p.arms)
+    repeat_sum += a.repeat;
+  invocations = per_arm_cells * (p.measurement.repetitions + p.measurement.warmup) * repeat_sum;
+  if (invocations > max_invocations)
+    fail(reps, fmt::format("too many timed invocations: {} cells per arm x ({} repetitions + {} "
+                           "warmup) x {} summed repeat over arms = {}, more than the limit of "
+                           "{}; it would take {}",
+                           per_arm_cells, p.measurement.repetitions, p.measurement.warmup,
+                           repeat_sum, invocations, max_invocations, estimate_text(p)));
+  if (estimated_seconds(p) > max_estimated_s)
+    fail(reps, fmt::format("measuring would take {}, more than the limit of {} days: lower "
+                           "the repetitions or the shapes",
+                           estimate_text(p), max_estimated_s / 86400));
+}
+
+} // namespace
+
+void read_measurement(const fields &top, protocol &p) {
+  const fields m(top.required("measurement"), "measurement",
+                 {"repetitions", "warmup", "l2_flush", "order", "kernel_clock"});
+  const node &reps = m.required("repetitions");
+  p.measurement.repetitions = as_int(reps, "measurement.repetitions", 3, max_repetitions);
+  if (const node *n = m.optional("warmup"))
+    p.measurement.warmup = as_int(*n, "measurement.warmup", 0, 100000);
+  if (const node *n = m.optional("l2_flush"))
+    p.measurement.l2_flush = as_bool(*n, "measurement.l2_flush");
+  if (const node *n = m.optional("kernel_clock")) {
+    if (p.schema == 1)
+      fail(*n, "measurement.kernel_clock needs prereg: 2");
+    p.measurement.kernel_clock = as_bool(*n, "measurement.kernel_clock");
+  }
+  if (const node *n = m.optional("order"))
+    p.measurement.order = as_enum<order_mode>(
+        *n, "measurement.order",
+        {{"interleaved", order_mode::interleaved}, {"sequential", order_mode::sequential}});
+  check_measuring_budget(reps, p);
+}
+
+} // namespace prereg::protocol_detail

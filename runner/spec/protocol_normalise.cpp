@@ -1,0 +1,105 @@
+// The normalised protocol (docs/protocol.md, "Normalisation"): the JSON object with every
+// default explicit that is hashed; what a schema leaves out stays absent so no hash moves.
+#include "spec/protocol.hpp"
+
+#include <string>
+#include <utility>
+
+namespace prereg {
+namespace {
+
+std::string_view name_of(launch_mode m) { return m == launch_mode::stream ? "stream" : "graph"; }
+std::string_view name_of(order_mode m) {
+  return m == order_mode::interleaved ? "interleaved" : "sequential";
+}
+
+json passes_json(const std::vector<pass_kind> &passes) {
+  json out = json::array();
+  for (const auto pass : passes)
+    out.push_back(std::string(to_string(pass)));
+  return out;
+}
+
+json arm_json(const arm_spec &a, std::int64_t schema) {
+  json arm = {{"id", a.id}, {"launch", std::string(name_of(a.launch))}, {"repeat", a.repeat}};
+  switch (a.source) {
+  case arm_source::kernel:
+    arm["kernel"] = a.kernel;
+    break;
+  case arm_source::plugin:
+    arm["plugin"] = a.file;
+    arm["name"] = a.entry;
+    break;
+  case arm_source::python:
+    arm["python"] = a.file;
+    arm["function"] = a.entry;
+    break;
+  }
+  if (schema >= 2) { // prereg: 1 has no options: its JSON (and hash) stays as it was
+    json options = json::object();
+    for (const auto &[name, value] : a.options)
+      options[name] = value;
+    arm["options"] = std::move(options);
+  }
+  return arm;
+}
+
+json predictions_json(const std::vector<prediction_spec> &predictions) {
+  json out = json::array();
+  for (const auto &s : predictions)
+    out.push_back(
+        {{"id", s.id},
+         {"claim", s.claim},
+         {"at", {{"rows", s.at.rows}, {"cols", s.at.cols}, {"pass", passes_json(s.at.passes)}}},
+         {"expect", s.expect}});
+  return out;
+}
+
+} // namespace
+
+json to_json(const protocol &p) {
+  json arms = json::array();
+  for (const auto &a : p.arms)
+    arms.push_back(arm_json(a, p.schema));
+  json operating_point = nullptr;
+  if (p.operating_point)
+    operating_point = {{"rows", p.operating_point->first}, {"cols", p.operating_point->second}};
+  json out = {
+      {"prereg", p.schema},
+      {"id", p.id},
+      {"title", p.title},
+      {"hypothesis", p.hypothesis},
+      {"device", p.device},
+      {"operation", p.op},
+      {"dtype", std::string(to_string(p.type))},
+      {"shapes", {{"rows", p.rows}, {"cols", p.cols}}},
+      {"passes", passes_json(p.passes)},
+      {"operating_point", operating_point},
+      {"arms", arms},
+      {"measurement",
+       {{"repetitions", p.measurement.repetitions},
+        {"warmup", p.measurement.warmup},
+        {"l2_flush", p.measurement.l2_flush},
+        {"order", std::string(name_of(p.measurement.order))}}},
+      {"analysis",
+       {{"statistic", std::string(statistic_name(p.analysis.statistic))},
+        {"confidence", p.analysis.confidence},
+        {"bootstrap_resamples", p.analysis.bootstrap_resamples},
+        {"unstable_iqr_ratio", p.analysis.unstable_iqr_ratio}}},
+      {"correctness", {{"rtol", p.correctness.rtol}, {"atol", p.correctness.atol}}},
+      {"predictions", predictions_json(p.predictions)},
+  };
+  if (p.schema >= 2) { // the same extents under the operation's axis names
+    out["axes"] = std::move(out["shapes"]);
+    out.erase("shapes");
+  }
+  if (!p.measurement.kernel_clock) // the default (on) is absent: every earlier hash stays
+    out["measurement"]["kernel_clock"] = false;
+  if (p.revision > 1) // revision 1 is the first version: absent, so earlier hashes stay
+    out["revision"] = p.revision;
+  if (p.replication) // absent when not declared: every earlier hash stays
+    out["replication"] = {{"devices", p.replication->devices}, {"rule", p.replication->rule}};
+  return out;
+}
+
+} // namespace prereg
