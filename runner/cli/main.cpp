@@ -1,5 +1,5 @@
 // prereg's entry point: parse the command line, run one command, map errors to exit codes.
-#include "commands.hpp"
+#include "cli/commands.hpp"
 
 #include "prereg/error.hpp"
 

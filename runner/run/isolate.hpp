@@ -4,6 +4,7 @@
 #pragma once
 
 #include "base/json.hpp"
+#include "run/raw_json.hpp" // raw_to_json, raw_from_json: the facts that cross the pipe
 #include "run/run.hpp"
 #include "spec/protocol.hpp"
 #include "spec/records.hpp"
@@ -35,11 +36,5 @@ public:
 /// its key. `seed` is the plan seed.
 [[nodiscard]] std::unique_ptr<measuring_side>
 start_measuring(const run_options &options, const protocol &proto, std::uint64_t seed);
-
-/// The raw facts as JSON (NaN as null) and back; raw_from_json validates every member's type
-/// and that every cell and correctness record is one of `cells`, at most once. Throws `error`
-/// (exit 1) naming the member.
-[[nodiscard]] json raw_to_json(const raw_run &raw);
-[[nodiscard]] raw_run raw_from_json(const json &j, const std::vector<cell_key> &cells);
 
 } // namespace prereg

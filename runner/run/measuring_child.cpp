@@ -1,0 +1,142 @@
+// The measuring side that runs the engine: in this process, or in the forked child that sends
+// its plan, progress and raw facts (or its error) to the parent, one JSON line each.
+#include "run/measuring_child.hpp"
+
+#include "arms/outside_common.hpp"
+#include "base/process.hpp"
+#include "engine/measure.hpp"
+#include "prereg/error.hpp"
+#include "run/raw_json.hpp"
+#include "spec/operation.hpp"
+#include "spec/registry.hpp"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+namespace prereg::detail {
+namespace {
+
+class in_process final : public measuring_side {
+public:
+  in_process(const run_options &o, const protocol &proto, std::uint64_t seed)
+      : m_options(o), m_proto(proto) {
+    m_plan.proto = &m_proto;
+    m_plan.seed = seed;
+    m_plan.load_outside = o.load_outside;
+  }
+  measuring_plan plan() override {
+    m_device = m_options.make_device(m_proto.device, m_options.device_ordinal);
+    measuring_plan out;
+    out.environment = m_device->probe();
+    m_environment = out.environment;
+    const operation_desc &op = operation_named(m_proto.op);
+    for (const auto &c :
+         m_options.shard ? shard_cells(m_proto, *m_options.shard) : all_cells(m_proto)) {
+      const arm_spec &spec = *find_arm_spec(m_proto, c.arm);
+      if (spec.outside()) { // known once loaded (by the engine, here): the engine checks it
+        out.cells.push_back(c);
+        continue;
+      }
+      const arm_info *info = find_arm(m_proto.device, spec.kernel);
+      auto why = cannot_run(*info, c.pass, c.rows, c.cols, m_proto.type);
+      if (!why)
+        why = device_cannot_run(*m_device, op, *info, spec, c.pass, c.rows, c.cols, m_proto.type);
+      if (why)
+        out.skipped.push_back({{"kind", "cell-skipped"}, {"message", *why}, {"cell", to_json(c)}});
+      else
+        out.cells.push_back(c);
+    }
+    m_plan.cells = out.cells;
+    return out;
+  }
+  raw_run measure(progress_sink &progress) override {
+    raw_run raw = prereg::measure(*m_device, m_environment, m_plan, m_options.resolve_arm, progress,
+                                  m_options.hooks);
+    attach_regions(raw);
+    return raw;
+  }
+
+private:
+  const run_options &m_options;
+  const protocol &m_proto;
+  run_plan m_plan;
+  std::unique_ptr<device> m_device;
+  json m_environment;
+};
+
+/// Progress in the child: each event becomes one line to the parent.
+class piped_progress final : public progress_sink {
+public:
+  explicit piped_progress(int fd) : m_fd(fd) {}
+  void phase(std::string_view name) override { send({{"phase", std::string(name)}}); }
+  void cell_done(std::size_t done, std::size_t total) override {
+    send({{"done", done}, {"total", total}});
+  }
+  void send(const json &j) const {
+    if (!write_all(m_fd, j.dump() + "\n"))
+      std::_Exit(1); // the parent is gone: nothing to report to
+  }
+
+private:
+  int m_fd;
+};
+
+json error_message(const std::exception &e) {
+  json j = {{"code", 1}, {"message", e.what()}, {"where", ""}};
+  if (const auto *pe = dynamic_cast<const error *>(&e)) {
+    j["code"] = static_cast<int>(pe->code());
+    j["where"] = pe->where();
+  }
+  return {{"error", j}};
+}
+
+[[noreturn]] void child_main(const run_options &o, const protocol &proto, std::uint64_t seed,
+                             int to_parent, int from_parent) {
+  piped_progress out(to_parent);
+  try {
+    in_process side(o, proto, seed);
+    const measuring_plan p = side.plan();
+    json cells = json::array();
+    for (const auto &c : p.cells)
+      cells.push_back(to_json(c));
+    out.send(
+        {{"plan", {{"environment", p.environment}, {"cells", cells}, {"skipped", p.skipped}}}});
+    char go = 0;
+    ssize_t n;
+    while ((n = ::read(from_parent, &go, 1)) < 0 && errno == EINTR) {
+    }
+    if (n != 1)
+      std::_Exit(0); // the parent decided not to measure
+    const raw_run raw = side.measure(out);
+    out.send({{"raw", raw_to_json(raw)}});
+  } catch (const std::exception &e) {
+    out.send(error_message(e));
+  }
+  std::_Exit(0); // never back into the parent's stack (no destructors, no atexit handlers)
+}
+
+} // namespace
+
+std::unique_ptr<measuring_side> measure_in_process(const run_options &o, const protocol &proto,
+                                                   std::uint64_t seed) {
+  return std::make_unique<in_process>(o, proto, seed);
+}
+
+void run_measuring_child(const run_options &o, const protocol &proto, std::uint64_t seed,
+                         pid_t parent, int to_parent, int from_parent) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL); // dies with the parent
+  if (::getppid() != parent)
+    std::_Exit(1);
+  ::signal(SIGINT, SIG_IGN); // the parent decides what an interrupt means
+  ::signal(SIGTERM, SIG_IGN);
+  ::unsetenv("PREREG_KEY");
+  outside::set_crash_channel(to_parent); // a crash in an outside arm: one error message up
+  child_main(o, proto, seed, to_parent, from_parent);
+}
+
+} // namespace prereg::detail
