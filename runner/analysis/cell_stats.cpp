@@ -5,6 +5,7 @@
 #include "base/stats.hpp"
 #include "prereg/error.hpp"
 #include "spec/bytes_model.hpp"
+#include "spec/records.hpp"
 
 #include <fmt/format.h>
 
@@ -49,11 +50,10 @@ cell_statistics summarise(const cell_record &cell, const protocol &proto, const 
 void check_kernel_record(const cell_record &cell) {
   const std::size_t samples = cell.samples_ms.size();
   if (cell.kernel_ms.size() != samples || cell.kernel_counts.size() != samples)
-    throw invalid_input(fmt::format("cell {} {} {}x{} has {} kernel times and {} kernel counts "
+    throw invalid_input(fmt::format("cell {} has {} kernel times and {} kernel counts "
                                     "for {} samples",
-                                    cell.key.arm, to_string(cell.key.pass), cell.key.rows,
-                                    cell.key.cols, cell.kernel_ms.size(), cell.kernel_counts.size(),
-                                    samples));
+                                    cell_label(cell.key), cell.kernel_ms.size(),
+                                    cell.kernel_counts.size(), samples));
   for (const auto &n : cell.kernel_names)
     if (n.samples_ms.size() != samples)
       throw invalid_input(fmt::format("kernel {} of cell {} has {} times for {} samples", n.name,

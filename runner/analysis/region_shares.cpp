@@ -5,6 +5,7 @@
 #include "base/rng.hpp"
 #include "base/stats.hpp"
 #include "prereg/error.hpp"
+#include "spec/records.hpp"
 
 #include <fmt/format.h>
 
@@ -39,8 +40,7 @@ std::uint64_t region_seed(const cell_key &key, const std::string &label) {
 void check_region_kernels(const cell_record &cell) {
   const std::size_t samples = cell.samples_ms.size();
   for (const auto &[label, times] : cell.region_kernels_ms) {
-    const auto where = fmt::format("cell {} {} {}x{}: region '{}'", cell.key.arm,
-                                   to_string(cell.key.pass), cell.key.rows, cell.key.cols, label);
+    const auto where = fmt::format("cell {}: region '{}'", cell_label(cell.key), label);
     if (!cell.regions_ms.contains(label))
       throw invalid_input(where + " has kernel times but no region times");
     if (times.size() != samples || cell.kernel_ms.size() != samples)
@@ -57,15 +57,14 @@ void check_region_kernels(const cell_record &cell) {
 void check_region_times(const cell_record &cell, const std::string &label,
                         const std::vector<double> &times) {
   if (times.size() != cell.samples_ms.size())
-    throw invalid_input(fmt::format("cell {} {} {}x{}: region '{}' has {} times for {} samples",
-                                    cell.key.arm, to_string(cell.key.pass), cell.key.rows,
-                                    cell.key.cols, label, times.size(), cell.samples_ms.size()));
+    throw invalid_input(fmt::format("cell {}: region '{}' has {} times for {} samples",
+                                    cell_label(cell.key), label, times.size(),
+                                    cell.samples_ms.size()));
   for (const double t : times)
     if (!std::isfinite(t) || t < 0.0)
-      throw invalid_input(fmt::format("cell {} {} {}x{}: region '{}' holds a time that is not "
+      throw invalid_input(fmt::format("cell {}: region '{}' holds a time that is not "
                                       "finite and non-negative",
-                                      cell.key.arm, to_string(cell.key.pass), cell.key.rows,
-                                      cell.key.cols, label));
+                                      cell_label(cell.key), label));
 }
 
 /// The [lo, hi] percentile interval of the finite `values` at `confidence` (NaN when none).
