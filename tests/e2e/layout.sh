@@ -10,7 +10,7 @@ if command -v clang-format >/dev/null; then
   mapfile -t files < <(git -C "$src" ls-files runner tests | grep -E '\.(cpp|hpp|h|cu|cuh)$')
   (cd "$src" && clang-format --dry-run --Werror "${files[@]}") >"$work/out" 2>"$work/err" &&
     pass "clang-format: ${#files[@]} files of runner/ and tests/ as .clang-format says" ||
-    { fail "clang-format: files differ from .clang-format"; grep -m5 warning "$work/err"; }
+    { fail "clang-format: files differ from .clang-format"; grep -m5 -E "warning|error" "$work/err"; }
 else
   fail "clang-format is not installed (tools/setup.sh installs it)"
 fi

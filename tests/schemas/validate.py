@@ -134,8 +134,10 @@ def planted_merged(merged):
     edit("a part verdict outside the vocabulary",
          lambda m: m["parts"][0]["verdicts"].append({"id": "P", "verdict": "maybe"}))
     edit("a merge without merged_at", lambda m: m["merge"].pop("merged_at"))
-    edit("a tool with a renderer (merged pages have none)",
-         lambda m: m["tool"].__setitem__("renderer", 2))
+    edit("a tool with a renderer no build writes for merged pages (3)",
+         lambda m: m["tool"].__setitem__("renderer", 3))
+    edit("a tool with renderer 1 (written as absence)",
+         lambda m: m["tool"].__setitem__("renderer", 1))
     if merged.get("kind") == "shards":
         edit("a shards part without shard", lambda m: m["parts"][0].pop("shard"))
         edit("a shards report without cells", lambda m: m.pop("cells"))

@@ -2,8 +2,8 @@
 // text is escaped by the report's page escaping (report/render/escape.hpp).
 #include "run/merge.hpp"
 
-#include "report/render/escape.hpp"
 #include "prereg/error.hpp"
+#include "report/render/escape.hpp"
 
 #include <fmt/format.h>
 
