@@ -281,3 +281,21 @@ TEST_CASE("parsing some members only") {
   CHECK_THROWS_AS((void)report_from_json(j, "x", report_part::cells), error);
   CHECK_THROWS_AS(check_report_members(j, "x"), error);
 }
+
+TEST_CASE("tool.renderer: absent is 1, 2 and 3 are read back, others refused") {
+  const json good = sample("cpu_rmsnorm.json");
+  CHECK(report_renderer_version == 3);
+  CHECK(report_from_json(good, "x").tool.renderer == 1);
+  for (const int v : {2, 3}) {
+    json j = good;
+    j["tool"]["renderer"] = v;
+    const report_document r = report_from_json(j, "x");
+    CHECK(r.tool.renderer == v);
+    CHECK(to_json(r) == j);
+  }
+  for (const int v : {1, 4}) {
+    json j = good;
+    j["tool"]["renderer"] = v;
+    CHECK(rejection(j) == "tool.renderer must be an integer from 2 to 3 (this build's renderers)");
+  }
+}

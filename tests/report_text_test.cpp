@@ -67,6 +67,8 @@ std::string table_row(const std::string &md, const std::string &heading, const s
   return md.substr(at, md.find('\n', at) - at);
 }
 
+json sample_with_outside_arms(int renderer);
+
 } // namespace
 
 TEST_CASE("markdown of a CUDA report: header, tables, operating point, verdicts, defects") {
@@ -330,10 +332,12 @@ TEST_CASE("hostile or sparse report.json renders safely") {
 // tests/browser/check_report.sh (run by .ci/run) and for looking at them by eye.
 TEST_CASE("sample pages for the browser check") {
   const char *dir = std::getenv("PREREG_REPORT_SAMPLES");
-  // Each sample as renderer 1 drew it, as renderer 2 draws it, and (CPU) as a prereg try.
+  // Each sample as renderer 1 drew it, as renderer 2 draws it, (CPU) as a prereg try, and with
+  // outside arms as renderer 3 draws them.
   for (const std::string name : {"cuda_layernorm", "cpu_rmsnorm", "cuda_layernorm_r2",
-                                 "cpu_rmsnorm_r2", "cpu_rmsnorm_exploratory"}) {
-    json r = sample(name.substr(0, name.find('_', 5)) + ".json");
+                                 "cpu_rmsnorm_r2", "cpu_rmsnorm_exploratory", "cpu_outside_r3"}) {
+    json r = name == "cpu_outside_r3" ? sample_with_outside_arms(3)
+                                      : sample(name.substr(0, name.find('_', 5)) + ".json");
     if (name.ends_with("_r2") || name.ends_with("_exploratory"))
       r["tool"]["renderer"] = 2;
     if (name.ends_with("_exploratory"))
@@ -472,5 +476,120 @@ TEST_CASE("renderer 2: summary first, environment last, and the details readers 
       }
     CHECK(speedups == 2); // fwd and fwd+bwd at the operating point's cols
     CHECK(html1.find("id=\"summary") == std::string::npos);
+  }
+}
+
+namespace {
+
+/// The CPU sample with its two arms made outside arms, as renderer `renderer` draws it: `scalar`
+/// a numpy Python arm (its memory not measured, peak_bytes 0) and `vector` a plugin (its memory
+/// billed through prereg's allocator), each with its freeze record and environment entry.
+json sample_with_outside_arms(int renderer) {
+  json r = sample("cpu_rmsnorm.json");
+  if (renderer > 1)
+    r["tool"]["renderer"] = renderer;
+  json &body = r["protocol"]["body"];
+  body["prereg"] = 2;
+  for (json &a : body["arms"]) {
+    a.erase("kernel");
+    a["options"] = json::object();
+  }
+  body["arms"][0]["python"] = "../arms/np_rmsnorm.py";
+  body["arms"][0]["function"] = "rmsnorm_np";
+  body["arms"][1]["plugin"] = "../arms/librms.so";
+  body["arms"][1]["name"] = "rms_vector";
+  const std::string py_sha(64, 'a'), so_sha = "0123456789abcdef" + std::string(48, 'b');
+  r["protocol"]["freeze"]["kernels"] = {{"scalar",
+                                         {{"python", "../arms/np_rmsnorm.py"},
+                                          {"entry", "rmsnorm_np"},
+                                          {"file", "examples/arms/np_rmsnorm.py"},
+                                          {"sha256", py_sha}}},
+                                        {"vector",
+                                         {{"plugin", "../arms/librms.so"},
+                                          {"entry", "rms_vector"},
+                                          {"file", "examples/arms/librms.so"},
+                                          {"sha256", so_sha}}}};
+  r["environment"]["outside_arms"] = {
+      {"scalar",
+       {{"kind", "python"},
+        {"file", "/src/examples/arms/np_rmsnorm.py"},
+        {"function", "rmsnorm_np"},
+        {"sha256", py_sha},
+        {"memory_billing", "not measured (host allocations of a Python arm are not tracked)"}}},
+      {"vector",
+       {{"kind", "plugin"},
+        {"file", "/src/examples/arms/librms.so"},
+        {"name", "rms_vector"},
+        {"sha256", so_sha},
+        {"abi_version", 1},
+        {"memory_billing", "prereg's allocator (prereg_cell.allocator)"}}}};
+  for (json &c : r["cells"])
+    if (c["arm"] == "vector")
+      c["peak_bytes"] = 2048000;
+  return r;
+}
+
+/// The <svg> of the chart with id `id` on `page`.
+std::string chart_by_id(const std::string &page, const std::string &id) {
+  for (const auto &c : charts(page))
+    if (attribute(c, "id") == id)
+      return c;
+  FAIL("no chart " << id);
+  return {};
+}
+
+} // namespace
+
+TEST_CASE("renderer 3: outside arms by file, entry and source hash; unmeasured memory says so") {
+  const json r2 = sample_with_outside_arms(2);
+  const json r3 = sample_with_outside_arms(3);
+  const std::string md2 = prereg::render_markdown(r2);
+  const std::string md3 = prereg::render_markdown(r3);
+  const std::string html2 = prereg::render_html(r2);
+  const std::string html3 = prereg::render_html(r3);
+
+  SUBCASE("the arms table names the file, the entry and the hash") {
+    CHECK(md3.find("| arm | code | entry | source SHA-256 | launch | repeat |\n") !=
+          std::string::npos);
+    CHECK(md3.find("| `scalar` | python: `examples/arms/np_rmsnorm.py` | function: `rmsnorm_np` | "
+                   "`aaaaaaaaaaaaaaaa` | stream | 1 |") != std::string::npos);
+    CHECK(md3.find("| `vector` | plugin: `examples/arms/librms.so` | name: `rms_vector` | "
+                   "`0123456789abcdef` | stream | 1 |") != std::string::npos);
+    CHECK(html3.find("<td>python: <code>examples/arms/np_rmsnorm.py</code></td>"
+                     "<td>function: <code>rmsnorm_np</code></td>"
+                     "<td title=\"" +
+                     std::string(64, 'a') + "\"><code>aaaaaaaaaaaaaaaa</code></td>") !=
+          std::string::npos);
+    CHECK(html3.find("<main data-renderer=\"3\">") != std::string::npos);
+  }
+  SUBCASE("a built-in kernel arm shows its kernel and its build's source hash") {
+    const json cpu = [] {
+      json r = sample("cpu_rmsnorm.json");
+      r["tool"]["renderer"] = 3;
+      return r;
+    }();
+    const std::string md = prereg::render_markdown(cpu);
+    CHECK(md.find("| `scalar` | `rmsnorm.scalar` | - | `bbafb6bf33a97f88` | stream | 1 |") !=
+          std::string::npos);
+  }
+  SUBCASE("memory that was not measured reads \"not measured\", never 0") {
+    const std::string row3 = table_row(md3, "Peak memory", "scalar");
+    CHECK(row3 == "| `scalar` | not measured | not measured | not measured |");
+    CHECK(table_row(md3, "Peak memory", "vector") == "| `vector` | 2.05 | 2.05 | 2.05 |");
+    CHECK(html3.find(">not measured</td>") != std::string::npos);
+    const std::string peak3 = chart_by_id(html3, "chart-peak-fwd-512");
+    CHECK(peak3.find("scalar (peak memory not measured)") != std::string::npos);
+    CHECK(peak3.find("scalar · fwd") == std::string::npos); // no marker drawn at 0
+    CHECK(peak3.find("vector · fwd") != std::string::npos);
+  }
+  SUBCASE("renderer 2 draws the same report as it always did") {
+    CHECK(md2.find("| arm | kernel | launch | repeat |\n") != std::string::npos);
+    CHECK(md2.find("| `scalar` | `?` | stream | 1 |") != std::string::npos);
+    CHECK(md2.find("| `vector` | `?` | stream | 1 |") != std::string::npos);
+    CHECK(md2.find("function: `rmsnorm_np`") == std::string::npos);
+    CHECK(table_row(md2, "Peak memory", "scalar") == "| `scalar` | 0 | 0 | 0 |");
+    CHECK(md2.find("not measured |") == std::string::npos);
+    CHECK(chart_by_id(html2, "chart-peak-fwd-512").find("peak memory not measured") ==
+          std::string::npos);
   }
 }

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace prereg::cli::detail {
@@ -51,6 +52,30 @@ int cmd_list(args_t args) {
   return 0;
 }
 
+namespace {
+
+// An outside arm as the protocol names it: "python: FILE  function: F" or
+// "plugin: FILE  name: N".
+std::string outside_arm_text(std::string_view kind, const std::string &file,
+                             const std::string &entry) {
+  return fmt::format("{}: {}  {}: {}", kind, escape_control(file),
+                     kind == "plugin" ? "name" : "function", escape_control(entry));
+}
+
+// One freeze record kernels entry: a kernel and its build's source hash, or an outside arm's
+// resolved file, entry and SHA-256.
+std::string frozen_arm_text(const json &k) {
+  for (const std::string kind : {"python", "plugin"})
+    if (k.contains(kind))
+      return fmt::format(
+          "{}  sha256: {}",
+          outside_arm_text(kind, k.value("file", k.value(kind, "")), k.value("entry", "")),
+          k.value("sha256", ""));
+  return fmt::format("{} {}", k.value("kernel", ""), k.value("source_sha256", ""));
+}
+
+} // namespace
+
 int cmd_show(args_t args) {
   CLI::App app{"show a frozen protocol, its freeze record and its runs", "show"};
   common_options o;
@@ -66,10 +91,13 @@ int cmd_show(args_t args) {
              fp.hash, fp.proto.id, escape_control(fp.proto.title),
              escape_control(fp.proto.hypothesis), fp.proto.device, fp.proto.op,
              to_string(fp.proto.type));
-  fmt::print("  arms:");
+  fmt::print("  arms:\n");
   for (const auto &a : fp.proto.arms)
-    fmt::print(" {}={}", a.id, a.kernel);
-  fmt::print("\n  predictions:\n");
+    fmt::print("    {}: {}\n", a.id,
+               a.outside() ? outside_arm_text(a.source == arm_source::plugin ? "plugin" : "python",
+                                              a.file, a.entry)
+                           : "kernel " + a.kernel);
+  fmt::print("  predictions:\n");
   for (const auto &pr : fp.proto.predictions)
     fmt::print("    {}: {}  [expect {}]\n", pr.id, escape_control(pr.claim),
                escape_control(pr.expect));
@@ -78,7 +106,7 @@ int cmd_show(args_t args) {
              fp.freeze.value("frozen_at", ""), fp.freeze.value("signer", ""),
              fp.freeze.value("source_sha256", ""), fp.freeze.value("tool_version", ""));
   for (const auto &[arm, k] : fp.freeze.at("kernels").items())
-    fmt::print("    {}: {} {}\n", arm, k.value("kernel", ""), k.value("source_sha256", ""));
+    fmt::print("    {}: {}\n", arm, frozen_arm_text(k));
   fmt::print("runs\n");
   std::size_t n = 0;
   for (const auto &e : s.get_ledger().entries()) {

@@ -23,8 +23,10 @@ inline constexpr int report_schema_version = 4;
 /// before version 4 no kernel clock: no cells[].kernel_clock, no instrument.kernel_*).
 inline constexpr int report_schema_version_min = 1;
 /// The newest layout of report.md/html (report_text.hpp); a new report records it in
-/// tool.renderer, and the audit regenerates each report's pages with the renderer it names.
-inline constexpr int report_renderer_version = 2;
+/// tool.renderer, and the audit regenerates each report's pages with the renderer it names
+/// (docs/report.md: renderer 2 moved the summary first; renderer 3 names outside arms' files,
+/// entries and source hashes and says "not measured" for memory no one measured).
+inline constexpr int report_renderer_version = 3;
 
 /// What limits a cell, judged from its median.
 enum class bound_kind { launch, bandwidth, neither };

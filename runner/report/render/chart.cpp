@@ -164,10 +164,14 @@ chart make_chart(const view &v, const std::string &pass, std::int64_t cols,
   bool any_positive = false;
   for (const auto &arm : v.arms) {
     series s{arm, {}, {}};
+    // Renderer 3: memory nobody measured is not drawn as 0; the legend says so.
+    const bool unmeasured = kind == "peak" && shows_memory_unmeasured(v, arm);
+    if (unmeasured)
+      s.note = " (peak memory not measured)";
     for (const auto r : v.rows) {
       const report_cell *cell = find_cell(v, arm, pass, r, cols);
       std::optional<point> p;
-      if (cell != nullptr)
+      if (cell != nullptr && !unmeasured)
         p = chart_point(v, c, *cell, r);
       if (kind == "peak" && p && static_cast<double>(cell->peak_bytes) > 0.0)
         any_positive = true;

@@ -24,7 +24,9 @@ struct point {
 struct series {
   std::string arm;
   std::vector<std::optional<point>> points; ///< one per chart x value; nullopt is a gap
-  std::string note; ///< legend text after the arm (renderer 2: zeros a log axis cannot show)
+  /// Legend text after the arm (renderer 2: zeros a log axis cannot show; renderer 3: memory
+  /// not measured).
+  std::string note;
 };
 
 /// One chart: rows on a log x axis, one kind of value on y, one series per arm.

@@ -138,7 +138,7 @@ std::string results_tables(const view &v, const std::string &pass, std::int64_t 
   out += "<div><p class=\"caption\">% of the copy ceiling (bound where launch or bandwidth)</p>" +
          to_html(results_table(v, pass, cols, pct_cell)) + "</div>";
   out += "<div><p class=\"caption\">Peak memory [MB = 10<sup>6</sup> bytes]</p>" +
-         to_html(results_table(v, pass, cols, peak_cell)) + "</div>";
+         to_html(results_table(v, pass, cols, peak_text(v))) + "</div>";
   if (has_kernel_clock(v))
     out += "<div><p class=\"caption\">Kernel time per step (kernel clock), median, and the "
            "gap's median share</p>" +

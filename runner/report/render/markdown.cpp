@@ -86,8 +86,8 @@ std::string results_block(const view &v, const std::string &pass, std::int64_t c
   out += "Time per step, median (IQR):\n\n" + to_markdown(time_table(v, pass, cols));
   out += "\n% of the copy ceiling (bound where launch or bandwidth):\n\n" +
          to_markdown(results_table(v, pass, cols, pct_cell));
-  out +=
-      "\nPeak memory (MB = 10^6 bytes):\n\n" + to_markdown(results_table(v, pass, cols, peak_cell));
+  out += "\nPeak memory (MB = 10^6 bytes):\n\n" +
+         to_markdown(results_table(v, pass, cols, peak_text(v)));
   if (has_kernel_clock(v))
     out += "\nKernel time per step (kernel clock), median, and the gap's median share of the "
            "step:\n\n" +

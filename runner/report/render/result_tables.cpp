@@ -166,10 +166,14 @@ span kernel_cell(const report_cell &c) {
   return plain(time_text(k) + (g ? fmt::format(", gap {:.0f}%", *g) : std::string()));
 }
 
-span peak_cell(const report_cell &c) {
-  if (!finite(c.median_ms))
-    return plain("—");
-  return plain(mb_text(static_cast<double>(c.peak_bytes)));
+cell_text peak_text(const view &v) {
+  return [&v](const report_cell &c) {
+    if (!finite(c.median_ms))
+      return plain("—");
+    if (shows_memory_unmeasured(v, c.key.arm))
+      return plain("not measured");
+    return plain(mb_text(static_cast<double>(c.peak_bytes)));
+  };
 }
 
 table profile_table(const view &v, std::size_t per_cell) {

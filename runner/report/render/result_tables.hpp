@@ -1,5 +1,5 @@
 // The tables of the measurements: results (arms x rows at one pass and cols), speedups, the
-// kernel profile, and the flagged cells' notes (both renderers).
+// kernel profile, and the flagged cells' notes (every renderer).
 #pragma once
 
 #include "report/render/table.hpp"
@@ -35,8 +35,9 @@ using cell_text = std::function<span(const report_cell &)>;
 /// The kernel clock's cell: kernel time per step (median) and the gap's share of the step.
 [[nodiscard]] span kernel_cell(const report_cell &c);
 
-/// A cell's peak memory in MB.
-[[nodiscard]] span peak_cell(const report_cell &c);
+/// A cell's peak memory in MB; renderer 3 writes "not measured" for an arm whose memory the
+/// run did not measure (view::memory_not_measured), never its 0.
+[[nodiscard]] cell_text peak_text(const view &v);
 
 /// The profile: per cell with a kernel clock, its kernels by share of the step time (at most
 /// `per_cell`, the largest first), the table a kernel engineer starts from.

@@ -81,6 +81,62 @@ std::string options_text(const json &arm) {
   return opts.empty() ? "-" : opts;
 }
 
+// Renderer 3: what an arm runs, as the protocol names it: a built-in kernel, or an outside
+// arm's file (the freeze record's, resolved) and entry (`function:` or `name:`, `-` for a
+// kernel).
+std::pair<span, span> arm_code_spans(const json &arm, const json &frozen) {
+  for (const auto &[key, entry] : {std::pair{"python", "function"}, {"plugin", "name"}}) {
+    if (!arm.contains(key))
+      continue;
+    span file = code(text(frozen, "file", text(arm, key, "?")));
+    file.prefix = std::string(key) + ": ";
+    span e = code(text(arm, entry, "?"));
+    e.prefix = std::string(entry) + ": ";
+    return {file, e};
+  }
+  return {code(text(arm, "kernel", "?")), plain("-")};
+}
+
+// Renderer 3: the arm's source hash from the freeze record (a kernel's build hash, an outside
+// file's SHA-256): 16 hex digits, the whole of it as the HTML tooltip.
+span arm_hash_span(const json &frozen) {
+  const std::string h = text(frozen, "source_sha256", text(frozen, "sha256"));
+  if (h.empty())
+    return plain("—");
+  span s = code(h.substr(0, 16));
+  s.title = h;
+  return s;
+}
+
+// Renderer 3's arms table: what each arm runs (kernel, or file and entry) and its source hash.
+table arms_table_r3(const view &v, bool any_options) {
+  table t{{plain("arm"), plain("code"), plain("entry"), plain("source SHA-256"), plain("launch"),
+           plain("repeat")},
+          {false, false, false, false, false, true},
+          {},
+          true,
+          "arms"};
+  if (any_options) {
+    t.header.push_back(plain("options"));
+    t.numeric.push_back(false);
+  }
+  const json &frozen = child(v.report->protocol.freeze, "kernels");
+  for (const json &a : child(*v.body, "arms")) {
+    const json &record = child(frozen, text(a, "id"));
+    auto [what, entry] = arm_code_spans(a, record);
+    std::vector<span> row{code(text(a, "id", "?")),
+                          std::move(what),
+                          std::move(entry),
+                          arm_hash_span(record),
+                          plain(text(a, "launch", "?")),
+                          plain(text(a, "repeat", "?"))};
+    if (any_options)
+      row.push_back(plain(options_text(a)));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
 } // namespace
 
 table run_table(const view &v) {
@@ -192,6 +248,8 @@ table arms_table(const view &v) {
   for (const json &a : child(*v.body, "arms"))
     if (const auto o = a.find("options"); o != a.end() && o->is_object() && !o->empty())
       any_options = true;
+  if (v.renderer >= 3)
+    return arms_table_r3(v, any_options);
   table t{{plain("arm"), plain("kernel"), plain("launch"), plain("repeat")},
           {false, false, false, true},
           {},

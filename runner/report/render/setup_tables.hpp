@@ -1,5 +1,5 @@
 // The tables of what was run and where: the run, the environment, the instrument, the design
-// and the arms (both renderers).
+// and the arms (every renderer).
 #pragma once
 
 #include "report/render/table.hpp"
@@ -21,7 +21,9 @@ namespace prereg::render {
 /// tolerance.
 [[nodiscard]] table design_table(const view &v);
 
-/// The arms: kernel, launch, repeat, and options where some arm sets them (prereg: 2).
+/// The arms: kernel, launch, repeat, and options where some arm sets them (prereg: 2);
+/// renderer 3 shows each arm's code (kernel, or `python:`/`plugin:` file), entry (`function:`
+/// or `name:`) and source hash from the freeze record.
 [[nodiscard]] table arms_table(const view &v);
 
 } // namespace prereg::render

@@ -10,7 +10,7 @@ std::string md_span(const span &s) {
   std::string t = s.code ? md_code(s.text) : md(s.text);
   if (s.strong && !t.empty())
     t = "**" + t + "**";
-  return t + md(s.suffix);
+  return md(s.prefix) + t + md(s.suffix);
 }
 
 std::string html_span(const span &s) {
@@ -21,7 +21,7 @@ std::string html_span(const span &s) {
     t = "<strong>" + t + "</strong>";
   if (!s.suffix.empty())
     t += "<span class=\"suffix\">" + html(s.suffix) + "</span>";
-  return t;
+  return html(s.prefix) + t;
 }
 
 std::string html_attrs(const span &s, bool numeric) {

@@ -12,6 +12,7 @@ struct span {
   bool code = false;
   bool strong = false;
   std::string suffix; ///< plain text after the main text (e.g. " ◀ operating point")
+  std::string prefix; ///< plain text before the main text (e.g. "python: " before a file)
   std::string cls;    ///< HTML class
   std::string title;  ///< HTML tooltip
 };

@@ -36,6 +36,16 @@ void read_body(view &v, const json &body) {
   v.unstable_ratio = number(child(body, "analysis"), "unstable_iqr_ratio");
 }
 
+// The arms whose memory_billing says their memory was not measured.
+void read_memory_billing(view &v, const json &environment) {
+  const json &outside = child(environment, "outside_arms");
+  if (!outside.is_object())
+    return;
+  for (const auto &[arm, record] : outside.items())
+    if (text(record, "memory_billing").starts_with("not measured"))
+      v.memory_not_measured.insert(arm);
+}
+
 } // namespace
 
 view make_view(const report_document &report) {
@@ -45,6 +55,7 @@ view make_view(const report_document &report) {
   v.renderer = report.tool.renderer;
   v.exploratory = report.exploratory;
   read_body(v, *v.body);
+  read_memory_billing(v, report.environment);
   for (const report_cell &c : report.cells) {
     cell_id k{c.key.arm, std::string(to_string(c.key.pass)), c.key.rows, c.key.cols};
     add_unique(v.arms, std::get<0>(k));
@@ -84,6 +95,10 @@ std::string shape_text(std::int64_t rows, std::int64_t cols) {
 
 bool is_op_column(const view &v, std::int64_t rows, std::int64_t cols) {
   return v.op && v.op->first == rows && v.op->second == cols;
+}
+
+bool shows_memory_unmeasured(const view &v, const std::string &arm) {
+  return v.renderer >= 3 && v.memory_not_measured.contains(arm);
 }
 
 bool has_kernel_clock(const view &v) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -29,6 +30,9 @@ struct view {
   std::optional<std::pair<std::int64_t, std::int64_t>> op;
   std::map<cell_id, const report_cell *> cells;
   std::optional<double> unstable_ratio;
+  /// Arms whose memory the run did not measure: environment.outside_arms.<id>.memory_billing
+  /// begins "not measured" (a Python arm on the CPU); their peak_bytes 0 means nothing.
+  std::set<std::string> memory_not_measured;
   int renderer = 1;         ///< the report's tool.renderer: which layout to reproduce
   bool exploratory = false; ///< `prereg try`: never confirmatory
 };
@@ -54,6 +58,9 @@ struct view {
 
 /// True if (rows, cols) is the protocol's operating point.
 [[nodiscard]] bool is_op_column(const view &v, std::int64_t rows, std::int64_t cols);
+
+/// Renderer 3: true if `arm`'s peak memory is shown as "not measured" rather than its 0.
+[[nodiscard]] bool shows_memory_unmeasured(const view &v, const std::string &arm);
 
 /// True if any cell has a kernel clock record.
 [[nodiscard]] bool has_kernel_clock(const view &v);
