@@ -17,20 +17,62 @@ class _DL:
 
 _files = {}
 
-def load(path, function, module_name):
+def _same_file(a, b):
+    import os
+    return bool(a) and os.path.abspath(a) == os.path.abspath(b)
+
+def _load_failure(exc, path, device_missing):
+    """(kind, text) of an exception raised while the arm's file imported (docs/python-arms.md,
+    "Loading"): "environment" when this machine lacks what the file needs, else "code"."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    here = bool(frames) and _same_file(frames[-1].filename, path)  # raised by the file's code
+    lines = [f.lineno for f in frames if _same_file(f.filename, path)]
+    first = (str(exc).strip().splitlines() or [""])[0]
+    if isinstance(exc, SyntaxError):
+        here = _same_file(exc.filename, path)
+        first = exc.msg or first
+        lines = [exc.lineno] if here and exc.lineno else []
+    text = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    if lines:
+        text += f" (line {lines[-1]})"
+    if isinstance(exc, ModuleNotFoundError):
+        return "environment", text
+    if isinstance(exc, (ImportError, OSError, SyntaxError)) and not here:
+        return "environment", text
+    if device_missing and not here:
+        return "environment", text
+    return "code", text
+
+def _defined_functions(mod):
+    import inspect
+    return sorted(n for n, v in vars(mod).items()
+                  if not n.startswith("_") and inspect.isfunction(v)
+                  and getattr(v, "__module__", None) == mod.__name__)
+
+def load(path, function, module_name, device_missing=0):
+    """("ok", the function, "[]"), or (kind, one line, JSON list of the file's functions) with
+    kind "environment", "code" or "missing" (no such function)."""
+    import json
     mod = _files.get(path)
     if mod is None:
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot import {path}")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = mod
-        spec.loader.exec_module(mod)
+        try:
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot import {path}")
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = mod
+            spec.loader.exec_module(mod)
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt at import: the file's
+            sys.modules.pop(module_name, None)
+            kind, text = _load_failure(exc, path, device_missing)
+            return (kind, text, "[]")
         _files[path] = mod
     fn = getattr(mod, function, None)
-    if fn is None or not callable(fn):
-        raise LookupError(f"{path} has no function {function}")
-    return fn
+    if fn is None:
+        return ("missing", "", json.dumps(_defined_functions(mod)))
+    if not callable(fn):
+        return ("code", f"{function} is a {type(fn).__name__}, not a function", "[]")
+    return ("ok", fn, "[]")
 
 def _numpy_view(cap):
     import numpy
