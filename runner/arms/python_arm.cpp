@@ -281,11 +281,13 @@ PyObject *loaded_function(python_runtime &rt, PyObject *r, const fs::path &file,
   const std::string fn = escape_for_message(function);
   if (kind == "environment")
     throw environment_error(
-        fmt::format("arm {}: cannot load {} from the Python file with {}: {}{}; {}", arm_id, fn,
-                    rt.interpreter(), text,
-                    device_missing.empty() ? "" : fmt::format(" ({})", device_missing),
-                    choose_python_advice),
+        fmt::format("arm {}: cannot load {} from the Python file with {}: {}; {}", arm_id, fn,
+                    rt.interpreter(), text, choose_python_advice),
         file.string());
+  if (kind == "device")
+    throw environment_error(fmt::format("arm {}: cannot load {} from the Python file: {} ({})",
+                                        arm_id, fn, text, device_missing),
+                            file.string());
   if (kind != "missing")
     throw invalid_input(
         fmt::format("arm {}: cannot load {} from the Python file: {}", arm_id, fn, text),

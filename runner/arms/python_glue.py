@@ -23,7 +23,9 @@ def _same_file(a, b):
 
 def _load_failure(exc, path, device_missing):
     """(kind, text) of an exception raised while the arm's file imported (docs/python-arms.md,
-    "Loading"): "environment" when this machine lacks what the file needs, else "code"."""
+    "Loading"): "environment" when this machine lacks what the file needs, "device" when the
+    protocol's device is missing here and the exception came from outside the file, else
+    "code"."""
     frames = traceback.extract_tb(exc.__traceback__)
     here = bool(frames) and _same_file(frames[-1].filename, path)  # raised by the file's code
     lines = [f.lineno for f in frames if _same_file(f.filename, path)]
@@ -40,7 +42,7 @@ def _load_failure(exc, path, device_missing):
     if isinstance(exc, (ImportError, OSError, SyntaxError)) and not here:
         return "environment", text
     if device_missing and not here:
-        return "environment", text
+        return "device", text
     return "code", text
 
 def _defined_functions(mod):
@@ -51,7 +53,7 @@ def _defined_functions(mod):
 
 def load(path, function, module_name, device_missing=0):
     """("ok", the function, "[]"), or (kind, one line, JSON list of the file's functions) with
-    kind "environment", "code" or "missing" (no such function)."""
+    kind "environment", "device", "code" or "missing" (no such function)."""
     import json
     mod = _files.get(path)
     if mod is None:

@@ -111,6 +111,26 @@ expect_err "no usable Python for Python arms: \`$work/no-such-python\` did not r
 [ "$(events "$v1")" = "freeze" ] && pass "nor for that" || fail "ledger: $(events "$v1")"
 [ -z "$(ls -A "$reports" 2>/dev/null)" ] && pass "no report folder was written" || fail "reports: $(ls -R "$reports")"
 
+# --- a cuda protocol on a machine without a usable GPU: a notice, not a refusal -------------
+mkdir -p "$work/gpu" && cp "$PREREG_SOURCE_DIR/examples/python/torch/protocol.yaml" "$work/gpu/"
+# Its import fails inside another module's code (as torch's CUDA start does without a GPU).
+printf 'import json
+json.loads("{")
+
+def layernorm(t):
+    return lambda: None
+' >"$work/gpu/layernorm_torch.py"
+if "$PREREG" devices cuda >/dev/null 2>&1; then
+  pass "skipped the GPU-less case: this machine has a usable CUDA device"
+else
+  expect_exit 0 "check of a cuda protocol here passes, with notices" -- "$PREREG" check "$work/gpu/protocol.yaml"
+  expect_err "^prereg: notice: no usable cuda device here: .*; the outside arms were loaded, but they cannot be set up or run on this machine$"     "a notice says the device is not usable here"
+  expect_err "^prereg: notice: not checked on this machine \(the environment, not the protocol\): arm torch: cannot load layernorm from the Python file: JSONDecodeError: .* \(line 2\) \(no usable cuda device here: "     "an import failure outside the file's code is the missing device's"
+  sed -i 's/^device: cuda$/device: cpu/' "$work/gpu/protocol.yaml"
+  expect_exit 2 "on the cpu the same failure is the arm's own" -- "$PREREG" check "$work/gpu/protocol.yaml"
+  expect_err "^prereg: error: arm torch: cannot load layernorm from the Python file: JSONDecodeError: .* \(line 2\)" "one line, exit 2"
+fi
+
 # --- trap 6: a second version under the same id ----------------------------------------------
 with_protocol 's/^  repetitions: 9$/  repetitions: 7/'
 expect_exit 0 "freeze a second version of the id" -- "$PREREG" freeze protocol.yaml
