@@ -51,6 +51,31 @@ def _defined_functions(mod):
                   if not n.startswith("_") and inspect.isfunction(v)
                   and getattr(v, "__module__", None) == mod.__name__)
 
+def _static_functions(path, function):
+    """When the file cannot be imported here: the functions its source defines at its top level
+    if `function` is bound nowhere in it (no def, class, assignment or import of that name, no
+    star import, no globals()/setattr/__dict__), else None (it may well exist once imported)."""
+    import ast
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+    except Exception:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == function:
+                return None
+        elif isinstance(node, ast.Name) and (node.id == function or node.id in ("globals", "setattr")):
+            return None
+        elif isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return None
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                if a.name == "*" or (a.asname or a.name).split(".")[0] == function:
+                    return None
+    return sorted(n.name for n in tree.body
+                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_"))
+
 def load(path, function, module_name, device_missing=0):
     """("ok", the function, "[]"), or (kind, one line, JSON list of the file's functions) with
     kind "environment", "device", "code" or "missing" (no such function)."""
@@ -67,6 +92,10 @@ def load(path, function, module_name, device_missing=0):
         except BaseException as exc:  # SystemExit, KeyboardInterrupt at import: the file's
             sys.modules.pop(module_name, None)
             kind, text = _load_failure(exc, path, device_missing)
+            if kind != "code":  # not importable here: a name its source never binds is still a typo
+                defined = _static_functions(path, function)
+                if defined is not None:
+                    return ("missing", "", json.dumps(defined))
             return (kind, text, "[]")
         _files[path] = mod
     fn = getattr(mod, function, None)

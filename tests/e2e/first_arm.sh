@@ -141,8 +141,18 @@ expect_exit 2 "run by id refuses" -- "$PREREG" run example_numpy_layernorm --out
 expect_err "^prereg: error: 2 versions of protocol example_numpy_layernorm are frozen: ${v1:0:12} \(frozen [0-9T:.Z-]+\), ${v2:0:12} \(frozen [0-9T:.Z-]+\); give a hash or a prefix of at least 8 hex digits$" \
   "it lists each version's hash with its freeze time"
 
+# --- both traps at once: the typo is still found, from the file's source ---------------------
+with_protocol 's/^    function: layernorm$/    function: layernorm_np/'
+expect_exit 2 "a typo is refused even where the file cannot be imported" -- env PREREG_PYTHON="$nonumpy" "$PREREG" check protocol.yaml
+expect_err "^prereg: error: arm numpy: layernorm_numpy.py has no function layernorm_np \(it defines layernorm; did you mean 'layernorm'\?\)"   "the source binds no such name: the same refusal"
+expect_exit 2 "and by freeze" -- env PREREG_PYTHON="$nonumpy" "$PREREG" freeze protocol.yaml
+[ "$(events "$v1")" = "freeze" ] && [ "$(ls "$PREREG_STORE/protocols" | wc -l)" -eq 2 ] \
+  && pass "nothing more is stored" || fail "store: $(ls "$PREREG_STORE/protocols")"
+
 # --- an arm whose own code fails only where it could be loaded: a recorded attempt -----------
-with_protocol 's/^id: example_numpy_layernorm$/id: first_arm_late/; s/^    function: layernorm$/    function: layernorm_np/'
+# (its source binds the name, but not to a function: only an import can tell)
+cp layernorm_numpy.py late_arm.py && printf 'if False:\n    layernorm_np = None\n' >>late_arm.py
+with_protocol 's/^id: example_numpy_layernorm$/id: first_arm_late/; s/^    python: layernorm_numpy.py$/    python: late_arm.py/; s/^    function: layernorm$/    function: layernorm_np/'
 expect_exit 0 "a typo frozen where it could not be checked (no numpy)" -- env PREREG_PYTHON="$nonumpy" "$PREREG" freeze protocol.yaml
 late=$(tail -n 1 "$work/out")
 expect_exit 2 "its run fails on the arm's own code" -- "$PREREG" run "$late" --out "$reports" --quiet
