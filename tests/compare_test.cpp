@@ -267,3 +267,28 @@ TEST_CASE("several runs a side: the bootstrap resamples runs, so run-to-run vari
   const std::vector<report_document> slow{doc("s1", 2.0), doc("s2", 2.2)};
   CHECK(prereg::compare_reports(as, slow)["summary"]["slower"] == 4);
 }
+
+TEST_CASE("two revisions: an arm whose code differs is named, with both hashes") {
+  const json a = report(hash_a, "run-a", 1.0);
+  json b = report(hash_b, "run-b", 1.0);
+  CHECK(prereg::compare_reports(a, b)["code_changed"].empty()); // same code in both
+  CHECK(prereg::render_comparison(prereg::compare_reports(a, b)).find("code differs") ==
+        std::string::npos);
+  const std::string new_hash(64, 'c');
+  b["protocol"]["freeze"]["kernels"]["vector"]["source_sha256"] = new_hash;
+  b["protocol"]["freeze"]["kernels"]["scalar"] = {
+      {"python", "scalar.py"}, {"entry", "rms"}, {"file", "scalar.py"}, {"sha256", new_hash}};
+  const json cmp = prereg::compare_reports(a, b);
+  REQUIRE(cmp["code_changed"].size() == 2);
+  CHECK(cmp["code_changed"][0]["arm"] == "scalar");
+  CHECK(cmp["code_changed"][0]["a"]["code"] == "kernel rmsnorm.scalar");
+  CHECK(cmp["code_changed"][0]["b"]["code"] == "python scalar.py:rms");
+  CHECK(cmp["code_changed"][1]["arm"] == "vector");
+  CHECK(cmp["code_changed"][1]["b"]["sha256"] == new_hash);
+  const std::string text = prereg::render_comparison(cmp);
+  CHECK(text.find("arm vector's code differs: A runs ca36e34d0a6f (kernel rmsnorm.vector), B runs "
+                  "cccccccccccc (kernel rmsnorm.vector); its ratios compare two versions of its "
+                  "code\n") != std::string::npos);
+  CHECK(text.find("arm scalar's code differs: A runs bbafb6bf33a9 (kernel rmsnorm.scalar), B runs "
+                  "cccccccccccc (python scalar.py:rms)") != std::string::npos);
+}

@@ -200,7 +200,8 @@ TEST_CASE("errors carry the caller's where and the offset") {
     check_rejects("fused > slow",
                   "unknown identifier 'slow' (arms: fused, unfused, a-b, b, lock1) at offset 8");
     check_rejects("Fused > unfused",
-                  "unknown identifier 'Fused' (arms: fused, unfused, a-b, b, lock1) at offset 0");
+                  "unknown identifier 'Fused' (arms: fused, unfused, a-b, b, lock1; did you mean "
+                  "'fused'?) at offset 0");
     check_rejects("fused > un-known", "unknown identifier 'un-known' (arms: fused, unfused, a-b, "
                                       "b, lock1) at offset 8");
   }
@@ -212,12 +213,19 @@ TEST_CASE("errors carry the caller's where and the offset") {
     check_rejects("fused(unfused) > 1", "'fused' is an arm, not a function at offset 0");
   }
   SUBCASE("a function applied to a non-arm") {
-    check_rejects("time(1) > 0", "time() takes an arm id, got '1' at offset 5");
-    check_rejects("gbps(abs(fused)) > 0", "gbps() takes an arm id, got 'abs' at offset 5");
+    check_rejects(
+        "time(1) > 0",
+        "time() takes an arm id, got '1' (arms: fused, unfused, a-b, b, lock1) at offset 5");
+    check_rejects("gbps(abs(fused)) > 0", "gbps() takes an arm id, got 'abs' (arms: fused, "
+                                          "unfused, a-b, b, lock1) at offset 5");
     check_rejects("peak_mb(fused + unfused) > 0", "expected ')', got '+' at offset 14");
     check_rejects("pct_ceiling fused > 0",
                   "expected '(' after pct_ceiling, got 'fused' at offset 12");
-    check_rejects("time() > 0", "time() takes an arm id, got ')' at offset 5");
+    check_rejects(
+        "time() > 0",
+        "time() takes an arm id, got ')' (arms: fused, unfused, a-b, b, lock1) at offset 5");
+    check_rejects("time(fussed) > 0", "time() takes an arm id, got 'fussed' (arms: fused, unfused, "
+                                      "a-b, b, lock1; did you mean 'fused'?) at offset 5");
   }
   SUBCASE("division by a literal or constant zero") {
     check_rejects("fused / 0 > 1", "division by a constant zero at offset 8");
@@ -260,6 +268,34 @@ TEST_CASE("errors carry the caller's where and the offset") {
     check_rejects("fused > 2x", "malformed number '2x' at offset 8");
     check_rejects("fused > .5", "unexpected character '.' at offset 8");
   }
+}
+
+TEST_CASE("a name where an arm id belongs says that expect takes arm ids") {
+  check_rejects("layernorm.fused < unfused", "'layernorm.fused' is not an arm id: expect takes "
+                                             "arm ids (arms: fused, unfused, a-b, b, lock1) at "
+                                             "offset 0");
+  check_rejects("fused < time(a.b.c)", "'a.b.c' is not an arm id: expect takes arm ids (arms: "
+                                       "fused, unfused, a-b, b, lock1) at offset 13");
+  check_rejects("fused > 1.5.", "malformed number '1.5.' at offset 8"); // a number, not a name
+  const prereg::arm_aliases aliases{{"layernorm.fused", "fused"}, {"rmsnorm_np", "b"}};
+  const auto with_aliases = [&](std::string_view text) {
+    try {
+      (void)expectation::parse(text, arm_ids, where, aliases);
+    } catch (const prereg::error &e) {
+      return std::string(e.what());
+    }
+    return std::string("parsed");
+  };
+  CHECK(with_aliases("layernorm.fused < unfused") ==
+        "'layernorm.fused' is not an arm id: expect takes arm ids (arms: fused, unfused, a-b, b, "
+        "lock1; did you mean 'fused', the arm that runs layernorm.fused?) at offset 0");
+  CHECK(with_aliases("fused < rmsnorm_np") ==
+        "unknown identifier 'rmsnorm_np' (arms: fused, unfused, a-b, b, lock1; did you mean 'b', "
+        "the arm that runs rmsnorm_np?) at offset 8");
+  CHECK(with_aliases("time(rmsnorm_np) < fused") ==
+        "time() takes an arm id, got 'rmsnorm_np' (arms: fused, unfused, a-b, b, lock1; did you "
+        "mean 'b', the arm that runs rmsnorm_np?) at offset 5");
+  CHECK(with_aliases("fused < unfused") == "parsed");
 }
 
 TEST_CASE("nesting is limited to 64 levels") {
@@ -336,7 +372,9 @@ TEST_CASE("share's malformed forms are refused with their offsets") {
   check_rejects("share(fused, \"attn) > 1",
                 "a region label holds only A-Z a-z 0-9 _ . - at offset 18");
   check_rejects("share(fused, \"attn", "unterminated region label at offset 13");
-  check_rejects("share(\"attn\", fused) > 1", "share() takes an arm id, got 'attn' at offset 6");
+  check_rejects(
+      "share(\"attn\", fused) > 1",
+      "share() takes an arm id, got 'attn' (arms: fused, unfused, a-b, b, lock1) at offset 6");
   check_rejects("time(fused, \"x\") > 1", "expected ')', got ',' at offset 10");
   check_rejects("share(fused, \"" + std::string(65, 'a') + "\") > 1",
                 "a region label is 1 to 64 characters at offset 13");

@@ -11,6 +11,7 @@
 #include "store/store.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <csignal>
@@ -502,6 +503,18 @@ TEST_CASE("run targets: a hash, a prefix of at least 8 hex digits, or the protoc
     const std::string second = lab.freeze(v2);
     CHECK(second != first);
     refused("fake_ln", exit_code::invalid, "2 versions of protocol fake_ln are frozen");
+    // Each version listed with its freeze time, oldest first.
+    const auto versions = s.versions_of("fake_ln");
+    REQUIRE(versions.size() == 2);
+    CHECK(versions[0].hash == first);
+    CHECK(versions[1].hash == second);
+    CHECK_FALSE(versions[0].frozen_at.empty());
+    CHECK(versions[0].frozen_at <= versions[1].frozen_at);
+    refused("fake_ln", exit_code::invalid,
+            fmt::format("{} (frozen {}), {} (frozen {}); give a hash or a prefix",
+                        first.substr(0, 12), versions[0].frozen_at, second.substr(0, 12),
+                        versions[1].frozen_at));
+    CHECK(s.versions_of("other_id").empty());
     CHECK(s.resolve(second.substr(0, 10)) == second);
   }
 }

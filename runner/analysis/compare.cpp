@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <tuple>
@@ -284,6 +285,49 @@ json side_json(const std::vector<side> &runs) {
   return out;
 }
 
+/// An arm's code as the freeze record pins it: the built-in kernel's source hash or the outside
+/// file's hash, with what it is ("kernel layernorm.fused", "python f.py:fn"); nullopt without.
+std::optional<std::pair<std::string, std::string>> arm_code(const json &freeze,
+                                                            const std::string &arm) {
+  if (!freeze.is_object() || !freeze.contains("kernels") || !freeze["kernels"].is_object())
+    return std::nullopt;
+  const json &kernels = freeze["kernels"];
+  if (!kernels.contains(arm) || !kernels[arm].is_object())
+    return std::nullopt;
+  const json &k = kernels[arm];
+  const auto text = [&](const char *key) {
+    return k.contains(key) && k[key].is_string() ? k[key].get<std::string>() : std::string();
+  };
+  const std::string hash = text("source_sha256").empty() ? text("sha256") : text("source_sha256");
+  if (hash.empty())
+    return std::nullopt;
+  for (const char *kind : {"kernel", "python", "plugin"})
+    if (!text(kind).empty())
+      return std::pair{hash, fmt::format("{} {}{}", kind, text(kind),
+                                         text("entry").empty() ? "" : ":" + text("entry"))};
+  return std::pair{hash, std::string()};
+}
+
+/// The arms of both first reports whose code differs between them (its freeze-record hash).
+json code_changes(const report_document &a, const report_document &b) {
+  json out = json::array();
+  const json &arms = a.protocol.body.contains("arms") ? a.protocol.body["arms"] : json::array();
+  if (!arms.is_array())
+    return out;
+  for (const json &arm : arms) {
+    if (!arm.is_object() || !arm.contains("id") || !arm["id"].is_string())
+      continue;
+    const std::string id = arm["id"].get<std::string>();
+    const auto ca = arm_code(a.protocol.freeze, id);
+    const auto cb = arm_code(b.protocol.freeze, id);
+    if (ca && cb && ca->first != cb->first)
+      out.push_back({{"arm", id},
+                     {"a", {{"sha256", ca->first}, {"code", ca->second}}},
+                     {"b", {{"sha256", cb->first}, {"code", cb->second}}}});
+  }
+  return out;
+}
+
 } // namespace
 
 std::uint64_t compare_cell_seed(const std::string &hash_a, const std::string &hash_b,
@@ -345,6 +389,7 @@ json compare_reports(const std::vector<report_document> &runs_a,
           {"cells", cells},
           {"only_in_a", only_a},
           {"only_in_b", only_b},
+          {"code_changed", code_changes(runs_a.front(), runs_b.front())},
           {"summary", summary_json(t)}};
 }
 

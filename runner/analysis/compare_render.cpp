@@ -2,6 +2,8 @@
 // cells and the cells found in only one report.
 #include "analysis/compare.hpp"
 
+#include "prereg/error.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -45,6 +47,17 @@ std::string header_text(const json &cmp) {
                        s.value("protocol_id", "?"), s.value("protocol_hash", "?").substr(0, 12));
   };
   std::string out = side_line("A", cmp.at("a")) + side_line("B", cmp.at("b"));
+  if (cmp.contains("code_changed"))
+    for (const json &c : cmp.at("code_changed")) {
+      const auto code = [](const json &side) {
+        const std::string what = side.value("code", "");
+        return escape_control(fmt::format("{}{}", side.value("sha256", "?").substr(0, 12),
+                                          what.empty() ? "" : " (" + what + ")"));
+      };
+      out += fmt::format("arm {}'s code differs: A runs {}, B runs {}; its ratios compare two "
+                         "versions of its code\n",
+                         escape_control(c.value("arm", "?")), code(c.at("a")), code(c.at("b")));
+    }
   const double min_effect = cmp.value("min_effect", 0.0);
   const std::size_t runs_a = cmp.value("runs_a", std::size_t{1});
   const std::size_t runs_b = cmp.value("runs_b", std::size_t{1});

@@ -94,12 +94,19 @@ struct plugin_listing {
 
 /// The Python function `function` of `file`, in the embedded interpreter (started on first use:
 /// dlopen of the libpython that $PREREG_PYTHON, else `python3` on PATH, reports; its sys.path).
-/// Throws environment_error (exit 5) when no usable Python runtime is found, invalid_input
-/// (exit 2) when the file cannot be imported or has no such function.
-[[nodiscard]] std::shared_ptr<outside_arm> load_python_arm(const std::filesystem::path &file,
-                                                           const std::string &function,
-                                                           const protocol &p,
-                                                           const std::string &arm_id);
+/// Throws environment_error (exit 5) when no usable Python runtime is found or the file's import
+/// fails for a reason of this machine (docs/python-arms.md, "Loading": a module it imports is
+/// not installed, ...; with `device_missing`, the reason the protocol's device is unusable
+/// here, also any exception raised outside the file's own code); invalid_input (exit 2) when
+/// the file's own code fails to import (the exception's type and first line) or it has no
+/// such function (the functions it defines, and the nearest).
+[[nodiscard]] std::shared_ptr<outside_arm>
+load_python_arm(const std::filesystem::path &file, const std::string &function, const protocol &p,
+                const std::string &arm_id, const std::string &device_missing = {});
+
+/// The interpreter Python arms use in this process ("Python 3.11.2 at /usr/bin/python3
+/// (python3 on PATH)"), or "" before one was started.
+[[nodiscard]] std::string python_interpreter();
 
 /// Moves the named regions Python arms' steps marked in the timed windows of this process
 /// (`with t.region(label)`, docs/python-arms.md) into the cells of `raw`: label -> ms per

@@ -214,6 +214,20 @@ struct library {
   const prereg_arm_table *table = nullptr;
 };
 
+/// A dlopen that failed: a library the plugin needs that is not here (its own file opened, a
+/// dependency did not: "libcudart.so.12: cannot open shared object file") is the environment
+/// (exit 5); anything else is the plugin's (exit 2).
+error dlopen_failure(const std::string &why, const std::string &key) {
+  const std::string text = escape_for_message(why);
+  if (why.find("cannot open shared object file") != std::string::npos && !why.starts_with(key))
+    return environment_error(
+        fmt::format("cannot load plugin: {} (a library it needs is not installed here, or not on "
+                    "LD_LIBRARY_PATH)",
+                    text),
+        key);
+  return invalid_input(fmt::format("cannot load plugin: {}", text), key);
+}
+
 const library &open_library(const fs::path &path) {
   static std::mutex mu;
   static std::map<std::string, library> open;
@@ -222,6 +236,8 @@ const library &open_library(const fs::path &path) {
   if (auto it = open.find(key); it != open.end())
     return it->second;
   std::error_code ec;
+  if (!fs::exists(key, ec))
+    throw invalid_input(fmt::format("plugin {} does not exist", key), key);
   if (!fs::is_regular_file(key, ec))
     throw invalid_input(fmt::format("plugin {} is not a regular file", key), key);
   install_crash_guard();
@@ -230,10 +246,9 @@ const library &open_library(const fs::path &path) {
   crash_scope guard(crash);
   void *h = ::dlopen(key.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
-    const char *why = ::dlerror();
-    throw invalid_input(
-        fmt::format("cannot load plugin: {}", escape_for_message(why ? why : "dlopen failed")),
-        key);
+    const char *err = ::dlerror();
+    const std::string why = err != nullptr ? err : "dlopen failed";
+    throw dlopen_failure(why, key);
   }
   ::dlerror();
   void *sym = ::dlsym(h, "prereg_arms");

@@ -7,11 +7,13 @@
 #include "arms/outside_common.hpp"
 #include "arms/python_regions.hpp"
 #include "arms/python_runtime.hpp"
+#include "base/suggest.hpp"
 #include "prereg/error.hpp"
 #include "spec/operation.hpp"
 #include "spec/protocol.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <map>
@@ -256,30 +258,80 @@ private:
 
 int g_module_counter = 0;
 
+/// glue.load's answer (kind, text or function, JSON list of the file's functions), checked:
+/// the function (a new reference), or the refusal its kind calls for.
+PyObject *loaded_function(python_runtime &rt, PyObject *r, const fs::path &file,
+                          const std::string &function, const std::string &arm_id,
+                          const std::string &device_missing) {
+  const python_api &api = rt.api();
+  const auto text_of = [&](long i) {
+    const char *t = api.PyUnicode_AsUTF8(api.PyTuple_GetItem(r, i));
+    return escape_for_message(t != nullptr ? t : "?");
+  };
+  const std::string kind = text_of(0);
+  if (kind == "ok") {
+    PyObject *fn = api.PyTuple_GetItem(r, 1); // borrowed
+    api.Py_IncRef(fn);
+    api.Py_DecRef(r);
+    return fn;
+  }
+  const std::string text = kind == "missing" ? std::string() : text_of(1);
+  const std::string names_json = text_of(2);
+  api.Py_DecRef(r);
+  const std::string fn = escape_for_message(function);
+  if (kind == "environment")
+    throw environment_error(
+        fmt::format("arm {}: cannot load {} from the Python file with {}: {}; {}", arm_id, fn,
+                    rt.interpreter(), text, choose_python_advice),
+        file.string());
+  if (kind == "device")
+    throw environment_error(fmt::format("arm {}: cannot load {} from the Python file: {} ({})",
+                                        arm_id, fn, text, device_missing),
+                            file.string());
+  if (kind != "missing")
+    throw invalid_input(
+        fmt::format("arm {}: cannot load {} from the Python file: {}", arm_id, fn, text),
+        file.string());
+  std::vector<std::string> names;
+  for (const auto &n : json::parse(names_json))
+    names.push_back(escape_for_message(n.get<std::string>()));
+  const std::string defines = names.empty() ? "it defines no function"
+                                            : fmt::format("it defines {}{}", fmt::join(names, ", "),
+                                                          did_you_mean(function, names));
+  throw invalid_input(fmt::format("arm {}: {} has no function {} ({})", arm_id,
+                                  escape_for_message(file.filename().string()), fn, defines),
+                      file.string());
+}
+
 } // namespace
 
 std::shared_ptr<outside_arm> load_python_arm(const fs::path &file, const std::string &function,
-                                             const protocol &p, const std::string &arm_id) {
+                                             const protocol &p, const std::string &arm_id,
+                                             const std::string &device_missing) {
   const std::string sha = outside_file_sha256(file, arm_id);
   auto &rt = python_runtime::get();
   rt.start();
   install_crash_guard();
   const crash_text crash = crash_message(arm_id, fmt::format("python {}", file.string()), "import");
   crash_scope guard(crash);
-  PyObject *fn = nullptr;
+  PyObject *r = nullptr;
   try {
-    fn = rt.call("load", rt.tuple({rt.str(file.string()), rt.str(function),
-                                   rt.str(fmt::format("prereg_arm_{}", g_module_counter++))}));
-  } catch (const error &e) {
+    r = rt.call("load", rt.tuple({rt.str(file.string()), rt.str(function),
+                                  rt.str(fmt::format("prereg_arm_{}", g_module_counter++)),
+                                  rt.api().PyLong_FromLongLong(device_missing.empty() ? 0 : 1)}));
+  } catch (const error &e) { // the glue itself raised
     throw invalid_input(fmt::format("arm {}: cannot load {} from the Python file: {}", arm_id,
                                     escape_for_message(function), e.what()),
                         file.string());
   }
+  PyObject *fn = loaded_function(rt, r, file, function, arm_id, device_missing);
   arm_info info = outside_info(fmt::format("{}:{}", file.filename().string(), function), p,
                                {dtype::fp32, dtype::fp16, dtype::bf16},
                                {pass_kind::fwd, pass_kind::fwd_bwd}, "python", sha, file);
   return std::make_shared<python_arm>(fn, std::move(info), arm_id, file, function, sha);
 }
+
+std::string python_interpreter() { return python_runtime::get().interpreter(); }
 
 json python_environment() {
   auto &rt = python_runtime::get();

@@ -17,20 +17,93 @@ class _DL:
 
 _files = {}
 
-def load(path, function, module_name):
+def _same_file(a, b):
+    import os
+    return bool(a) and os.path.abspath(a) == os.path.abspath(b)
+
+def _load_failure(exc, path, device_missing):
+    """(kind, text) of an exception raised while the arm's file imported (docs/python-arms.md,
+    "Loading"): "environment" when this machine lacks what the file needs, "device" when the
+    protocol's device is missing here and the exception came from outside the file, else
+    "code"."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    here = bool(frames) and _same_file(frames[-1].filename, path)  # raised by the file's code
+    lines = [f.lineno for f in frames if _same_file(f.filename, path)]
+    first = (str(exc).strip().splitlines() or [""])[0]
+    if isinstance(exc, SyntaxError):
+        here = _same_file(exc.filename, path)
+        first = exc.msg or first
+        lines = [exc.lineno] if here and exc.lineno else []
+    text = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    if lines:
+        text += f" (line {lines[-1]})"
+    if isinstance(exc, ModuleNotFoundError):
+        return "environment", text
+    if isinstance(exc, (ImportError, OSError, SyntaxError)) and not here:
+        return "environment", text
+    if device_missing and not here:
+        return "device", text
+    return "code", text
+
+def _defined_functions(mod):
+    import inspect
+    return sorted(n for n, v in vars(mod).items()
+                  if not n.startswith("_") and inspect.isfunction(v)
+                  and getattr(v, "__module__", None) == mod.__name__)
+
+def _static_functions(path, function):
+    """When the file cannot be imported here: the functions its source defines at its top level
+    if `function` is bound nowhere in it (no def, class, assignment or import of that name, no
+    star import, no globals()/setattr/__dict__), else None (it may well exist once imported)."""
+    import ast
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+    except Exception:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == function:
+                return None
+        elif isinstance(node, ast.Name) and (node.id == function or node.id in ("globals", "setattr")):
+            return None
+        elif isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return None
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                if a.name == "*" or (a.asname or a.name).split(".")[0] == function:
+                    return None
+    return sorted(n.name for n in tree.body
+                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_"))
+
+def load(path, function, module_name, device_missing=0):
+    """("ok", the function, "[]"), or (kind, one line, JSON list of the file's functions) with
+    kind "environment", "device", "code" or "missing" (no such function)."""
+    import json
     mod = _files.get(path)
     if mod is None:
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot import {path}")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = mod
-        spec.loader.exec_module(mod)
+        try:
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot import {path}")
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = mod
+            spec.loader.exec_module(mod)
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt at import: the file's
+            sys.modules.pop(module_name, None)
+            kind, text = _load_failure(exc, path, device_missing)
+            if kind != "code":  # not importable here: a name its source never binds is still a typo
+                defined = _static_functions(path, function)
+                if defined is not None:
+                    return ("missing", "", json.dumps(defined))
+            return (kind, text, "[]")
         _files[path] = mod
     fn = getattr(mod, function, None)
-    if fn is None or not callable(fn):
-        raise LookupError(f"{path} has no function {function}")
-    return fn
+    if fn is None:
+        return ("missing", "", json.dumps(_defined_functions(mod)))
+    if not callable(fn):
+        return ("code", f"{function} is a {type(fn).__name__}, not a function", "[]")
+    return ("ok", fn, "[]")
 
 def _numpy_view(cap):
     import numpy

@@ -8,7 +8,9 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -55,6 +57,25 @@ std::string probe_text(const json &probe, const char *k) {
   return probe.contains(k) && probe[k].is_string() ? probe[k].get<std::string>() : std::string();
 }
 
+/// `name` as PATH finds it (a name with a slash: itself), or "" when there is no such
+/// executable.
+std::string on_path(const std::string &name) {
+  if (name.find('/') != std::string::npos)
+    return ::access(name.c_str(), X_OK) == 0 ? name : std::string();
+  const char *path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
+    const fs::path candidate =
+        fs::path(start == end ? "." : dirs.substr(start, end - start)) / name;
+    if (::access(candidate.c_str(), X_OK) == 0)
+      return candidate.string();
+    start = end + 1;
+  }
+  return "";
+}
+
 /// 1. Asks the interpreter `python` where its libpython is (its probe_source output).
 json describe_python(const std::string &python, const std::string &where) {
   const std::string cmd =
@@ -69,15 +90,19 @@ json describe_python(const std::string &python, const std::string &where) {
     if (rc != 0)
       out.clear();
   }
+  const std::string found = on_path(python);
+  const std::string named =
+      found.empty() || found == python ? python : fmt::format("{} = {}", python, found);
   if (out.empty())
-    throw environment_error(fmt::format("no usable Python for Python arms: `{}` did not run "
-                                        "(set PREREG_PYTHON to a python3 executable)",
-                                        python),
+    throw environment_error(fmt::format("no usable Python for Python arms: `{}` did not run{}; {}",
+                                        named, found.empty() ? " (not found)" : "",
+                                        choose_python_advice),
                             where);
   try {
     return json::parse(out);
   } catch (const std::exception &) {
-    throw environment_error(fmt::format("`{}` did not describe itself", python), where);
+    throw environment_error(
+        fmt::format("`{}` did not describe itself; {}", named, choose_python_advice), where);
   }
 }
 
@@ -103,12 +128,15 @@ std::string find_libpython(const json &probe, const std::string &where) {
       return c.string();
   throw environment_error(
       fmt::format("Python {} at {} has no shared libpython (built without --enable-shared?); "
-                  "set PREREG_PYTHON to one that has, e.g. /usr/bin/python3",
+                  "choose one that has with PREREG_PYTHON=/path/to/python3, e.g. /usr/bin/python3",
                   str("version"), str("executable")),
       where);
 }
 
 } // namespace
+
+const char *const choose_python_advice =
+    "choose another interpreter with PREREG_PYTHON=/path/to/python3";
 
 python_runtime &python_runtime::get() {
   static python_runtime r;
@@ -128,10 +156,19 @@ void python_runtime::start() {
   }
 }
 
+std::string python_runtime::interpreter() const {
+  if (m_probe.is_null())
+    return {};
+  return fmt::format("Python {} at {} ({})", probe_text(m_probe, "version"),
+                     probe_text(m_probe, "executable"), m_where);
+}
+
 void python_runtime::start_once() {
   const char *env = std::getenv("PREREG_PYTHON");
-  const std::string python = env != nullptr && env[0] != '\0' ? env : "python3";
-  const std::string where = env != nullptr && env[0] != '\0' ? "$PREREG_PYTHON" : "python3 on PATH";
+  const bool chosen = env != nullptr && env[0] != '\0';
+  const std::string python = chosen ? env : "python3";
+  const std::string where = chosen ? fmt::format("PREREG_PYTHON={}", python) : "python3 on PATH";
+  m_where = where;
   m_probe = describe_python(python, where);
   m_library = find_libpython(m_probe, where);
   load_library(where);
@@ -145,8 +182,10 @@ void python_runtime::load_library(const std::string &where) {
   void *h = ::dlopen(m_library.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (h == nullptr) {
     const char *why = ::dlerror();
-    throw environment_error(
-        fmt::format("cannot load {}: {}", m_library, why ? why : "dlopen failed"), where);
+    throw environment_error(fmt::format("cannot load {}, the libpython of {}: {}; {}", m_library,
+                                        interpreter(), why ? why : "dlopen failed",
+                                        choose_python_advice),
+                            where);
   }
   resolve_python_api(h, m_api, m_library);
 }

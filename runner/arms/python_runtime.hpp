@@ -11,6 +11,10 @@
 
 namespace prereg::outside {
 
+/// "choose another interpreter with PREREG_PYTHON=/path/to/python3": the end of every message
+/// about the interpreter prereg used.
+extern const char *const choose_python_advice;
+
 /// The process's one embedded interpreter.
 class python_runtime {
 public:
@@ -27,6 +31,9 @@ public:
   [[nodiscard]] const json &probe() const { return m_probe; }
   /// The libpython loaded.
   [[nodiscard]] const std::string &library() const { return m_library; }
+  /// "Python 3.11.2 at /usr/bin/python3 (PREREG_PYTHON=/usr/bin/python3)" or "... (python3 on
+  /// PATH)": the interpreter that described itself; "" before it did.
+  [[nodiscard]] std::string interpreter() const;
 
   /// The pending Python exception as one line (and clears it).
   std::string take_error();
@@ -50,6 +57,7 @@ private:
   std::string m_failure;
   json m_probe;
   std::string m_library;
+  std::string m_where; ///< "PREREG_PYTHON=..." | "python3 on PATH"
 };
 
 } // namespace prereg::outside

@@ -44,14 +44,21 @@ struct metric_ref {
   friend bool operator==(const metric_ref &, const metric_ref &) = default;
 };
 
+/// Other names an author may write for an arm, each with the arm's id: the kernel or the
+/// function it runs. A message about such a name (it is not an arm id) suggests the arm.
+using arm_aliases = std::vector<std::pair<std::string, std::string>>;
+
 /// A parsed `expect`: one or more comparisons joined by `and`.
 class expectation {
 public:
   /// Parses `text`; identifiers must be in `arm_ids`. Any error (unknown identifier or
   /// function, division by a literal zero, trailing tokens, bad syntax, nesting deeper than
-  /// 64) throws `error` (exit 2) at `where` with the character offset in the message.
-  [[nodiscard]] static expectation
-  parse(std::string_view text, const std::vector<std::string> &arm_ids, const std::string &where);
+  /// 64) throws `error` (exit 2) at `where` with the character offset in the message; a
+  /// word where an arm id belongs lists `arm_ids`, with the nearest one or the arm that an
+  /// alias names as "did you mean".
+  [[nodiscard]] static expectation parse(std::string_view text,
+                                         const std::vector<std::string> &arm_ids,
+                                         const std::string &where, const arm_aliases &aliases = {});
 
   /// Evaluates every comparison; true only if all hold. `value` supplies each reference.
   [[nodiscard]] bool holds(const std::function<double(const metric_ref &)> &value) const;

@@ -1,6 +1,7 @@
 // The tokeniser of the `expect` language (expr_lexer.hpp).
 #include "base/expr_lexer.hpp"
 
+#include "base/suggest.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>
@@ -21,6 +22,22 @@ bool label_char(char c) { return word_char(c) || c == '.' || c == '-'; }
 constexpr std::size_t max_label = 64;
 
 } // namespace
+
+std::string arms_text(std::string_view word, const std::vector<std::string> &arms,
+                      const arm_aliases &aliases) {
+  std::string out = "(arms: ";
+  for (std::size_t i = 0; i < arms.size(); ++i)
+    out += (i == 0 ? "" : ", ") + arms[i];
+  if (!word.empty()) {
+    const auto alias = std::find_if(aliases.begin(), aliases.end(),
+                                    [&](const auto &a) { return a.first == word; });
+    if (alias != aliases.end())
+      out += fmt::format("; did you mean '{}', the arm that runs {}?", alias->second, alias->first);
+    else
+      out += did_you_mean(word, arms);
+  }
+  return out + ")";
+}
 
 std::optional<metric> function_metric(std::string_view name) {
   if (name == "time")
@@ -178,10 +195,26 @@ token tokeniser::label(std::size_t &i) const {
   return {token_kind::string, start, std::string(m_text.substr(start + 1, len)), 0};
 }
 
+// A dotted name where an arm id belongs (a kernel's name, `layernorm.fused`): refused, saying
+// that expect takes arm ids. A word that starts with a digit is a number, not a name.
+void tokeniser::refuse_dotted_name(std::size_t i) const {
+  if (m_text[i] >= '0' && m_text[i] <= '9')
+    return;
+  std::size_t end = word_end(i);
+  if (end + 1 >= m_text.size() || m_text[end] != '.' || !word_char(m_text[end + 1]))
+    return;
+  while (end + 1 < m_text.size() && m_text[end] == '.' && word_char(m_text[end + 1]))
+    end = word_end(end + 1);
+  const std::string name = message_excerpt(m_text.substr(i, end - i));
+  fail(i, fmt::format("'{}' is not an arm id: expect takes arm ids {}", name,
+                      arms_text(name, m_arms, m_aliases)));
+}
+
 // An arm id, a keyword, a number, or an unknown word (the parser says what is wrong with it).
 token tokeniser::word(std::size_t &i) const {
   const std::size_t start = i;
   const char c = m_text[i];
+  refuse_dotted_name(i);
   const std::size_t word_len = word_end(i) - i;
   const std::size_t arm = arm_match(i);
   const auto word_text = m_text.substr(i, word_len);

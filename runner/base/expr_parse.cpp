@@ -14,6 +14,7 @@ namespace {
 constexpr int max_nesting = 64;
 constexpr std::size_t max_nodes = 1024;
 
+using expr_detail::arms_text;
 using expr_detail::function_metric;
 using expr_detail::token;
 using expr_detail::token_kind;
@@ -25,9 +26,9 @@ using expr_detail::tokeniser;
 class expression_parser {
 public:
   expression_parser(std::string_view text, const std::vector<std::string> &arm_ids,
-                    const std::string &where)
-      : m_text(text), m_arms(arm_ids), m_where(where),
-        m_tokens(tokeniser(text, arm_ids, where).run()) {}
+                    const std::string &where, const arm_aliases &aliases)
+      : m_text(text), m_arms(arm_ids), m_where(where), m_aliases(aliases),
+        m_tokens(tokeniser(text, arm_ids, where, aliases).run()) {}
 
   expectation run() {
     if (peek().kind == token_kind::end)
@@ -50,6 +51,7 @@ private:
   std::string_view m_text;
   const std::vector<std::string> &m_arms;
   const std::string &m_where;
+  const arm_aliases &m_aliases;
   std::vector<token> m_tokens;
   std::size_t m_pos = 0;
   int m_depth = 0;
@@ -229,7 +231,10 @@ private:
       expect(token_kind::lparen, fmt::format("'(' after {}", t.text));
       const token &arg = take();
       if (arg.kind != token_kind::arm)
-        fail(arg.offset, fmt::format("{}() takes an arm id, got {}", t.text, describe(arg)));
+        fail(arg.offset,
+             fmt::format("{}() takes an arm id, got {} {}", t.text, describe(arg),
+                         arms_text(arg.kind == token_kind::word ? arg.text : std::string(), m_arms,
+                                   m_aliases)));
       std::string label;
       if (*what == metric::share || *what == metric::kernel_share) {
         expect(token_kind::comma, fmt::format("',' and a region label after {}'s arm", t.text));
@@ -249,17 +254,14 @@ private:
            fmt::format("unknown function '{}' (functions: time, peak_mb, gbps, "
                        "pct_ceiling, kernel_time, gap_share, kernels, share, kernel_share, abs)",
                        message_excerpt(t.text)));
-    std::string arms;
-    for (const auto &a : m_arms)
-      arms += (arms.empty() ? "" : ", ") + a;
-    fail(t.offset,
-         fmt::format("unknown identifier '{}' (arms: {})", message_excerpt(t.text), arms));
+    fail(t.offset, fmt::format("unknown identifier '{}' {}", message_excerpt(t.text),
+                               arms_text(message_excerpt(t.text), m_arms, m_aliases)));
   }
 };
 
 expectation expectation::parse(std::string_view text, const std::vector<std::string> &arm_ids,
-                               const std::string &where) {
-  return expression_parser(text, arm_ids, where).run();
+                               const std::string &where, const arm_aliases &aliases) {
+  return expression_parser(text, arm_ids, where, aliases).run();
 }
 
 } // namespace prereg

@@ -1,6 +1,7 @@
 // The command table: {name, summary, function}; help and unknown-name suggestions come from it.
 #include "cli/commands.hpp"
 
+#include "base/suggest.hpp"
 #include "cli/command_functions.hpp"
 #include "prereg/build_info.hpp"
 #include "prereg/error.hpp"
@@ -55,22 +56,6 @@ const command *find_command(std::string_view name) {
   return nullptr;
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 void print_usage() {
   fmt::print("prereg {} — pre-registered GPU kernel experiments\n\nusage: prereg COMMAND "
              "[OPTIONS]\n\ncommands:\n",
@@ -111,16 +96,12 @@ int run_command_line(int argc, char **argv) {
   }
   const command *c = find_command(name);
   if (c == nullptr) {
-    const command *best = nullptr;
-    std::size_t best_d = 3;
-    for (const auto &cand : commands) {
-      const auto d = edit_distance(name, cand.name);
-      if (d < best_d)
-        best_d = d, best = &cand;
-    }
-    throw invalid_input(
-        best ? fmt::format("unknown command '{}'; did you mean '{}'?", name, best->name)
-             : fmt::format("unknown command '{}'; see `prereg help`", name));
+    std::vector<std::string> names;
+    for (const auto &cand : commands)
+      names.emplace_back(cand.name);
+    const auto best = closest_match(name, names);
+    throw invalid_input(best ? fmt::format("unknown command '{}'; did you mean '{}'?", name, *best)
+                             : fmt::format("unknown command '{}'; see `prereg help`", name));
   }
   return c->run(args_t(all.begin() + 1, all.end()));
 }

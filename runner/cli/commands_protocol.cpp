@@ -5,7 +5,9 @@
 #include "base/expr.hpp"
 #include "base/json.hpp"
 #include "crypto/keyring.hpp"
+#include "device/device.hpp"
 #include "prereg/error.hpp"
+#include "run/arm_check.hpp"
 #include "spec/outside_file.hpp"
 #include "spec/protocol.hpp"
 #include "store/store.hpp"
@@ -35,6 +37,68 @@ void warn_vacuous_predictions(const protocol &p) {
   }
 }
 
+/// Every outside arm of `p` (from the protocol file `file`) loaded on this machine, in a child
+/// process (run/arm_check.hpp): a file that is missing or an arm whose own code fails is exit 2;
+/// what the environment prevents is a notice. Returns each outside arm's file digest and what
+/// loaded it, by arm order.
+std::vector<std::pair<std::string, std::string>> load_outside_arms(const protocol &p,
+                                                                   const std::string &file) {
+  const auto dir = std::filesystem::absolute(file).parent_path();
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto &a : p.arms)
+    if (a.outside())
+      out.emplace_back(outside_file_sha256(outside_file(dir, a.file), a.id), "");
+  const arm_load_result loaded = load_arms_here(p, dir, make_default_device);
+  if (!loaded.device_notice.empty())
+    fmt::print(stderr,
+               "prereg: notice: {}; the outside arms were loaded, but they cannot be set up or "
+               "run on this machine\n",
+               escape_control(loaded.device_notice));
+  for (std::size_t i = 0; i < loaded.arms.size() && i < out.size(); ++i) {
+    const arm_load_report &r = loaded.arms[i];
+    if (!r.notice.empty())
+      fmt::print(stderr,
+                 "prereg: notice: not checked on this machine (the environment, not the "
+                 "protocol): {}\n",
+                 escape_control(r.notice));
+    out[i].second = r.loaded;
+  }
+  return out;
+}
+
+/// After freezing a new version: a notice naming the id's other frozen versions, since
+/// `prereg run ID` then needs a hash or a prefix.
+void notice_other_versions(const store &s, const protocol &p, const std::string &hash) {
+  std::vector<frozen_version> others;
+  for (auto &v : s.versions_of(p.id))
+    if (v.hash != hash)
+      others.push_back(std::move(v));
+  if (others.empty())
+    return;
+  fmt::print(stderr,
+             "prereg: notice: protocol {} now has {} frozen versions: this one {} and {}; "
+             "`prereg run {}` will need a hash or a prefix (`prereg run {}`)\n",
+             p.id, others.size() + 1, hash.substr(0, 12), versions_text(others), p.id,
+             hash.substr(0, 12));
+}
+
+/// `check`: a notice when the store holds this protocol frozen and an arm's code changed since
+/// (as `freeze` warns); nothing when the store does not hold it. Reads only.
+void notice_frozen_changes(const store &s, const protocol &p) {
+  const std::string hash = protocol_hash(p);
+  std::error_code ec;
+  if (!std::filesystem::exists(s.protocol_dir(hash) / "freeze.json", ec))
+    return;
+  try {
+    if (const auto problem = kernel_source_problem(s.load(hash), s.project_root()))
+      fmt::print(stderr, "prereg: notice: this protocol is frozen in {} as {}, but {}\n",
+                 escape_control(s.root().string()), hash.substr(0, 12), escape_control(*problem));
+  } catch (const error &e) {
+    fmt::print(stderr, "prereg: notice: the frozen copy of this protocol in {} does not load: {}\n",
+               escape_control(s.root().string()), escape_control(e.line()));
+  }
+}
+
 } // namespace
 
 int cmd_freeze(args_t args) {
@@ -49,6 +113,7 @@ int cmd_freeze(args_t args) {
   std::string bytes;
   const protocol p = parse_protocol_file(file, o.key_file, &bytes);
   warn_vacuous_predictions(p);
+  (void)load_outside_arms(p, file); // before the key is loaded, in a process without it
   const signing_key key = load_or_create_key(default_key_path(o.key_file));
   const store s = o.open_store();
   const freeze_outcome r = s.freeze(bytes, p, key, std::filesystem::absolute(file).parent_path());
@@ -67,30 +132,36 @@ int cmd_freeze(args_t args) {
                key.fingerprint().substr(0, 16));
   if (r.kernel_problem)
     fmt::print(stderr, "prereg: warning: {}\n", *r.kernel_problem);
+  if (!r.already_frozen)
+    notice_other_versions(s, p, r.hash);
   fmt::print("{}\n", r.hash);
   return 0;
 }
 
 int cmd_check(args_t args) {
-  CLI::App app{"validate a protocol and print the hash it would get; stores nothing", "check"};
+  CLI::App app{"validate a protocol, load its outside arms and print the hash it would get; "
+               "stores nothing",
+               "check"};
+  common_options o;
   std::string file;
+  o.add_store(app);
   app.add_option("FILE", file, "protocol YAML")->required();
   if (!parse(app, args))
     return 0;
   const protocol p = parse_protocol_file(file, "");
   warn_vacuous_predictions(p);
-  // Outside arms: their files must exist; a plugin's table must name the arm as the protocol
-  // uses it (loading it runs its code: check holds no key).
-  const auto dir = std::filesystem::absolute(file).parent_path();
+  // Outside arms: loaded here in a child process (check holds no key): a plugin's table must
+  // name the arm as the protocol uses it, a Python file must import and define the function.
+  const auto loaded = load_outside_arms(p, file);
+  std::size_t i = 0;
   for (const auto &a : p.arms) {
     if (!a.outside())
       continue;
-    const auto path = outside_file(dir, a.file);
-    const std::string digest = outside_file_sha256(path, a.id);
-    if (a.source == arm_source::plugin)
-      (void)load_plugin_arm(path, a.entry, p, a.id);
-    fmt::print("  arm {}: {} sha256 {}\n", a.id, escape_control(a.label()), digest.substr(0, 16));
+    const auto &[digest, with] = loaded[i++];
+    fmt::print("  arm {}: {} sha256 {}{}\n", a.id, escape_control(a.label()), digest.substr(0, 16),
+               with.empty() ? "" : fmt::format(", imported with {}", escape_control(with)));
   }
+  notice_frozen_changes(o.open_store(), p);
   fmt::print("{}: valid protocol {} ({} arms, {} predictions)\n", escape_control(file), p.id,
              p.arms.size(), p.predictions.size());
   fmt::print("{}\n", protocol_hash(p));

@@ -57,14 +57,6 @@ private:
   std::string m_buffer;
 };
 
-[[noreturn]] void rethrow(const json &msg) {
-  const json &e = msg.at("error");
-  const int code = e.value("code", 1);
-  const auto kind = code >= 1 && code <= 5 ? static_cast<exit_code>(code) : exit_code::failure;
-  throw error(kind, e.value("message", std::string("the measuring process failed")),
-              e.value("where", std::string()));
-}
-
 std::string describe_status(const wait_status &st) {
   if (st.signalled()) {
     const int sig = st.signal();
@@ -167,7 +159,7 @@ private:
       }
       const json msg = parse_message(*line);
       if (msg.contains("error"))
-        rethrow(msg);
+        detail::rethrow_error_message(msg);
       if (msg.contains("phase")) {
         if (progress != nullptr)
           progress->phase(child_node(msg["phase"], "phase").str());

@@ -14,8 +14,11 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <exception>
+#include <map>
 #include <string>
 
 namespace prereg::detail {
@@ -52,6 +55,7 @@ public:
         out.cells.push_back(c);
     }
     m_plan.cells = out.cells;
+    preload_outside();
     return out;
   }
   raw_run measure(progress_sink &progress) override {
@@ -62,8 +66,39 @@ public:
   }
 
 private:
+  /// Loads the planned cells' outside arms now, before the run starts: a failure of the
+  /// environment (no usable Python, a module the file imports not installed) ends the run here,
+  /// exit 5 with nothing recorded; a failure of the arm's own code is kept and thrown when
+  /// measuring starts, after the run-start, so that it is a recorded, aborted attempt.
+  void preload_outside() {
+    if (!m_options.load_outside)
+      return;
+    for (const auto &spec : m_proto.arms) {
+      const bool planned = std::any_of(m_plan.cells.begin(), m_plan.cells.end(),
+                                       [&](const cell_key &c) { return c.arm == spec.id; });
+      if (!spec.outside() || !planned)
+        continue;
+      try {
+        m_loaded.emplace(spec.id, m_options.load_outside(spec));
+      } catch (const error &e) {
+        if (e.code() == exit_code::environment)
+          throw;
+        m_load_failure = std::current_exception();
+        break;
+      }
+    }
+    m_plan.load_outside = [this](const arm_spec &spec) {
+      if (m_load_failure)
+        std::rethrow_exception(m_load_failure);
+      const auto it = m_loaded.find(spec.id);
+      return it != m_loaded.end() ? it->second : m_options.load_outside(spec);
+    };
+  }
+
   const run_options &m_options;
   const protocol &m_proto;
+  std::map<std::string, std::shared_ptr<outside_arm>> m_loaded;
+  std::exception_ptr m_load_failure;
   run_plan m_plan;
   std::unique_ptr<device> m_device;
   json m_environment;
@@ -85,15 +120,6 @@ public:
 private:
   int m_fd;
 };
-
-json error_message(const std::exception &e) {
-  json j = {{"code", 1}, {"message", e.what()}, {"where", ""}};
-  if (const auto *pe = dynamic_cast<const error *>(&e)) {
-    j["code"] = static_cast<int>(pe->code());
-    j["where"] = pe->where();
-  }
-  return {{"error", j}};
-}
 
 [[noreturn]] void child_main(const run_options &o, const protocol &proto, std::uint64_t seed,
                              int to_parent, int from_parent) {
@@ -121,6 +147,23 @@ json error_message(const std::exception &e) {
 }
 
 } // namespace
+
+json error_message(const std::exception &e) {
+  json j = {{"code", 1}, {"message", e.what()}, {"where", ""}};
+  if (const auto *pe = dynamic_cast<const error *>(&e)) {
+    j["code"] = static_cast<int>(pe->code());
+    j["where"] = pe->where();
+  }
+  return {{"error", j}};
+}
+
+void rethrow_error_message(const json &msg) {
+  const json &e = msg.at("error");
+  const int code = e.value("code", 1);
+  const auto kind = code >= 1 && code <= 5 ? static_cast<exit_code>(code) : exit_code::failure;
+  throw error(kind, e.value("message", std::string("the measuring process failed")),
+              e.value("where", std::string()));
+}
 
 std::unique_ptr<measuring_side> measure_in_process(const run_options &o, const protocol &proto,
                                                    std::uint64_t seed) {

@@ -7,9 +7,15 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 
 namespace prereg::detail {
+
+/// The pipe's error message of `e`: {"error": {"code", "message", "where"}}.
+[[nodiscard]] json error_message(const std::exception &e);
+/// Throws the error an error message describes (its exit code, message and where).
+[[noreturn]] void rethrow_error_message(const json &msg);
 
 /// The measuring side in this process: the device made, probed, planned and measured here.
 [[nodiscard]] std::unique_ptr<measuring_side>

@@ -20,6 +20,10 @@ fs::path outside_file(const fs::path &protocol_dir, const std::string &written) 
 
 std::string outside_file_sha256(const fs::path &file, const std::string &arm_id) {
   std::error_code ec;
+  if (!fs::exists(file, ec))
+    throw invalid_input(
+        fmt::format("arm {}: its file {} does not exist", arm_id, file.filename().string()),
+        file.string());
   if (!fs::is_regular_file(file, ec))
     throw invalid_input(fmt::format("arm {}: {} is not a regular file", arm_id, file.string()),
                         file.string());

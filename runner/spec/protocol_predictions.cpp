@@ -6,6 +6,7 @@
 #include "base/expr.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <utility>
@@ -99,12 +100,28 @@ void check_references(const expectation &parsed, const protocol &p, const std::s
                             where);
 }
 
+// The names an author may write in `expect` instead of an arm's id: its kernel, or the
+// function or symbol and the file (without its extension) an outside arm runs.
+arm_aliases expect_aliases(const protocol &p) {
+  arm_aliases out;
+  for (const auto &a : p.arms) {
+    if (!a.outside()) {
+      out.emplace_back(a.kernel, a.id);
+      continue;
+    }
+    out.emplace_back(a.entry, a.id);
+    out.emplace_back(std::filesystem::path(a.file).stem().string(), a.id);
+  }
+  return out;
+}
+
 // Parses `expect`; returns how many arms it involves (at least 1). A refusal names the
 // prediction.
 std::size_t parse_expect(const prediction_spec &s, const node &expect_node, const protocol &p,
                          const std::vector<std::string> &arm_ids) {
   try {
-    const expectation parsed = expectation::parse(s.expect, arm_ids, expect_node.where);
+    const expectation parsed =
+        expectation::parse(s.expect, arm_ids, expect_node.where, expect_aliases(p));
     check_references(parsed, p, expect_node.where);
     return std::max<std::size_t>(1, parsed.arms().size());
   } catch (const error &e) {

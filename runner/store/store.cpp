@@ -215,20 +215,51 @@ std::vector<std::string> store::hashes() const {
   return out;
 }
 
+std::vector<frozen_version> store::versions_of(std::string_view id) const {
+  std::vector<frozen_version> out;
+  for (const auto &h : hashes()) {
+    const auto stored = protocol_dir(h) / "protocol.json";
+    const auto record = protocol_dir(h) / "freeze.json";
+    try {
+      if (parse_json_strict(read_file(stored), stored.string()).value("id", "") != id)
+        continue;
+    } catch (const error &) {
+      continue; // a corrupted copy names no id; load() reports it when that hash is used
+    }
+    frozen_version v{h, ""};
+    try {
+      const json freeze = parse_json_strict(read_file(record), record.string());
+      if (freeze.is_object() && freeze.contains("frozen_at") && freeze["frozen_at"].is_string())
+        v.frozen_at = freeze["frozen_at"].get<std::string>();
+    } catch (const error &) {
+      // load() reports a corrupted record when that hash is used
+    }
+    out.push_back(std::move(v));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const frozen_version &a, const frozen_version &b) {
+    return a.frozen_at < b.frozen_at;
+  });
+  return out;
+}
+
+std::string versions_text(const std::vector<frozen_version> &versions) {
+  std::string out;
+  for (const auto &v : versions)
+    out += fmt::format("{}{} (frozen {})", out.empty() ? "" : ", ", v.hash.substr(0, 12),
+                       v.frozen_at.empty() ? "at an unknown time" : v.frozen_at);
+  return out;
+}
+
 std::string store::resolve(std::string_view arg) const {
   // A protocol id alone names the one frozen version with that id.
   const auto all = hashes();
   std::vector<std::string> by_id;
+  std::vector<frozen_version> versions;
   if (is_protocol_id(arg))
-    for (const auto &h : all) {
-      const auto stored = protocol_dir(h) / "protocol.json";
-      try {
-        if (parse_json_strict(read_file(stored), stored.string()).value("id", "") == arg)
-          by_id.push_back(h);
-      } catch (const error &) {
-        // a corrupted copy names no id; load() reports it when that hash is used
-      }
-    }
+    versions = versions_of(arg);
+  for (const auto &v : versions)
+    by_id.push_back(v.hash);
+  std::sort(by_id.begin(), by_id.end());
   const bool hex = is_hex(arg) && arg.size() <= 64;
   std::vector<std::string> by_hash;
   if (hex && arg.size() >= min_prefix_digits)
@@ -242,10 +273,10 @@ std::string store::resolve(std::string_view arg) const {
   const auto &matches = by_hash.empty() ? by_id : by_hash;
   if (matches.size() > 1) {
     if (&matches == &by_id)
-      throw invalid_input(fmt::format("{} versions of protocol {} are frozen ({} and {}): give "
-                                      "a hash or a prefix of at least {} hex digits",
-                                      matches.size(), arg, matches[0].substr(0, 12),
-                                      matches[1].substr(0, 12), min_prefix_digits));
+      throw invalid_input(fmt::format("{} versions of protocol {} are frozen: {}; give a hash or "
+                                      "a prefix of at least {} hex digits",
+                                      matches.size(), arg, versions_text(versions),
+                                      min_prefix_digits));
     throw invalid_input(
         fmt::format("prefix {} is ambiguous: it matches {} and {}", arg, matches[0], matches[1]));
   }

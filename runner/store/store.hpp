@@ -39,6 +39,15 @@ struct freeze_outcome {
   bool repaired = false;
 };
 
+/// One frozen version of a protocol id.
+struct frozen_version {
+  std::string hash;
+  std::string frozen_at; ///< the freeze record's time stamp ("" if it has none)
+};
+
+/// "1a2b3c4d5e6f (frozen 2026-...), ...": each version's hash prefix and freeze time.
+[[nodiscard]] std::string versions_text(const std::vector<frozen_version> &versions);
+
 /// The shortest hash prefix `resolve` accepts: shorter ones could silently name a protocol.
 inline constexpr std::size_t min_prefix_digits = 8;
 
@@ -72,6 +81,9 @@ public:
 
   /// Every stored hash, sorted.
   [[nodiscard]] std::vector<std::string> hashes() const;
+  /// The frozen versions of the protocol `id`, oldest freeze first (a corrupted copy is left
+  /// out: load() reports it when its hash is used).
+  [[nodiscard]] std::vector<frozen_version> versions_of(std::string_view id) const;
 
   /// A full hash from a hash, a unique prefix of at least min_prefix_digits hex digits, or a
   /// protocol id of which exactly one version is frozen: exit 2 for a malformed, too short or

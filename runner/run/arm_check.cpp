@@ -1,0 +1,122 @@
+// Loading a protocol's outside arms in a child process (arm_check.hpp).
+#include "run/arm_check.hpp"
+
+#include "arms/outside_arm.hpp"
+#include "arms/outside_common.hpp"
+#include "base/process.hpp"
+#include "prereg/error.hpp"
+#include "run/measuring_child.hpp"
+#include "spec/outside_file.hpp"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <sstream>
+
+namespace prereg {
+namespace fs = std::filesystem;
+namespace {
+
+void send(int fd, const json &j) {
+  if (!write_all(fd, j.dump() + "\n"))
+    std::_Exit(1); // the parent is gone
+}
+
+/// Why the protocol's device cannot be made here, or "" when it can (or is the CPU).
+std::string device_missing(const protocol &p, const device_factory &make_device) {
+  if (p.device == "cpu")
+    return {};
+  try {
+    (void)make_device(p.device, 0);
+  } catch (const error &e) {
+    if (e.code() == exit_code::environment)
+      return fmt::format("no usable {} device here: {}", p.device, e.what());
+    throw;
+  }
+  return {};
+}
+
+/// One arm loaded: its report as a message, or (its own failure) throws.
+json load_one(const protocol &p, const arm_spec &a, const fs::path &dir,
+              const std::string &no_device) {
+  json msg = {{"arm", a.id}};
+  const fs::path file = outside_file(dir, a.file);
+  try {
+    if (a.source == arm_source::plugin) {
+      (void)load_plugin_arm(file, a.entry, p, a.id);
+    } else {
+      (void)load_python_arm(file, a.entry, p, a.id, no_device);
+      msg["loaded"] = python_interpreter();
+    }
+  } catch (const error &e) {
+    if (e.code() != exit_code::environment)
+      throw;
+    msg["notice"] = e.line();
+  }
+  return msg;
+}
+
+[[noreturn]] void child(const protocol &p, const fs::path &dir, const device_factory &make_device,
+                        int fd) {
+  ::unsetenv("PREREG_KEY");
+  outside::set_crash_channel(fd); // a crash while loading: one error message up
+  try {
+    const std::string no_device = device_missing(p, make_device);
+    if (!no_device.empty())
+      send(fd, {{"device", no_device}});
+    for (const auto &a : p.arms)
+      if (a.outside())
+        send(fd, load_one(p, a, dir, no_device));
+  } catch (const std::exception &e) {
+    send(fd, detail::error_message(e));
+  }
+  std::_Exit(0);
+}
+
+} // namespace
+
+arm_load_result load_arms_here(const protocol &p, const fs::path &protocol_dir,
+                               const device_factory &make_device) {
+  arm_load_result out;
+  if (std::none_of(p.arms.begin(), p.arms.end(), [](const arm_spec &a) { return a.outside(); }))
+    return out;
+  pipe_ends up = open_pipe(on_exec::close);
+  const pid_t pid = fork_child([&] {
+    up.read.reset();
+    child(p, protocol_dir, make_device, up.write.get());
+  });
+  up.write.reset();
+  const std::string text = read_all(up.read.get());
+  const wait_status st = wait_for(pid);
+  std::istringstream lines(text);
+  std::size_t expected = 0;
+  for (const auto &a : p.arms)
+    expected += a.outside() ? 1 : 0;
+  for (std::string line; std::getline(lines, line);) {
+    json msg;
+    try {
+      msg = json::parse(line);
+    } catch (const std::exception &) {
+      throw io_error("the process that loads the arms sent a malformed message");
+    }
+    if (msg.contains("error"))
+      detail::rethrow_error_message(msg);
+    if (msg.contains("device")) {
+      out.device_notice = msg.value("device", "");
+      continue;
+    }
+    out.arms.push_back({msg.value("arm", ""), msg.value("loaded", ""), msg.value("notice", "")});
+  }
+  if (out.arms.size() != expected)
+    throw io_error(fmt::format("the process that loads the arms (pid {}) {} before it had loaded "
+                               "them all",
+                               pid,
+                               st.signalled() ? fmt::format("was killed by signal {}", st.signal())
+                                              : std::string("ended")));
+  return out;
+}
+
+} // namespace prereg

@@ -1,0 +1,44 @@
+// Loading a protocol's outside arms on this machine before anything is stored (`prereg check`,
+// `prereg freeze`; docs/python-arms.md, "Loading"): in a child process that holds no key, as
+// a run's measuring process loads them.
+#pragma once
+
+#include "device/device.hpp"
+#include "spec/protocol.hpp"
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace prereg {
+
+/// What loading one outside arm here found.
+struct arm_load_report {
+  std::string arm;    ///< the arm id
+  std::string loaded; ///< a Python arm: "Python 3.11.2 at ... (...)", the interpreter it used
+  std::string notice; ///< why it could not be loaded here (the environment's), else ""
+};
+
+/// What load_arms_here found: one report per outside arm, in protocol order, and a notice for
+/// the protocol's device when it is unusable here ("" otherwise, or with no outside arm).
+struct arm_load_result {
+  std::vector<arm_load_report> arms;
+  std::string device_notice;
+};
+
+using device_factory = std::function<std::unique_ptr<device>(const std::string &kind, int ordinal)>;
+
+/// Loads every outside arm of `p`, its file resolved against `protocol_dir`, in a forked child:
+/// a plugin's table read and checked, a Python file imported and its function looked up. For
+/// a protocol whose device is not `cpu`, the child first makes that device with `make_device`;
+/// when it cannot (exit 5), the device notice says why and a Python arm's import failures
+/// raised outside its own code count as the environment's. Throws the first arm whose own
+/// code fails (exit 2, its one line: missing file, function or symbol, a file that does not
+/// import); a failure of the environment is that arm's notice instead.
+[[nodiscard]] arm_load_result load_arms_here(const protocol &p,
+                                             const std::filesystem::path &protocol_dir,
+                                             const device_factory &make_device);
+
+} // namespace prereg
