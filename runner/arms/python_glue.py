@@ -242,6 +242,11 @@ def window_open(ordinal, rec):
     torch.cuda.reset_peak_memory_stats(ordinal)
     return torch.cuda.memory_allocated(ordinal)
 
+def capture_open(ordinal):
+    import torch
+    torch.cuda.reset_peak_memory_stats(ordinal)
+    return torch.cuda.memory_allocated(ordinal)
+
 def window_peak(ordinal, base):
     import torch
     return max(0, torch.cuda.max_memory_allocated(ordinal) - base)
