@@ -109,7 +109,10 @@ public:
       fail(fmt::format("tensor {} has element '{}' (dtype: the protocol's; or fp32)", t.name,
                        element));
     t.element = element == "fp32" ? element_rule::fp32 : element_rule::protocol_dtype;
-    for (const auto &p : names(j["passes"], what + ".passes", 2)) {
+    // An empty list: drawn but used by no pass (RMSNorm's beta keeps the draws of LayerNorm's).
+    const bool unused = j["passes"].is_array() && j["passes"].empty();
+    for (const auto &p :
+         unused ? std::vector<std::string>{} : names(j["passes"], what + ".passes", 2)) {
       if (p != "fwd" && p != "bwd")
         fail(fmt::format("tensor {} lists pass '{}' (fwd: the forward; bwd: the backward of "
                          "fwd+bwd)",
