@@ -1,12 +1,13 @@
 # An operation declared outside prereg (docs/operations.md, "Bring your own operation"):
 # SwiGLU's gate, y = silu(a) * b, with its backward. prereg reads the dict `swiglu` (plain data
 # plus the reference function), pins this file by SHA-256 at freeze and calls `reference` in
-# float64: numpy on the CPU, torch on the GPU (imported there only, so this file loads anywhere).
-import numpy as np
+# float64: numpy on the CPU, torch on the GPU. Both are imported inside the reference, so the
+# declaration reads with any Python (check, canon and freeze read it; only a run calls reference).
 
 
 def reference(t):
     """float64 outputs of the pass from float64 inputs: y; for fwd+bwd also da, db."""
+    import numpy as np
     if t.device == "cuda":
         import torch
         a, b = (torch.from_numpy(v).to("cuda", torch.float64) for v in (t.a, t.b))

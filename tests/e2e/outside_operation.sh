@@ -36,6 +36,10 @@ expect_exit 0 "its report audits clean" -- "$PREREG" audit "$dir"
   || fail "gbps: $(json_get "$dir" "[c['gbps'] for c in r['cells']]")"
 [ "$(json_get "$dir" "[p['verdict'] in ('confirmed', 'refuted', 'inconclusive') for p in r['predictions']]")" = "[True, True]" ] \
   && pass "predictions are judged" || fail "predictions: $(json_get "$dir" "r['predictions']")"
+if "$py" -c 'import jsonschema' 2>/dev/null; then
+  "$py" "$PREREG_SOURCE_DIR/tests/schemas/validate.py" "$PREREG_SOURCE_DIR/docs/schema" report "$dir/report.json" >"$work/val" 2>&1 \
+    && pass "the report (its freeze record's operation entry) holds for report.schema.json" || fail "schema: $(head -5 "$work/val")"
+fi
 # The audit re-derives bytes from the recorded descriptor: a tampered bytes_per_step fails it.
 cp -r "$dir" "$work/tampered"
 "$py" - "$work/tampered/report.json" <<'PY'
