@@ -1,6 +1,6 @@
 # End-to-end: an operation declared in a file of the user's (docs/operations.md). The CPU
 # example (examples/operations: swiglu with a numpy reference and two numpy arms) is checked,
-# frozen, run and audited; a changed operation file after freeze is exit 3; malformed
+# frozen, run and audited, and so is a C plugin arm of it; a changed operation file after freeze is exit 3; malformed
 # declarations (an unknown role, a dim naming no axis, a bytes formula naming no axis, a missing
 # declaration or file) are exit 2 at check/freeze; a reference that raises, returns the wrong
 # shape or dtype, returns NaN or disagrees with itself is a recorded cell failure at run time
@@ -50,12 +50,29 @@ PY
 expect_exit 4 "a report with a tampered bytes_per_step does not audit" -- "$PREREG" audit "$work/tampered"
 grep -qE "FAIL statistics: .*bytes_per_step is [0-9]+ in the report, recomputed [0-9]+" "$work/out" \
   && pass "  ... the statistics check re-derives bytes from the pinned descriptor" || fail "audit: $(cat "$work/out")"
+# A C plugin arm against the same operation file (the ABI passes the file's tensors by name).
+if ${CC:-cc} -O2 -fPIC -shared -I"$PREREG_SOURCE_DIR/runner/include" -o "$work/ex/libswiglu.so" \
+  "$work/ex/swiglu_plugin.c" -lm 2>"$work/cc.err"; then
+  sed 's/^id: swiglu_cpu/id: swiglu_cpu_plugin/; s/^  rows: \[64, 512\]/  rows: [64]/' "$work/ex/swiglu_cpu.yaml" >"$work/ex/plugin.yaml"
+  printf '  - id: c\n    plugin: libswiglu.so\n    name: swiglu_c\n' >"$work/ex/arm.txt"
+  sed -i '/^arms:/r '"$work/ex/arm.txt" "$work/ex/plugin.yaml"
+  sed -i '/^  - id: P1/,/expect: "scratch < eager"/d' "$work/ex/plugin.yaml"
+  expect_exit 0 "freeze a protocol with a plugin arm of the operation" -- "$PREREG" freeze "$work/ex/plugin.yaml"
+  expect_exit 0 "run it" -- "$PREREG" run "$(tail -n 1 "$work/out")" --out "$out" --quiet
+  pdir=$(tail -n 1 "$work/out")
+  expect_exit 0 "its report audits clean" -- "$PREREG" audit "$pdir"
+  [ "$(json_get "$pdir" "sorted(set((c['arm'], c['passed']) for c in r['correctness']))")" = "[('c', True), ('eager', True), ('scratch', True)]" ] \
+    && pass "the plugin arm passes the operation's reference in both passes" || fail "correctness: $(json_get "$pdir" "r['correctness']")"
+else
+  fail "cannot build the plugin: $(head -3 "$work/cc.err")"
+fi
 echo "# changed" >>"$work/ex/swiglu.py"
 expect_exit 3 "a changed operation file after freeze is refused" -- "$PREREG" run "$hash" --out "$out" --quiet
 expect_err "operation file of swiglu changed since freezing" "the refusal names the operation"
 
 # --- malformed declarations: exit 2 at check and freeze, one line naming the operation ---------
 cp "$PREREG_SOURCE_DIR/tests/data/operations/"* "$work/"
+stored=$(ls "$PREREG_STORE/protocols" | wc -l)
 protocol() { sed "s/NAME/$1/g; s/ROWS/$2/" "$work/protocol.yaml" >"$work/$1.yaml"; }
 refused() { # NAME PATTERN DESCRIPTION
   protocol "$1" "[4]"
@@ -71,7 +88,7 @@ refused nosuch "the file declares no nosuch" "a declaration the file lacks"
 sed 's/bad_ops.py/gone.py/' "$work/protocol.yaml" >"$work/gone.yaml" && sed -i "s/NAME/doubled/g; s/ROWS/[4]/" "$work/gone.yaml"
 expect_exit 2 "a missing operation file is refused" -- "$PREREG" check "$work/gone.yaml"
 expect_err "operation doubled: its file gone.py does not exist" "  ... naming the file"
-[ "$(ls "$PREREG_STORE/protocols" | wc -l)" -eq 1 ] && pass "nothing refused was stored" || fail "store: $(ls "$PREREG_STORE/protocols")"
+[ "$(ls "$PREREG_STORE/protocols" | wc -l)" -eq "$stored" ] && pass "nothing refused was stored" || fail "store: $(ls "$PREREG_STORE/protocols")"
 
 # --- a misbehaving reference: recorded per cell at run time; the report is signed --------------
 protocol misbehaving "[1, 2, 3, 4, 5, 6]"
