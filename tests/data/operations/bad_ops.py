@@ -43,3 +43,9 @@ bad_role = good(role="inout")
 bad_dim = good(dim="depth")
 bad_bytes = good(bytes_="2 * rows * width * s")
 misbehaving = good(reference=misbehaving_reference)
+
+other_axes = good()
+other_axes["axes"] = ["m", "n"]
+for _t in other_axes["tensors"]:
+    _t["dims"] = ["m", "n"]
+other_axes["passes"] = {"fwd": {"bytes": "2 * m * n * s"}}
