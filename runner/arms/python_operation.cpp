@@ -145,7 +145,15 @@ void bind_python_reference(const operation_desc &op, const std::string &device) 
   if (!op.outside || op.reference != nullptr)
     return;
   python_runtime::get().start();
-  (void)describe_python_operation(op.file, op.name); // imports the file here, once
+  // The file is the pinned one (run checked its SHA-256); its declaration, read again here, must
+  // still be the descriptor the run measures by (a declaration that reads the environment).
+  const json now = operation_to_json(
+      operation_from_json(describe_python_operation(op.file, op.name), op.file, op.file));
+  if (now != operation_to_json(op))
+    throw invalid_input(fmt::format("operation {}: the file's declaration, read in the measuring "
+                                    "process, differs from the descriptor frozen with it",
+                                    op.name),
+                        op.file);
   bound_devices()[op.name] = device;
   set_outside_reference(op.name, python_reference);
 }

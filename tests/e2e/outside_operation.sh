@@ -4,7 +4,8 @@
 # declarations (an unknown role, a dim naming no axis, a bytes formula naming no axis, a missing
 # declaration or file) are exit 2 at check/freeze; a reference that raises, returns the wrong
 # shape or dtype, returns NaN or disagrees with itself is a recorded cell failure at run time
-# and the report is still signed and audits clean.
+# and the report is still signed and audits clean; a declaration that reads otherwise in the
+# measuring process than at freeze is refused (exit 2).
 source "$(dirname "$0")/lib.bash"
 py=${PREREG_TEST_PYTHON:-/usr/bin/python3}
 export PREREG_PYTHON=$py
@@ -95,6 +96,12 @@ sed 's/bad_ops.py/gone.py/' "$work/protocol.yaml" >"$work/gone.yaml" && sed -i "
 expect_exit 2 "a missing operation file is refused" -- "$PREREG" check "$work/gone.yaml"
 expect_err "operation doubled: its file gone.py does not exist" "  ... naming the file"
 [ "$(ls "$PREREG_STORE/protocols" | wc -l)" -eq "$stored" ] && pass "nothing refused was stored" || fail "store: $(ls "$PREREG_STORE/protocols")"
+
+# --- a declaration that depends on the environment: refused at run -----------------------------
+protocol drifting "[4]"
+"$PREREG" freeze "$work/drifting.yaml" >"$work/out" 2>&1
+PREREG_TEST_EPS=0.5 expect_exit 2 "a declaration that reads otherwise at run than at freeze is refused" -- "$PREREG" run "$(tail -n 1 "$work/out")" --out "$out" --quiet
+expect_err "operation drifting: the file's declaration, read in the measuring process, differs from the descriptor frozen with it" "  ... in one line"
 
 # --- a misbehaving reference: recorded per cell at run time; the report is signed --------------
 protocol misbehaving "[1, 2, 3, 4, 5, 6]"
