@@ -5,12 +5,14 @@
 
 #include "base/json_reader.hpp"
 #include "base/process.hpp"
+#include "model/report_model.hpp"
 #include "prereg/error.hpp"
 #include "run/measuring_child.hpp"
 #include "run/raw_json.hpp"
 
 #include <fmt/format.h>
 
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -52,6 +54,9 @@ public:
     }
   }
 
+  /// Whether bytes without a line end are left.
+  [[nodiscard]] bool pending() const { return !m_buffer.empty(); }
+
 private:
   int m_fd;
   std::string m_buffer;
@@ -91,6 +96,18 @@ json parse_message(const std::string &line) {
   return msg;
 }
 
+/// The sandbox's first line: {layers: [names], reason: text}, each layer one the report knows.
+json read_isolation(const json &j) {
+  const json_node n = child_node(j, "isolation");
+  const json_node layers = n["layers"];
+  const std::size_t count = layers.array_size();
+  for (std::size_t i = 0; i < count; ++i)
+    if (!is_isolation_layer(layers.at(i).str()))
+      layers.at(i).fail("is not an isolation layer");
+  (void)n["reason"].str();
+  return {{"layers", layers.value()}, {"reason", n["reason"].value()}};
+}
+
 class forked final : public measuring_side {
 public:
   forked(const run_options &o, const protocol &proto, std::uint64_t seed) {
@@ -102,6 +119,9 @@ public:
       down.write.reset();
       detail::run_measuring_child(o, proto, seed, parent, up.write.get(), down.read.get());
     });
+    // From here on no other process of this user may read this one's memory, environment or
+    // descriptors through /proc or ptrace: the key is loaded only after this (docs/engine.md).
+    m_not_dumpable = ::prctl(PR_SET_DUMPABLE, 0) == 0;
     up.write.reset();
     down.read.reset();
     m_from_child = std::move(up.read);
@@ -118,9 +138,12 @@ public:
   forked &operator=(const forked &) = delete;
 
   measuring_plan plan() override {
+    measuring_plan out;
+    out.isolation = read_isolation(next_message(nullptr, "isolation").at("isolation"));
+    if (m_not_dumpable)
+      out.isolation["layers"].push_back("parent-not-dumpable");
     const json msg = next_message(nullptr, "plan");
     const json_node p = child_node(msg.at("plan"), "plan");
-    measuring_plan out;
     out.environment = p["environment"].object().value();
     const json_node cells = p["cells"];
     const std::size_t n = cells.array_size();
@@ -138,7 +161,9 @@ public:
     if (!write_all(m_to_child.get(), "g"))
       throw io_error(fmt::format("the measuring process (pid {}) is gone before measuring", m_pid));
     const json msg = next_message(&progress, "raw");
-    return raw_from_json(msg.at("raw"), m_cells);
+    raw_run raw = raw_from_json(msg.at("raw"), m_cells);
+    expect_clean_end();
+    return raw;
   }
 
 private:
@@ -160,6 +185,8 @@ private:
       const json msg = parse_message(*line);
       if (msg.contains("error"))
         detail::rethrow_error_message(msg);
+      if (progress == nullptr && (msg.contains("phase") || msg.contains("done")))
+        bad_result("message", fmt::format("is progress before the {} expected", want));
       if (msg.contains("phase")) {
         if (progress != nullptr)
           progress->phase(child_node(msg["phase"], "phase").str());
@@ -168,14 +195,33 @@ private:
       if (msg.contains("done")) {
         done = strict_count(child_node(msg["done"], "done"));
         total = strict_count(child_node(child_node(msg, "message")["total"].value(), "total"));
+        if (done == 0 || done > total)
+          bad_result("done", "is not a count of finished cells");
         if (progress != nullptr)
           progress->cell_done(done, total);
         continue;
       }
-      if (!msg.contains(want))
+      if (!msg.contains(want) || msg.size() != 1)
         bad_result("message", fmt::format("is not the {} expected", want));
       return msg;
     }
+  }
+
+  /// After the result: nothing more on the pipe, and the child ends with status 0. A second
+  /// result, bytes after it or a child that ends otherwise fails the run (docs/engine.md).
+  void expect_clean_end() {
+    const auto extra = m_reader->next([] {});
+    if (extra)
+      bad_result("message", "follows the result (one result per measuring process)");
+    if (m_reader->pending())
+      bad_result("message", "follows the result without a line end");
+    const pid_t pid = m_pid;
+    const wait_status st = wait_for(m_pid);
+    m_pid = -1;
+    if (!st.reaped || !st.exited() || st.exit_code() != 0)
+      throw io_error(
+          fmt::format("the measuring process (pid {}) {} after its result; the run failed", pid,
+                      st.reaped ? describe_status(st) : "vanished"));
   }
 
   /// Waits for the child that closed its pipe and says how it ended.
@@ -187,6 +233,7 @@ private:
   }
 
   pid_t m_pid = -1;
+  bool m_not_dumpable = false;
   unique_fd m_from_child;
   unique_fd m_to_child;
   std::unique_ptr<line_reader> m_reader;

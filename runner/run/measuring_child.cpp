@@ -7,6 +7,7 @@
 #include "engine/measure.hpp"
 #include "prereg/error.hpp"
 #include "run/raw_json.hpp"
+#include "run/sandbox.hpp"
 #include "spec/operation.hpp"
 #include "spec/registry.hpp"
 
@@ -121,9 +122,28 @@ private:
   int m_fd;
 };
 
+/// What the sandbox hides and protects for a run with options `o`: the key, the store and the
+/// reports folder; a masked key folder must not hide the project, the store, the reports
+/// folder or the current folder.
+sandbox_paths paths_of(const run_options &o) {
+  std::error_code ec;
+  sandbox_paths p;
+  p.key = std::filesystem::absolute(o.key_path, ec);
+  for (const auto &f : {o.store_root, o.out_dir})
+    if (!f.empty())
+      p.read_only.push_back(std::filesystem::absolute(f, ec));
+  p.must_stay_shown = p.read_only;
+  p.must_stay_shown.push_back(std::filesystem::current_path(ec));
+  if (!o.store_root.empty())
+    p.must_stay_shown.push_back(std::filesystem::absolute(o.store_root, ec).parent_path());
+  return p;
+}
+
 [[noreturn]] void child_main(const run_options &o, const protocol &proto, std::uint64_t seed,
                              int to_parent, int from_parent) {
   piped_progress out(to_parent);
+  // The first line, before any outside code is loaded: the walls this process stands in.
+  out.send({{"isolation", enter_sandbox(paths_of(o), {to_parent, from_parent}).to_json()}});
   try {
     in_process side(o, proto, seed);
     const measuring_plan p = side.plan();
