@@ -5,6 +5,7 @@
 
 #include "base/json_reader.hpp"
 #include "base/process.hpp"
+#include "crypto/keyring.hpp"
 #include "model/report_model.hpp"
 #include "prereg/error.hpp"
 #include "run/measuring_child.hpp"
@@ -154,6 +155,8 @@ public:
     for (const auto &d : skipped.value())
       out.skipped.push_back(d);
     m_cells = out.cells;
+    m_probe = out.environment;
+    (void)next_message(nullptr, "loaded"); // the outside arms are loaded: their code runs now
     return out;
   }
 
@@ -161,7 +164,14 @@ public:
     if (!write_all(m_to_child.get(), "g"))
       throw io_error(fmt::format("the measuring process (pid {}) is gone before measuring", m_pid));
     const json msg = next_message(&progress, "raw");
+    if (m_phase != "timing" || m_done != m_total)
+      bad_result("raw", "arrived before the timing phase finished");
     raw_run raw = raw_from_json(msg.at("raw"), m_cells);
+    if (raw.cells.size() > m_total)
+      bad_result("raw.cells", "are more than the cells the timing phase counted");
+    for (const auto &[k, v] : m_probe.items()) // sent before any outside code ran
+      if (!raw.environment.contains(k) || raw.environment[k] != v)
+        bad_result("raw.environment." + k, "differs from the device's probe in the plan");
     expect_clean_end();
     return raw;
   }
@@ -170,10 +180,9 @@ private:
   /// The next message that is not progress; progress goes to `progress`. A signal while
   /// waiting is handed to `progress` (which throws for an interrupt).
   json next_message(progress_sink *progress, const char *want) {
-    std::size_t done = 0, total = 0;
     const auto interrupted = [&] {
       if (progress != nullptr)
-        progress->cell_done(done, total);
+        progress->cell_done(m_done, m_total);
     };
     for (;;) {
       const auto line = m_reader->next(interrupted);
@@ -188,17 +197,22 @@ private:
       if (progress == nullptr && (msg.contains("phase") || msg.contains("done")))
         bad_result("message", fmt::format("is progress before the {} expected", want));
       if (msg.contains("phase")) {
+        m_phase = child_node(msg["phase"], "phase").str();
+        m_done = m_total = 0;
         if (progress != nullptr)
-          progress->phase(child_node(msg["phase"], "phase").str());
+          progress->phase(m_phase);
         continue;
       }
       if (msg.contains("done")) {
-        done = strict_count(child_node(msg["done"], "done"));
-        total = strict_count(child_node(child_node(msg, "message")["total"].value(), "total"));
-        if (done == 0 || done > total)
-          bad_result("done", "is not a count of finished cells");
+        const std::size_t done = strict_count(child_node(msg["done"], "done"));
+        const std::size_t total =
+            strict_count(child_node(child_node(msg, "message")["total"].value(), "total"));
+        if (done != m_done + 1 || done > total || (m_done != 0 && total != m_total))
+          bad_result("done", "is not the next count of finished cells");
+        m_done = done;
+        m_total = total;
         if (progress != nullptr)
-          progress->cell_done(done, total);
+          progress->cell_done(m_done, m_total);
         continue;
       }
       if (!msg.contains(want) || msg.size() != 1)
@@ -234,11 +248,32 @@ private:
 
   pid_t m_pid = -1;
   bool m_not_dumpable = false;
+  json m_probe;                        ///< the plan's environment, sent before outside code ran
+  std::string m_phase;                 ///< the last progress phase
+  std::size_t m_done = 0, m_total = 0; ///< its progress
   unique_fd m_from_child;
   unique_fd m_to_child;
   std::unique_ptr<line_reader> m_reader;
   std::vector<cell_key> m_cells;
 };
+
+/// A missing key file is created by a short-lived child, so that it exists (and is masked) when
+/// the measuring process starts while this process's memory never held it; a failure is left
+/// for the parent's own load to report.
+void create_key_apart(const std::filesystem::path &key_path) {
+  std::error_code ec;
+  if (key_path.empty() || std::filesystem::exists(key_path, ec))
+    return;
+  const pid_t pid = fork_child([&] {
+    try {
+      (void)load_or_create_key(key_path);
+    } catch (...) {
+      std::_Exit(1);
+    }
+    std::_Exit(0);
+  });
+  (void)wait_for(pid);
+}
 
 } // namespace
 
@@ -248,8 +283,10 @@ std::unique_ptr<measuring_side> start_measuring(const run_options &o, const prot
     throw std::logic_error("run_options.make_device is not set");
   if (!o.resolve_arm)
     throw std::logic_error("run_options.resolve_arm is not set");
-  if (o.isolate)
+  if (o.isolate) {
+    create_key_apart(o.key_path);
     return std::make_unique<forked>(o, proto, seed);
+  }
   return detail::measure_in_process(o, proto, seed);
 }
 

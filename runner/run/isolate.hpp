@@ -20,8 +20,8 @@ struct measuring_plan {
   /// The measuring process's walls, {layers, reason} (report run.isolation); null when it
   /// measured in this process.
   json isolation = nullptr;
-  std::vector<cell_key> cells;       ///< runnable cells, in plan order
-  std::vector<json> skipped;         ///< cell-skipped deviations of the other cells
+  std::vector<cell_key> cells; ///< runnable cells, in plan order
+  std::vector<json> skipped;   ///< cell-skipped deviations of the other cells
 };
 
 /// The device side of a run: plan() once, then measure() once.

@@ -56,9 +56,12 @@ public:
         out.cells.push_back(c);
     }
     m_plan.cells = out.cells;
-    preload_outside();
+    if (!m_defer_preload)
+      preload_outside();
     return out;
   }
+  /// The measuring child sends its plan before any outside code is loaded, then loads it here.
+  void defer_preload() { m_defer_preload = true; }
   raw_run measure(progress_sink &progress) override {
     raw_run raw = prereg::measure(*m_device, m_environment, m_plan, m_options.resolve_arm, progress,
                                   m_options.hooks);
@@ -66,7 +69,7 @@ public:
     return raw;
   }
 
-private:
+public:
   /// Loads the planned cells' outside arms now, before the run starts: a failure of the
   /// environment (no usable Python, a module the file imports not installed) ends the run here,
   /// exit 5 with nothing recorded; a failure of the arm's own code is kept and thrown when
@@ -96,8 +99,10 @@ private:
     };
   }
 
+private:
   const run_options &m_options;
   const protocol &m_proto;
+  bool m_defer_preload = false;
   std::map<std::string, std::shared_ptr<outside_arm>> m_loaded;
   std::exception_ptr m_load_failure;
   run_plan m_plan;
@@ -122,9 +127,9 @@ private:
   int m_fd;
 };
 
-/// What the sandbox hides and protects for a run with options `o`: the key, the store and the
-/// reports folder; a masked key folder must not hide the project, the store, the reports
-/// folder or the current folder.
+/// What the sandbox hides and protects for a run with options `o`: the key, the store, the
+/// reports folder and the project (the store's folder: protocols, kernels, outside files); a
+/// masked key folder must not hide them or the current folder.
 sandbox_paths paths_of(const run_options &o) {
   std::error_code ec;
   sandbox_paths p;
@@ -132,10 +137,11 @@ sandbox_paths paths_of(const run_options &o) {
   for (const auto &f : {o.store_root, o.out_dir})
     if (!f.empty())
       p.read_only.push_back(std::filesystem::absolute(f, ec));
+  p.sealed = p.read_only.size();
+  if (!o.store_root.empty())
+    p.read_only.push_back(std::filesystem::absolute(o.store_root, ec).parent_path());
   p.must_stay_shown = p.read_only;
   p.must_stay_shown.push_back(std::filesystem::current_path(ec));
-  if (!o.store_root.empty())
-    p.must_stay_shown.push_back(std::filesystem::absolute(o.store_root, ec).parent_path());
   return p;
 }
 
@@ -146,12 +152,15 @@ sandbox_paths paths_of(const run_options &o) {
   out.send({{"isolation", enter_sandbox(paths_of(o), {to_parent, from_parent}).to_json()}});
   try {
     in_process side(o, proto, seed);
+    side.defer_preload();
     const measuring_plan p = side.plan();
     json cells = json::array();
     for (const auto &c : p.cells)
       cells.push_back(to_json(c));
     out.send(
         {{"plan", {{"environment", p.environment}, {"cells", cells}, {"skipped", p.skipped}}}});
+    side.preload_outside(); // outside code runs from here on
+    out.send({{"loaded", true}});
     char go = 0;
     ssize_t n;
     while ((n = ::read(from_parent, &go, 1)) < 0 && errno == EINTR) {

@@ -113,7 +113,7 @@ bool read_only_root(std::string &reason) {
     return false;
   }
   for (const auto &p : scratch)
-    (void)set_read_only(p, false, true);
+    (void)set_read_only(p, false, false);
   return true;
 }
 
@@ -232,6 +232,12 @@ void protect_files(const sandbox_paths &paths, isolation_facts &facts) {
   for (const auto &p : paths.read_only)
     if (fs::is_directory(p, ec) && !bind_read_only(p))
       store_ok = false;
+  // A scratch folder inside the project (not the store or the reports) is writable again: only
+  // its own mount, so that the read-only binds below it (a store under /tmp) stay read-only.
+  for (const auto &s : scratch_folders())
+    if (std::none_of(paths.read_only.begin(), paths.read_only.begin() + paths.sealed,
+                     [&](const fs::path &p) { return p == s || contains(p, s); }))
+      (void)set_read_only(s, false, false);
   if (store_ok)
     facts.layers.emplace_back("read-only-store");
   else if (facts.reason.empty())

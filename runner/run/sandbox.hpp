@@ -14,8 +14,11 @@ namespace prereg::detail {
 
 /// What the sandbox hides and protects.
 struct sandbox_paths {
-  std::filesystem::path key;                          ///< the signing key file: masked
-  std::vector<std::filesystem::path> read_only;       ///< the store, the reports folder
+  std::filesystem::path key; ///< the signing key file: masked
+  /// The store, the reports folder, the project: read-only. A scratch folder inside one of them
+  /// stays writable unless it is inside one of the first `sealed` (the store and the reports).
+  std::vector<std::filesystem::path> read_only;
+  std::size_t sealed = 0;
   std::vector<std::filesystem::path> must_stay_shown; ///< folders a masked key folder must not hide
 };
 

@@ -1,0 +1,87 @@
+# End-to-end: planted attackers in the measuring process (docs/audit.md, "The threat model";
+# docs/engine.md, "The measuring process"). A Python arm and a C plugin hunt for the signing key
+# through the environment, /proc (every process they can see, the parent's environ, mem and
+# fds), the key file and its folder, ~/.config/prereg, the store and inherited descriptors, and
+# try to write the store, the ledger, the reports folder and the project; each writes what it
+# saw into a loot folder outside everything the sandbox protects, and this test checks that the
+# loot holds no key material and that every write was refused, while the report is signed and
+# audits. Python arms that write a forged result into the channel fail the run (exit 1, no
+# report, run-aborted in the ledger). Where this machine gives no user namespaces, the report
+# must say `isolation: none` with the reason, and the hunt is not asserted.
+source "$(dirname "$0")/lib.bash"
+py=${PREREG_TEST_PYTHON:-/usr/bin/python3}
+export PREREG_PYTHON=$py
+"$py" -c 'import numpy' 2>/dev/null || { echo "skipped: $py has no numpy"; exit 77; }
+data=$PREREG_SOURCE_DIR/tests/data
+loot=$(mktemp -d) # outside the project ($work): the attackers' only writable place besides /tmp
+trap 'rm -rf "$work" "$loot"' EXIT
+out=$work/reports
+mkdir -p "$work/p/isolation" "$work/p/python" "$out"
+cp "$data/isolation/attackers.py" "$data/isolation/protocol_hunt.yaml" \
+  "$data/isolation/protocol_forge.yaml" "$work/p/isolation/"
+cp "$data/python/cheating_arms.py" "$work/p/python/"
+${CC:-cc} -O1 -fPIC -shared -D_GNU_SOURCE -I"$PREREG_SOURCE_DIR/runner/include" \
+  -o "$work/p/isolation/hunter.so" "$data/isolation/hunter_plugin.c" || { fail "cannot build the plugin"; finish; }
+sed -i 's#PLUGIN_PATH#hunter.so#' "$work/p/isolation/protocol_hunt.yaml"
+export ATTACK_LOOT=$loot ATTACK_KEY=$PREREG_KEY ATTACK_STORE=$PREREG_STORE ATTACK_REPORTS=$out ATTACK_PROJECT=$work
+json_get() { "$py" -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$1" "$2"; }
+
+expect_exit 0 "freeze the hunting protocol" -- "$PREREG" freeze "$work/p/isolation/protocol_hunt.yaml"
+hash=$(tail -n 1 "$work/out")
+ledger_before=$(sha256sum "$PREREG_STORE/ledger.jsonl" | cut -c1-64)
+expect_exit 0 "run it: the attackers do not stop the run" -- "$PREREG" run "$hash" --out "$out" --quiet
+dir=$(tail -n 1 "$work/out")
+expect_exit 0 "its report is signed and audits clean" -- "$PREREG" audit "$dir"
+expect_exit 0 "the ledger verifies" -- "$PREREG" ledger verify
+mode=$(json_get "$dir/report.json" "'none' if 'user-namespace' not in r['run']['isolation']['layers'] else 'namespaces'")
+grep -q "^| isolation | $mode" "$dir/report.md" && pass "report.md shows the isolation ($mode)" || fail "report.md: $(grep isolation "$dir/report.md")"
+if [ "$mode" = none ]; then
+  json_get "$dir/report.json" "r['run']['isolation']['reason']" | grep -q . \
+    && pass "isolation none carries its reason" || fail "no reason for isolation none"
+  echo "note: no user namespaces here; the hunt's results are not asserted"
+  finish
+fi
+key_body=$(grep -v -- '-----' "$PREREG_KEY" | tr -d '\n')
+[ -s "$loot/python.json" ] && [ -s "$loot/plugin.txt" ] && pass "both attackers ran and wrote their loot" \
+  || { fail "no loot: $(ls "$loot")"; finish; }
+! grep -qF "$key_body" "$loot/python.json" "$loot/plugin.txt" && ! grep -q "PRIVATE KEY" "$loot/python.json" "$loot/plugin.txt" \
+  && pass "the loot holds no key bytes" || fail "the attackers found key material"
+lj() { json_get "$loot/python.json" "$1"; }
+[ "$(lj "r['env_key']")" = None ] && pass "PREREG_KEY is not in the measuring process's environment" || fail "env: $(lj "r['env_key']")"
+[ "$(lj "r['processes']")" = "[1]" ] && pass "its /proc shows only itself (PID 1 of its own namespace)" || fail "processes: $(lj "r['processes']")"
+[ "$(lj "[p for p in r['proc'] if 'got' in p]")" = "[]" ] && pass "no other process's environ is readable" || fail "environ: $(lj "r['proc']")"
+[ "$(lj "[p for p in r['mem'] if 'got' in p]")" = "[]" ] && pass "no other process's memory is readable" || fail "mem: $(lj "r['mem']")"
+[ "$(lj "'got' in r['parent_fds']")" = False ] && pass "the parent's descriptors are out of reach" || fail "parent fds: $(lj "r['parent_fds']")"
+[ "$(lj "sorted(v for k, v in r['fds'].items() if int(k) > 2 and v.startswith('pipe:'))" | grep -o pipe | wc -l)" -eq 2 ] \
+  && [ "$(lj "[v for k, v in r['fds'].items() if int(k) > 2 and not v.startswith('pipe:') and not v.startswith('?')]")" = "[]" ] \
+  && pass "it inherited only the two pipe ends of its channel" || fail "fds: $(lj "r['fds']")"
+[ "$(lj "'got' in r['key_file']")" = False ] && pass "the key file cannot be read" || fail "key file: $(lj "r['key_file']")"
+[ "$(lj "r['key_folder'].get('got')")" = "[]" ] && pass "the key's folder shows empty" || fail "key folder: $(lj "r['key_folder']")"
+[ "$(lj "[s['what'] for s in r['store'] if s.get('got', {}).get('has_key')]")" = "[]" ] && [ "$(lj "len(r['store']) > 0")" = True ] \
+  && pass "the store is readable and holds no key" || fail "store: $(lj "r['store']")"
+[ "$(lj "[w['what'] for w in r['writes'] if 'got' in w]")" = "[]" ] \
+  && pass "every write (ledger, store, reports, key folder, project) was refused" || fail "writes: $(lj "r['writes']")"
+[ "$(lj "'got' in r['readable_elsewhere']")" = True ] && pass "the rest of the file system stays readable" || fail "$(lj "r['readable_elsewhere']")"
+grep -q " GOT " <(grep -v "^fd " "$loot/plugin.txt") && fail "the plugin got something: $(grep " GOT " "$loot/plugin.txt")" \
+  || pass "the plugin's hunt got nothing ($(grep -c refused "$loot/plugin.txt") refusals)"
+[ "$(grep '^fd .*GOT pipe' "$loot/plugin.txt" | sort -u | wc -l)" -eq 2 ] && [ "$(grep '^fd ' "$loot/plugin.txt" | sort -u | wc -l)" -eq 3 ] \
+  && pass "the plugin sees only its channel's pipes and its own loot file" || fail "plugin fds: $(grep '^fd ' "$loot/plugin.txt")"
+[ ! -e "$PREREG_STORE/planted" ] && [ ! -e "$out/planted" ] && [ ! -e "$work/planted" ] \
+  && pass "nothing was planted in the store, the reports or the project" || fail "a planted file exists"
+json_get "$dir/report.json" "[d['cell']['arm'] for d in r['deviations'] if d['kind']=='arm-excluded']" | grep -q cached \
+  && pass "the caching arm beside them is excluded" || fail "deviations: $(json_get "$dir/report.json" "r['deviations']")"
+
+# --- forged results in the channel -----------------------------------------------------------
+for forger in forge_and_exit forge_and_go_on; do
+  sed -i "s#function: .*#function: $forger#; s#id: e2e_isolation_forge.*#id: e2e_isolation_$forger#" "$work/p/isolation/protocol_forge.yaml"
+  expect_exit 0 "freeze the $forger protocol" -- "$PREREG" freeze "$work/p/isolation/protocol_forge.yaml"
+  hash=$(tail -n 1 "$work/out")
+  expect_exit 1 "$forger: a forged result fails the run" -- "$PREREG" run "$hash" --out "$out" --quiet
+  expect_err "^prereg: error: (the measuring process sent an invalid result|the measuring process \(pid [0-9]+\))" "$forger: the error names the measuring process"
+  ! grep -q "pid -1" "$work/err" && pass "$forger: the message names a real pid" || fail "stderr: $(cat "$work/err")"
+  [ -z "$(ls "$out/e2e_isolation_$forger" 2>/dev/null)" ] && pass "$forger: no report was written" || fail "$forger: a report exists"
+  tail -n 1 "$PREREG_STORE/ledger.jsonl" | grep -q '"event":"run-aborted"' && pass "$forger: the ledger records the run aborted" \
+    || fail "$forger: ledger tail $(tail -n 1 "$PREREG_STORE/ledger.jsonl" | cut -c1-200)"
+done
+expect_exit 0 "the ledger still verifies" -- "$PREREG" ledger verify
+finish
