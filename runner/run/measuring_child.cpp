@@ -66,6 +66,7 @@ public:
     raw_run raw = prereg::measure(*m_device, m_environment, m_plan, m_options.resolve_arm, progress,
                                   m_options.hooks);
     attach_regions(raw);
+    raw.arm_log = outside::take_arm_log();
     return raw;
   }
 

@@ -33,6 +33,18 @@ expect_exit 0 "run it: the attackers do not stop the run" -- "$PREREG" run "$has
 dir=$(tail -n 1 "$work/out")
 expect_exit 0 "its report is signed and audits clean" -- "$PREREG" audit "$dir"
 expect_exit 0 "the ledger verifies" -- "$PREREG" ledger verify
+json_get "$dir/report.json" "[d['message'] for d in r['deviations'] if d['kind']=='arm-error']" \
+  | grep -q "RuntimeError: planted capture failure: unsupported call'" \
+  && pass "an arm's failure reason is the exception's type and first line, not its trailer" \
+  || fail "arm-error: $(json_get "$dir/report.json" "[d['message'] for d in r['deviations'] if d['kind']=='arm-error']")"
+log=$(json_get "$dir/report.json" "r['run']['arm_log']['file']")
+[ "$(json_get "$dir/report.json" "r['run']['arm_log']['sha256']")" = "$(sha256sum "$dir/$log" | cut -c1-64)" ] \
+  && grep -q "in step" "$dir/$log" && grep -q "TORCHDYNAMO_VERBOSE" "$dir/$log" \
+  && pass "the full traceback is in $log beside the report, named by its SHA-256" || fail "arm log: $(ls "$dir")"
+cp -r "$dir" "$work/tampered" && echo "edited" >>"$work/tampered/$log"
+expect_exit 4 "a changed arm log fails the audit" -- "$PREREG" audit "$work/tampered"
+grep -q "FAIL pages: .*does not have the SHA-256 run.arm_log names" "$work/out" "$work/err" \
+  && pass "the audit's pages check names the log" || fail "audit: $(grep FAIL "$work/out")"
 mode=$(json_get "$dir/report.json" "'none' if 'user-namespace' not in r['run']['isolation']['layers'] else 'namespaces'")
 grep -q "^| isolation | $mode" "$dir/report.md" && pass "report.md shows the isolation ($mode)" || fail "report.md: $(grep isolation "$dir/report.md")"
 if [ "$mode" = none ]; then

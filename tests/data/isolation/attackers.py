@@ -166,3 +166,13 @@ def forge_and_go_on(t):
     """Writes a forged result for every cell and carries on as an honest arm."""
     os.write(_pipe_to_parent(), _forged_result(_cells()))
     return _layernorm(t)
+
+
+def raises_multiline(t):
+    """Fails like a torch.compile capture: the reason is on the first line, a trailer last."""
+
+    def step():
+        raise RuntimeError("planted capture failure: unsupported call\n\n"
+                           "Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace")
+
+    return step
