@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <string>
@@ -207,6 +208,8 @@ void run_measuring_child(const run_options &o, const protocol &proto, std::uint6
     std::_Exit(1);
   ::signal(SIGINT, SIG_IGN); // the parent decides what an interrupt means
   ::signal(SIGTERM, SIG_IGN);
+  if (char *v = std::getenv("PREREG_KEY")) // its bytes in the environment block /proc shows
+    std::memset(v, 0, std::strlen(v));
   ::unsetenv("PREREG_KEY");
   outside::set_crash_channel(to_parent); // a crash in an outside arm: one error message up
   child_main(o, proto, seed, to_parent, from_parent);

@@ -329,7 +329,8 @@ raw_run raw_from_json(const json &j, const std::vector<cell_key> &planned) {
   const std::size_t n_devs = devs.array_size();
   for (std::size_t i = 0; i < n_devs; ++i)
     raw.deviations.push_back(read_deviation(devs.at(i), planned));
-  raw.arm_log = root["arm_log"].str();
+  if (root.has("arm_log"))
+    raw.arm_log = root["arm_log"].str();
   return raw;
 }
 

@@ -177,13 +177,23 @@ bool mask_key(const sandbox_paths &paths, std::string &reason) {
   return true;
 }
 
-/// Waits for `child` and ends this process as it ended.
-[[noreturn]] void end_as(pid_t child) {
+/// The status `child` ended with (waiting through EINTR).
+int wait_status_of(pid_t child) {
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
+  return status;
+}
+
+/// Waits for the namespace's init and ends this process as the measuring process ended: the
+/// init passes a signal on as exit status 128 + N (an init cannot kill itself with a signal),
+/// and the measuring process itself only ever exits with 0, 1 or 127.
+[[noreturn]] void end_as(pid_t init) {
+  const int status = wait_status_of(init);
+  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (WIFEXITED(status) && WEXITSTATUS(status) > 128)
+    sig = WEXITSTATUS(status) - 128;
+  if (sig != 0) {
     ::signal(sig, SIG_DFL);
     sigset_t set;
     ::sigemptyset(&set);
@@ -194,30 +204,60 @@ bool mask_key(const sandbox_paths &paths, std::string &reason) {
   std::_Exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
-/// A new PID namespace whose first process (the child of this call) continues; this process
-/// closes its copies of `keep` and waits. The child mounts a /proc of its own namespace.
+/// The namespace's init (PID 1): reaps every orphan (torch.compile's workers) until the
+/// measuring process ends, then exits with its status (a signal N as 128 + N). When the init
+/// ends, the kernel ends every process left in the namespace.
+[[noreturn]] void init_until(pid_t measuring) {
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0 && errno == EINTR)
+      continue;
+    if (pid < 0)
+      std::_Exit(1);
+    if (pid != measuring)
+      continue;
+    if (WIFSIGNALED(status))
+      std::_Exit(128 + WTERMSIG(status));
+    std::_Exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+  }
+}
+
+/// Forks; the parent closes its copies of `keep` and runs `then` with the child's pid.
+template <class F> bool fork_off(const std::vector<int> &keep, F &&then) {
+  const pid_t child = ::fork();
+  if (child < 0)
+    return false;
+  if (child > 0) {
+    for (const int fd : keep)
+      ::close(fd);
+    then(child);
+  }
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL); // dies with the process that waits for it
+  return true;
+}
+
+/// A new PID namespace: its init (a child of this call) mounts the namespace's /proc and
+/// forks the measuring process, which returns from this call as PID 2; this process and the
+/// init only wait and pass its end on.
 void enter_pid_namespace(isolation_facts &facts, const std::vector<int> &keep) {
   if (::unshare(CLONE_NEWPID) != 0) {
     facts.reason = errno_text("a PID namespace is not available (unshare)");
     return;
   }
-  const pid_t child = ::fork();
-  if (child < 0) {
-    facts.reason = errno_text("the PID namespace's first process could not be forked");
+  if (!fork_off(keep, [](pid_t init) { end_as(init); })) {
+    facts.reason = errno_text("the PID namespace's init could not be forked");
     return;
   }
-  if (child > 0) {
-    for (const int fd : keep)
-      ::close(fd);
-    end_as(child);
-  }
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL); // dies with the waiting process, which dies with the run
+  ::prctl(PR_SET_DUMPABLE, 0); // the init: its memory and environment out of the arms' reach
   facts.layers.emplace_back("pid-namespace");
-  if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+  if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0)
     facts.reason = errno_text("a /proc of the new PID namespace could not be mounted");
-    return;
-  }
-  facts.layers.emplace_back("fresh-proc");
+  else
+    facts.layers.emplace_back("fresh-proc");
+  if (!fork_off(keep, [](pid_t measuring) { init_until(measuring); }))
+    std::_Exit(1);             // the init cannot fork: the parent sees the pipe close and says so
+  ::prctl(PR_SET_DUMPABLE, 1); // the measuring process's own /proc entries stay its own
 }
 
 /// The masks and the read-only store in the new mount namespace.

@@ -33,8 +33,9 @@ struct isolation_facts {
 /// In the forked measuring process, before any outside code runs: closes every inherited
 /// descriptor but 0, 1, 2 and `keep`, enters new user and mount namespaces, masks and
 /// write-protects `paths`, then enters a new PID namespace: this process stays outside it and
-/// only waits, ending as its child ends (the same exit status or signal), while the child
-/// returns from this call as PID 1 of the new namespace with a fresh /proc. A wall that cannot
+/// only waits, ending as the measuring process ends (the same exit status or signal); the
+/// namespace's init (PID 1) mounts a fresh /proc, reaps orphans and forks the measuring
+/// process, which returns from this call as PID 2. A wall that cannot
 /// go up is left out and said in the facts' reason; the run goes on without it.
 [[nodiscard]] isolation_facts enter_sandbox(const sandbox_paths &paths, std::vector<int> keep);
 

@@ -23,7 +23,10 @@ cp "$data/python/cheating_arms.py" "$work/p/python/"
 ${CC:-cc} -O1 -fPIC -shared -D_GNU_SOURCE -I"$PREREG_SOURCE_DIR/runner/include" \
   -o "$work/p/isolation/hunter.so" "$data/isolation/hunter_plugin.c" || { fail "cannot build the plugin"; finish; }
 sed -i 's#PLUGIN_PATH#hunter.so#' "$work/p/isolation/protocol_hunt.yaml"
-export ATTACK_LOOT=$loot ATTACK_KEY=$PREREG_KEY ATTACK_STORE=$PREREG_STORE ATTACK_REPORTS=$out ATTACK_PROJECT=$work
+export ATTACK_LOOT=$loot # what else the attackers are told is in files (an environment variable
+# would put the key's path into every environment block they read)
+printf '{"key": "%s", "store": "%s", "reports": "%s", "project": "%s"}\n' "$PREREG_KEY" "$PREREG_STORE" "$out" "$work" >"$loot/config.json"
+printf '%s\n%s\n%s\n' "$PREREG_KEY" "$PREREG_STORE" "$out" >"$loot/plugin.conf"
 json_get() { "$py" -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$1" "$2"; }
 
 expect_exit 0 "freeze the hunting protocol" -- "$PREREG" freeze "$work/p/isolation/protocol_hunt.yaml"
@@ -53,16 +56,19 @@ if [ "$mode" = none ]; then
   echo "note: no user namespaces here; the hunt's results are not asserted"
   finish
 fi
+lj() { json_get "$loot/python.json" "$1"; }
 key_body=$(grep -v -- '-----' "$PREREG_KEY" | tr -d '\n')
-[ -s "$loot/python.json" ] && [ -s "$loot/plugin.txt" ] && pass "both attackers ran and wrote their loot" \
+[ -s "$loot/python.json" ] && [ -s "$loot/plugin.txt" ] && grep -q "^key .*refused" "$loot/plugin.txt" && pass "both attackers ran and wrote their loot" \
   || { fail "no loot: $(ls "$loot")"; finish; }
 ! grep -qF "$key_body" "$loot/python.json" "$loot/plugin.txt" && ! grep -q "PRIVATE KEY" "$loot/python.json" "$loot/plugin.txt" \
-  && pass "the loot holds no key bytes" || fail "the attackers found key material"
-lj() { json_get "$loot/python.json" "$1"; }
+  && ! grep -q "KEY-MATERIAL" "$loot/plugin.txt" && [ "$(lj "[p['what'] for p in r['proc'] + r['mem'] if p.get('got', {}).get('has_key')]")" = "[]" ] \
+  && pass "the loot holds no key bytes and no environment names the key file" || fail "the attackers found key material"
 [ "$(lj "r['env_key']")" = None ] && pass "PREREG_KEY is not in the measuring process's environment" || fail "env: $(lj "r['env_key']")"
-[ "$(lj "r['processes']")" = "[1]" ] && pass "its /proc shows only itself (PID 1 of its own namespace)" || fail "processes: $(lj "r['processes']")"
-[ "$(lj "[p for p in r['proc'] if 'got' in p]")" = "[]" ] && pass "no other process's environ is readable" || fail "environ: $(lj "r['proc']")"
-[ "$(lj "[p for p in r['mem'] if 'got' in p]")" = "[]" ] && pass "no other process's memory is readable" || fail "mem: $(lj "r['mem']")"
+[ "$(lj "r['processes']")" = "[1, 2]" ] && [ "$(lj "r['pid']")" = 2 ] && pass "its /proc shows only its namespace: the init and itself" || fail "processes: $(lj "r['processes']")"
+[ "$(lj "[p for p in r['proc'] if 'got' in p]")" = "[]" ] && [ "$(lj "len(r['proc'])")" -ge 1 ] \
+  && pass "no other process's environ is readable (the init's neither)" || fail "environ: $(lj "r['proc']")"
+[ "$(lj "[p for p in r['mem'] if 'got' in p]")" = "[]" ] && [ "$(lj "len(r['mem'])")" -ge 1 ] \
+  && pass "no other process's memory is readable" || fail "mem: $(lj "r['mem']")"
 [ "$(lj "'got' in r['parent_fds']")" = False ] && pass "the parent's descriptors are out of reach" || fail "parent fds: $(lj "r['parent_fds']")"
 [ "$(lj "sorted(v for k, v in r['fds'].items() if int(k) > 2 and v.startswith('pipe:'))" | grep -o pipe | wc -l)" -eq 2 ] \
   && [ "$(lj "[v for k, v in r['fds'].items() if int(k) > 2 and not v.startswith('pipe:') and not v.startswith('?')]")" = "[]" ] \

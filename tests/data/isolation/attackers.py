@@ -13,6 +13,13 @@ import numpy as np
 KEY_MARK = b"PRIVATE KEY"
 
 
+def _config():
+    """What the test tells the attacker (in a file: an environment variable would itself put the
+    key's path into every environment block the attacker reads)."""
+    with open(os.path.join(os.environ["ATTACK_LOOT"], "config.json")) as f:
+        return json.load(f)
+
+
 def _try(what, fn):
     try:
         return {"what": what, "got": fn()}
@@ -23,7 +30,8 @@ def _try(what, fn):
 def _read(path, n=4096):
     with open(path, "rb") as f:
         data = f.read(n)
-    return {"bytes": len(data), "has_key": KEY_MARK in data or b"PREREG_KEY" in data,
+    key_path = _config()["key"].encode()
+    return {"bytes": len(data), "has_key": KEY_MARK in data or key_path in data,
             "text": data[:200].decode("latin-1")}
 
 
@@ -72,9 +80,8 @@ def _store_files(store):
 
 
 def _hunt():
-    key = os.environ.get("ATTACK_KEY", "")
-    store = os.environ.get("ATTACK_STORE", "")
-    reports = os.environ.get("ATTACK_REPORTS", "")
+    config = _config()
+    key, store, reports = config["key"], config["store"], config["reports"]
     home = os.environ.get("HOME", "/")
     ppid = os.getppid()
     loot = {
@@ -87,7 +94,8 @@ def _hunt():
                  for p in _processes() + [ppid] if p != os.getpid()],
         "mem": [_try(f"/proc/{p}/mem", lambda p=p: _parent_memory(p))
                 for p in _processes() + [ppid] if p not in (0, os.getpid())],
-        "parent_fds": _try("/proc/ppid/fd", lambda: os.listdir(f"/proc/{ppid}/fd")),
+        "parent_fds": _try("/proc/ppid/fd/*", lambda: [os.readlink(f"/proc/{ppid}/fd/{fd}")
+                                                       for fd in os.listdir(f"/proc/{ppid}/fd")]),
         "key_file": _try(key, lambda: _read(key)),
         "key_folder": _try(os.path.dirname(key), lambda: os.listdir(os.path.dirname(key))),
         "config": _try("~/.config/prereg", lambda: os.listdir(os.path.join(home, ".config/prereg"))),
@@ -95,7 +103,7 @@ def _hunt():
         "writes": [_try(p, lambda p=p: _write(p)) for p in (
             os.path.join(store, "ledger.jsonl"), os.path.join(store, "planted"),
             os.path.join(reports, "planted"), os.path.join(os.path.dirname(key), "planted"),
-            os.path.join(os.environ.get("ATTACK_PROJECT", "/"), "planted"))],
+            os.path.join(config["project"], "planted"))],
         "readable_elsewhere": _try("/etc/hostname", lambda: _read("/etc/hostname")),
     }
     dest = os.path.join(os.environ["ATTACK_LOOT"], "python.json")

