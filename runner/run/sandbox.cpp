@@ -149,8 +149,9 @@ bool mask_folder(const fs::path &folder) {
                  "size=4k,mode=000") == 0;
 }
 
-/// The key file under /dev/null, and its folder (and ~/.config/prereg) under an empty tmpfs
-/// unless that folder holds something the measuring process needs.
+/// The key file under /dev/null, and its folder (and the default key folders,
+/// ~/.config/prereg and $XDG_CONFIG_HOME/prereg) under an empty tmpfs unless that folder holds
+/// something the measuring process needs.
 bool mask_key(const sandbox_paths &paths, std::string &reason) {
   std::error_code ec;
   std::vector<fs::path> folders;
@@ -158,6 +159,8 @@ bool mask_key(const sandbox_paths &paths, std::string &reason) {
   folders.push_back(key.parent_path());
   if (const char *home = std::getenv("HOME"); home != nullptr && *home == '/')
     folders.push_back(fs::weakly_canonical(fs::path(home) / ".config" / "prereg", ec));
+  if (const char *config = std::getenv("XDG_CONFIG_HOME"); config != nullptr && *config == '/')
+    folders.push_back(fs::weakly_canonical(fs::path(config) / "prereg", ec));
   for (const auto &f : folders) {
     const bool needed = std::any_of(paths.must_stay_shown.begin(), paths.must_stay_shown.end(),
                                     [&](const fs::path &m) {
