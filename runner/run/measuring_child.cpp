@@ -70,8 +70,6 @@ public:
     raw.arm_log = outside::take_arm_log();
     return raw;
   }
-
-public:
   /// Loads the planned cells' outside arms now, before the run starts: a failure of the
   /// environment (no usable Python, a module the file imports not installed) ends the run here,
   /// exit 5 with nothing recorded; a failure of the arm's own code is kept and thrown when
