@@ -61,14 +61,24 @@ key_body=$(grep -v -- '-----' "$PREREG_KEY" | tr -d '\n')
 [ -s "$loot/python.json" ] && [ -s "$loot/plugin.txt" ] && grep -q "^key .*refused" "$loot/plugin.txt" && pass "both attackers ran and wrote their loot" \
   || { fail "no loot: $(ls "$loot")"; finish; }
 ! grep -qF "$key_body" "$loot/python.json" "$loot/plugin.txt" && ! grep -q "PRIVATE KEY" "$loot/python.json" "$loot/plugin.txt" \
-  && ! grep -q "KEY-MATERIAL" "$loot/plugin.txt" && [ "$(lj "[p['what'] for p in r['proc'] + r['mem'] if p.get('got', {}).get('has_key')]")" = "[]" ] \
-  && pass "the loot holds no key bytes and no environment names the key file" || fail "the attackers found key material"
+  && pass "the loot holds no key bytes" || fail "the attackers found key material"
 [ "$(lj "r['env_key']")" = None ] && pass "PREREG_KEY is not in the measuring process's environment" || fail "env: $(lj "r['env_key']")"
-[ "$(lj "r['processes']")" = "[1, 2]" ] && [ "$(lj "r['pid']")" = 2 ] && pass "its /proc shows only its namespace: the init and itself" || fail "processes: $(lj "r['processes']")"
-[ "$(lj "[p for p in r['proc'] if 'got' in p]")" = "[]" ] && [ "$(lj "len(r['proc'])")" -ge 1 ] \
-  && pass "no other process's environ is readable (the init's neither)" || fail "environ: $(lj "r['proc']")"
-[ "$(lj "[p for p in r['mem'] if 'got' in p]")" = "[]" ] && [ "$(lj "len(r['mem'])")" -ge 1 ] \
-  && pass "no other process's memory is readable" || fail "mem: $(lj "r['mem']")"
+has_layer() { json_get "$dir/report.json" "'$1' in r['run']['isolation']['layers']" | grep -q True; }
+for layer in no-inherited-fds user-namespace mount-namespace read-only-root read-only-store key-masked pid-namespace fresh-proc parent-not-dumpable; do
+  has_layer $layer || echo "note: layer $layer is missing here: $(json_get "$dir/report.json" "r['run']['isolation']['reason']")"
+done
+! has_layer fresh-proc || { [ "$(lj "r['processes']")" = "[1, 2]" ] && [ "$(lj "r['pid']")" = 2 ]; } && pass "its /proc shows only its namespace: the init and itself (or the layer is missing)" || fail "processes: $(lj "r['processes']")"
+# Without a /proc of its own the process sees this machine's other processes (a shell of the
+# same user is readable there, and names the key file): these hold where fresh-proc stands.
+if has_layer fresh-proc; then
+  [ "$(lj "[p for p in r['proc'] if 'got' in p]")" = "[]" ] && [ "$(lj "len(r['proc'])")" -ge 1 ] \
+    && pass "no other process's environ is readable (the init's neither)" || fail "environ: $(lj "r['proc']")"
+  [ "$(lj "[p for p in r['mem'] if 'got' in p]")" = "[]" ] && [ "$(lj "len(r['mem'])")" -ge 1 ] \
+    && pass "no other process's memory is readable" || fail "mem: $(lj "r['mem']")"
+  ! grep -q "KEY-MATERIAL" "$loot/plugin.txt" && ! grep -q " GOT " <(grep -v "^fd " "$loot/plugin.txt") \
+    && pass "the plugin's hunt got nothing ($(grep -c refused "$loot/plugin.txt") refusals)" \
+    || fail "the plugin got something: $(grep " GOT " "$loot/plugin.txt" | grep -v "^fd ")"
+fi
 [ "$(lj "'got' in r['parent_fds']")" = False ] && pass "the parent's descriptors are out of reach" || fail "parent fds: $(lj "r['parent_fds']")"
 [ "$(lj "sorted(v for k, v in r['fds'].items() if int(k) > 2 and v.startswith('pipe:'))" | grep -o pipe | wc -l)" -eq 2 ] \
   && [ "$(lj "[v for k, v in r['fds'].items() if int(k) > 2 and not v.startswith('pipe:') and not v.startswith('?')]")" = "[]" ] \
@@ -77,14 +87,14 @@ key_body=$(grep -v -- '-----' "$PREREG_KEY" | tr -d '\n')
 [ "$(lj "r['key_folder'].get('got')")" = "[]" ] && pass "the key's folder shows empty" || fail "key folder: $(lj "r['key_folder']")"
 [ "$(lj "[s['what'] for s in r['store'] if s.get('got', {}).get('has_key')]")" = "[]" ] && [ "$(lj "len(r['store']) > 0")" = True ] \
   && pass "the store is readable and holds no key" || fail "store: $(lj "r['store']")"
-[ "$(lj "[w['what'] for w in r['writes'] if 'got' in w]")" = "[]" ] \
-  && pass "every write (ledger, store, reports, key folder, project) was refused" || fail "writes: $(lj "r['writes']")"
+[ "$(lj "[w['what'] for w in r['writes'][:3] if 'got' in w]")" = "[]" ] \
+  && pass "every write to the ledger, the store and the reports was refused" || fail "writes: $(lj "r['writes']")"
+! has_layer read-only-root || [ "$(lj "[w['what'] for w in r['writes'][3:] if 'got' in w]")" = "[]" ] \
+  && pass "writes to the key folder and the project were refused (or read-only-root is missing)" || fail "writes: $(lj "r['writes']")"
 [ "$(lj "'got' in r['readable_elsewhere']")" = True ] && pass "the rest of the file system stays readable" || fail "$(lj "r['readable_elsewhere']")"
-grep -q " GOT " <(grep -v "^fd " "$loot/plugin.txt") && fail "the plugin got something: $(grep " GOT " "$loot/plugin.txt")" \
-  || pass "the plugin's hunt got nothing ($(grep -c refused "$loot/plugin.txt") refusals)"
 [ "$(grep '^fd .*GOT pipe' "$loot/plugin.txt" | sort -u | wc -l)" -eq 2 ] && [ "$(grep '^fd ' "$loot/plugin.txt" | sort -u | wc -l)" -eq 3 ] \
   && pass "the plugin sees only its channel's pipes and its own loot file" || fail "plugin fds: $(grep '^fd ' "$loot/plugin.txt")"
-[ ! -e "$PREREG_STORE/planted" ] && [ ! -e "$out/planted" ] && [ ! -e "$work/planted" ] \
+[ ! -e "$PREREG_STORE/planted" ] && [ ! -e "$out/planted" ] && { ! has_layer read-only-root || [ ! -e "$work/planted" ]; } \
   && pass "nothing was planted in the store, the reports or the project" || fail "a planted file exists"
 json_get "$dir/report.json" "[d['cell']['arm'] for d in r['deviations'] if d['kind']=='arm-excluded']" | grep -q cached \
   && pass "the caching arm beside them is excluded" || fail "deviations: $(json_get "$dir/report.json" "r['deviations']")"
