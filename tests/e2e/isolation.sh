@@ -112,4 +112,23 @@ for forger in forge_and_exit forge_and_go_on; do
     || fail "$forger: ledger tail $(tail -n 1 "$PREREG_STORE/ledger.jsonl" | cut -c1-200)"
 done
 expect_exit 0 "the ledger still verifies" -- "$PREREG" ledger verify
+
+# --- no user namespaces: the run goes on, and its report says `isolation: none` and why --------
+# (a user namespace of this test's own whose limit of nested user namespaces is 0)
+if unshare -Ur true 2>/dev/null; then
+  sed "s#function: .*#function: raises_multiline#; s#id: e2e_isolation_forge.*#id: e2e_isolation_none#" \
+    "$data/isolation/protocol_forge.yaml" >"$work/p/isolation/protocol_none.yaml"
+  expect_exit 0 "freeze a protocol for the run without namespaces" -- "$PREREG" freeze "$work/p/isolation/protocol_none.yaml"
+  hash=$(tail -n 1 "$work/out")
+  expect_exit 0 "without user namespaces the run still works" -- unshare -Ur sh -c \
+    'echo 0 >/proc/sys/user/max_user_namespaces && exec "$0" run "$1" --out "$2" --quiet' "$PREREG" "$hash" "$out"
+  dir=$(tail -n 1 "$work/out")
+  expect_exit 0 "its report audits clean" -- "$PREREG" audit "$dir"
+  grep -q "^| isolation | none: user and mount namespaces are not available (unshare): " "$dir/report.md" \
+    && pass "report.md says isolation: none with the reason" || fail "report.md: $(grep isolation "$dir/report.md")"
+  grep -q "measuring process isolation: none (user and mount namespaces are not available" "$work/out" \
+    && pass "the audit shows it" || fail "audit: $(grep pages "$work/out")"
+else
+  echo "note: unshare -Ur is refused here; the run without namespaces is not tried"
+fi
 finish
