@@ -4,12 +4,14 @@
 
 #include "arms/outside_common.hpp"
 #include "base/process.hpp"
+#include "crypto/keyring.hpp"
 #include "engine/measure.hpp"
 #include "prereg/error.hpp"
 #include "run/raw_json.hpp"
 #include "run/sandbox.hpp"
 #include "spec/operation.hpp"
 #include "spec/registry.hpp"
+#include "store/store.hpp"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -130,16 +132,17 @@ private:
 /// What the sandbox hides and protects for a run with options `o`: the key, the store, the
 /// reports folder and the project (the store's folder: protocols, kernels, outside files); a
 /// masked key folder must not hide them or the current folder.
+/// `prereg try` names no key and no store: the ones a run from here would use.
 sandbox_paths paths_of(const run_options &o) {
   std::error_code ec;
   sandbox_paths p;
-  p.key = std::filesystem::absolute(o.key_path, ec);
-  for (const auto &f : {o.store_root, o.out_dir})
+  p.key = std::filesystem::absolute(o.key_path.empty() ? default_key_path("") : o.key_path, ec);
+  const auto store_root = o.store_root.empty() ? store::default_root("") : o.store_root;
+  for (const auto &f : {store_root, o.out_dir})
     if (!f.empty())
       p.read_only.push_back(std::filesystem::absolute(f, ec));
   p.sealed = p.read_only.size();
-  if (!o.store_root.empty())
-    p.read_only.push_back(std::filesystem::absolute(o.store_root, ec).parent_path());
+  p.read_only.push_back(std::filesystem::absolute(store_root, ec).parent_path());
   p.must_stay_shown = p.read_only;
   p.must_stay_shown.push_back(std::filesystem::current_path(ec));
   return p;

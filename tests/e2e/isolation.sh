@@ -113,6 +113,12 @@ for forger in forge_and_exit forge_and_go_on; do
 done
 expect_exit 0 "the ledger still verifies" -- "$PREREG" ledger verify
 
+# --- prereg try measures in the same sandbox ------------------------------------------------------
+expect_exit 0 "try the hunting protocol" -- "$PREREG" try "$work/p/isolation/protocol_hunt.yaml" --out "$work/x" --quiet
+json_get "$(tail -n 1 "$work/out")/report.json" "r['run']['isolation']['layers']" | grep -q "'$(
+  [ "$mode" = none ] && echo no-inherited-fds || echo user-namespace)'" \
+  && pass "its exploratory report records the sandbox" || fail "try: $(cat "$work/err")"
+
 # --- no user namespaces: the run goes on, and its report says `isolation: none` and why --------
 # (a user namespace of this test's own whose limit of nested user namespaces is 0)
 if unshare -Ur true 2>/dev/null; then
