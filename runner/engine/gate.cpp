@@ -34,7 +34,8 @@ private:
   [[nodiscard]] std::vector<std::pair<std::int64_t, std::int64_t>> shapes() const;
   void check_shape(std::int64_t rows, std::int64_t cols);
   void check_group(const std::vector<std::size_t> &g, const shape &s, const host_tensors &t);
-  void fail_group(const std::vector<std::size_t> &g, const std::exception &e);
+  void fail_group(const std::vector<std::size_t> &g, const std::exception &e,
+                  const char *what = "buffers for this shape could not be set up");
   std::optional<correctness_record> check_one(std::size_t i, const shape &s, const buffer_set &set,
                                               const host_tensors &ref);
   bool capture_first_call(std::size_t i, const std::function<void()> &step,
@@ -73,7 +74,13 @@ void correctness_gate::check_shape(std::int64_t rows, std::int64_t cols) {
   const shape s = op.shape_of(rows, cols);
   host_tensors t = reference::random_tensors(
       op, s, m_ctx.proto.type, reference::cell_seed(m_ctx.plan.seed, widest, rows, cols));
-  op.reference(op, s, widest, t); // fills the outputs; the inputs stay
+  try {
+    op.reference(op, s, widest, t);   // fills the outputs; the inputs stay
+  } catch (const std::exception &e) { // an operation file's reference: every cell of the shape
+    for (const auto *g : mine)
+      fail_group(*g, e, "the operation's reference failed");
+    return;
+  }
   for (const auto *g : mine)
     check_group(*g, s, t);
 }
@@ -103,11 +110,12 @@ void correctness_gate::check_group(const std::vector<std::size_t> &g, const shap
   }
 }
 
-void correctness_gate::fail_group(const std::vector<std::size_t> &g, const std::exception &e) {
+void correctness_gate::fail_group(const std::vector<std::size_t> &g, const std::exception &e,
+                                  const char *what) {
   for (std::size_t i : g) {
     correctness_record rec;
     rec.key = m_ctx.plan.cells[i];
-    rec.detail = fmt::format("buffers for this shape could not be set up: {}", describe(e));
+    rec.detail = fmt::format("{}: {}", what, describe(e));
     const std::string why = rec.detail;
     m_records[i] = std::move(rec);
     m_ctx.survive(m_ctx.plan.cells[i], why);
