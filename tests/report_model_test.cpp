@@ -315,3 +315,35 @@ TEST_CASE("tool.analysis: absent is 1, 2 is read back, others refused") {
           "tool.analysis must be an integer from 2 to 2 (this build's verdict rules)");
   }
 }
+
+TEST_CASE("run.isolation and run.arm_log: read back; a layer, a mode or a file it does not know is "
+          "refused") {
+  const json good = sample("cpu_rmsnorm.json");
+  json j = good;
+  j["run"]["isolation"] = {{"layers", {"no-inherited-fds", "user-namespace", "mount-namespace"}},
+                           {"reason", "a PID namespace is not available (unshare): EPERM"}};
+  j["run"]["arm_log"] = {{"file", "arm-errors.log"}, {"sha256", std::string(64, 'a')}};
+  const report_document r = report_from_json(j, "x");
+  REQUIRE(r.run.isolation);
+  CHECK(isolation_mode(*r.run.isolation) == "namespaces");
+  REQUIRE(r.run.arm_log);
+  CHECK(r.run.arm_log->file == "arm-errors.log");
+  CHECK(to_json(r) == j);
+  CHECK_FALSE(report_from_json(good, "x").run.isolation);
+
+  json bad = j;
+  bad["run"]["isolation"]["layers"][1] = "seccomp";
+  CHECK(rejection(bad) == "run.isolation.layers[1] is not an isolation layer");
+  bad = j;
+  bad["run"]["isolation"]["layers"][2] = "no-inherited-fds";
+  CHECK(rejection(bad) == "run.isolation.layers[2] repeats a layer");
+  bad = j;
+  bad["run"]["isolation"] = {{"layers", {"no-inherited-fds"}}, {"reason", ""}};
+  CHECK(rejection(bad) == "run.isolation.reason is empty for a run without isolation");
+  bad = j;
+  bad["run"]["arm_log"]["file"] = "../report.json";
+  CHECK(rejection(bad) == "run.arm_log.file is not a file name in the report folder");
+  bad = j;
+  bad["run"]["arm_log"]["sha256"] = "ABC";
+  CHECK(rejection(bad) == "run.arm_log.sha256 is not a SHA-256 hex digest");
+}

@@ -615,6 +615,10 @@ TEST_CASE("the measuring process: a forked child without the key measures; its d
   }
   CHECK(isolated.at("correctness") == plain.at("correctness"));
   CHECK(isolated.at("predictions") == plain.at("predictions"));
+  // The isolated run records its walls; the in-process one has none to record.
+  REQUIRE(isolated.at("run").contains("isolation"));
+  CHECK_FALSE(isolated.at("run").at("isolation").at("layers").empty());
+  CHECK_FALSE(plain.at("run").contains("isolation"));
   CHECK(events(lab, ledger_event::run_complete).size() == 2);
 
   // A child that dies: exit 1, nothing written, the ledger records the failed attempt.

@@ -71,6 +71,27 @@ struct report_ledger_head {
   std::string sha256;   ///< SHA-256 hex of that entry's line (the genesis for seq 0)
 };
 
+/// The walls around the measuring process (docs/engine.md, "The measuring process"): the
+/// layers that stood, in order, and why any that the design has is missing ("" when none is).
+/// A run without "user-namespace" is `isolation: none`.
+struct report_isolation {
+  std::vector<std::string> layers;
+  std::string reason;
+};
+/// Whether `name` is one of the layers the report knows: no-inherited-fds, user-namespace,
+/// mount-namespace, read-only-root, read-only-store, key-masked, pid-namespace, fresh-proc,
+/// parent-not-dumpable.
+[[nodiscard]] bool is_isolation_layer(std::string_view name);
+/// "namespaces" when the measuring process had its own user namespace, else "none".
+[[nodiscard]] std::string_view isolation_mode(const report_isolation &i);
+
+/// A log file written beside the report (docs/report.md, "The arms' log"): its name in the
+/// report folder and the SHA-256 hex of its bytes.
+struct report_log {
+  std::string file;
+  std::string sha256;
+};
+
 /// Facts about the run that are not measurements.
 struct report_run {
   std::string run_id;      ///< the report folder's name
@@ -78,6 +99,11 @@ struct report_run {
   std::string finished_at; ///< RFC 3339 UTC
   std::int64_t device_ordinal = 0;
   std::optional<report_ledger_head> ledger_head; ///< absent in reports written before it
+  /// Absent in reports written before it and in runs measured in the run's own process.
+  std::optional<report_isolation> isolation;
+  /// The outside arms' full tracebacks of the failures the cells' errors name; absent when
+  /// none failed.
+  std::optional<report_log> arm_log;
 };
 
 /// The instrument's own measured properties. NaN stands for null (not measured).

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace prereg {
 using namespace model_detail;
 
@@ -60,15 +62,54 @@ report_protocol read_protocol(const node &n) {
   return p;
 }
 
+report_isolation read_isolation(const node &n) {
+  n.only({"layers", "reason"});
+  report_isolation i;
+  const node layers = n["layers"];
+  const std::size_t count = layers.array_size();
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::string name = layers.at(k).str();
+    if (!is_isolation_layer(name))
+      layers.at(k).fail("is not an isolation layer");
+    if (std::find(i.layers.begin(), i.layers.end(), name) != i.layers.end())
+      layers.at(k).fail("repeats a layer");
+    i.layers.push_back(name);
+  }
+  i.reason = n["reason"].str();
+  if (isolation_mode(i) == "none" && i.reason.empty())
+    n["reason"].fail("is empty for a run without isolation");
+  return i;
+}
+
+report_log read_log(const node &n) {
+  n.only({"file", "sha256"});
+  report_log l{n["file"].str(), n["sha256"].str()};
+  if (l.file.empty() || l.file.find('/') != std::string::npos || l.file[0] == '.')
+    n["file"].fail("is not a file name in the report folder");
+  if (l.sha256.size() != 64 || l.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+    n["sha256"].fail("is not a SHA-256 hex digest");
+  return l;
+}
+
 report_run read_run(const node &n) {
-  n.only({"run_id", "started_at", "finished_at", "device_ordinal", "ledger_head"});
-  report_run r{n["run_id"].str(), n["started_at"].str(), n["finished_at"].str(),
-               n["device_ordinal"].integer(), std::nullopt};
+  n.only({"run_id", "started_at", "finished_at", "device_ordinal", "ledger_head", "isolation",
+          "arm_log"});
+  report_run r{n["run_id"].str(),
+               n["started_at"].str(),
+               n["finished_at"].str(),
+               n["device_ordinal"].integer(),
+               std::nullopt,
+               std::nullopt,
+               std::nullopt};
   if (n.has("ledger_head")) {
     const node h = n["ledger_head"];
     h.only({"seq", "sha256"});
     r.ledger_head = report_ledger_head{h["seq"].integer(), h["sha256"].str()};
   }
+  if (n.has("isolation"))
+    r.isolation = read_isolation(n["isolation"]);
+  if (n.has("arm_log"))
+    r.arm_log = read_log(n["arm_log"]);
   return r;
 }
 

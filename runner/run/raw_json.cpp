@@ -306,7 +306,8 @@ json raw_to_json(const raw_run &raw) {
           {"instrument", instrument_json(raw.instrument)},
           {"cells", cells},
           {"correctness", correctness},
-          {"deviations", raw.deviations}};
+          {"deviations", raw.deviations},
+          {"arm_log", raw.arm_log}};
 }
 
 raw_run raw_from_json(const json &j, const std::vector<cell_key> &planned) {
@@ -328,6 +329,8 @@ raw_run raw_from_json(const json &j, const std::vector<cell_key> &planned) {
   const std::size_t n_devs = devs.array_size();
   for (std::size_t i = 0; i < n_devs; ++i)
     raw.deviations.push_back(read_deviation(devs.at(i), planned));
+  if (root.has("arm_log"))
+    raw.arm_log = root["arm_log"].str();
   return raw;
 }
 

@@ -183,6 +183,10 @@ run_meta meta_from_plan(const run_options &o, const measuring_plan &planned) {
   meta.device_ordinal = o.device_ordinal;
   meta.deviations = planned.skipped;
   meta.shard = o.shard;
+  if (!planned.isolation.is_null()) // the measuring process's walls (docs/engine.md)
+    meta.isolation =
+        report_isolation{planned.isolation.at("layers").get<std::vector<std::string>>(),
+                         planned.isolation.at("reason").get<std::string>()};
   return meta;
 }
 
@@ -328,6 +332,10 @@ fs::path measure_and_publish(const store &s, const run_options &o, const frozen_
     throw_if_signalled();
     meta.finished_at = utc_now_rfc3339();
     add_outcome_deviations(raw, meta);
+    if (!raw.arm_log.empty()) { // the outside arms' tracebacks, named in the report by hash
+      write_file_atomic(temp_dir / "arm-errors.log", raw.arm_log);
+      meta.arm_log = report_log{"arm-errors.log", sha256_hex(raw.arm_log)};
+    }
     const std::string payload = write_signed_report(temp_dir, fp, raw, meta, key);
     throw_if_signalled();
     rename_no_replace(temp_dir, final_dir); // never over another run's report

@@ -134,6 +134,9 @@ struct raw_run {
   std::vector<correctness_record> correctness;
   std::vector<cell_record> cells;
   std::vector<json> deviations; ///< {kind, cell?, message} the backend decided (e.g. skipped)
+  /// The outside arms' full tracebacks of their failures ("" when none): written beside the
+  /// report as its arm log (run.arm_log), not part of report.json.
+  std::string arm_log;
 };
 
 /// Progress callbacks; the engine prints, backends only report.
