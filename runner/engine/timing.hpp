@@ -4,6 +4,7 @@
 
 #include "base/rng.hpp"
 #include "engine/buffers.hpp"
+#include "engine/checked_inputs.hpp"
 #include "engine/context.hpp"
 
 #include <cstdint>
@@ -32,11 +33,15 @@ struct cell_state {
   bool failed = false;
 };
 
-/// One spot check's host data: fresh inputs, their float64 reference, the uploaded bytes.
+/// One spot check's data: fresh inputs and their float64 reference, on the host (the inputs'
+/// packed bytes uploaded before the window) or on the device (the inputs drawn there, copied
+/// into the window's set on the device).
 struct spot_data {
   std::int64_t slot = -1;
   host_tensors ref;
-  std::vector<std::vector<std::uint8_t>> bytes; ///< per tensor: inputs' packed bytes
+  std::vector<std::vector<std::uint8_t>> bytes; ///< per tensor: inputs' packed bytes (host)
+  std::unique_ptr<input_copy> inputs;           ///< the inputs on the device
+  std::unique_ptr<device_reference> on_device;  ///< their reference on the device
 };
 
 /// A window timed with the kernel clock on whose kernels are not yet taken from the device.
@@ -95,6 +100,7 @@ private:
   void choose_spots();
   [[nodiscard]] std::int64_t spot_slot(std::int64_t r) const;
   const spot_data &spot_for(std::int64_t slot);
+  [[nodiscard]] bool spot_on_device(spot_data &d, std::uint64_t seed);
   void spot_check(cell_state &c, std::int64_t block, const spot_data &d);
   void check_spot_outputs(cell_state &c, const buffer_set &set, const spot_data &d,
                           const std::string &context);

@@ -78,7 +78,11 @@ void group_timing::load_window(std::size_t ci, std::int64_t block, const spot_da
       continue;
     }
     for (std::size_t t = 0; t < op.tensors.size(); ++t)
-      if (!d->bytes[t].empty())
+      if (d->inputs && d->inputs->at(t) != nullptr)
+        dev.copy(set.at(t), d->inputs->at(t),
+                 static_cast<std::size_t>(op.elements(t, m_shape)) *
+                     op.element_size(t, m_ctx.proto.type));
+      else if (!d->bytes.empty() && !d->bytes[t].empty())
         dev.upload(set.at(t), d->bytes[t].data(), d->bytes[t].size());
   }
 }
