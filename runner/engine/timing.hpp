@@ -7,6 +7,7 @@
 #include "engine/checked_inputs.hpp"
 #include "engine/context.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -50,11 +51,38 @@ struct pending_window {
   bool keep;      ///< a kept sample (else warm-up: discarded)
 };
 
+/// Host wall time of the timing phase's parts [ms] (raw_run::timing_parts).
+struct timing_parts {
+  double group_setup = 0;    ///< buffer sets, fills, bindings, captures, teardown
+  double warmup_windows = 0; ///< timed() of warm-up windows
+  double timed_windows = 0;  ///< timed() of kept samples
+  double input_refresh = 0;  ///< each window's poison copy and fresh inputs
+  double spot_checks = 0;    ///< the spot checks' inputs, references and comparisons
+  double kernel_records = 0; ///< the kernel clock's records taken from the device
+};
+
+/// Adds the wall time of its own lifetime to `total` [ms].
+class stopwatch {
+public:
+  explicit stopwatch(double &total) : m_total(total), m_start(std::chrono::steady_clock::now()) {}
+  stopwatch(const stopwatch &) = delete;
+  stopwatch &operator=(const stopwatch &) = delete;
+  ~stopwatch() {
+    m_total += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - m_start)
+                   .count();
+  }
+
+private:
+  double &m_total;
+  std::chrono::steady_clock::time_point m_start;
+};
+
 /// The timing phase's state across groups.
 struct timing_totals {
   std::vector<std::optional<cell_record>> done; ///< per plan cell (skipped: none)
   std::size_t total = 0, finished = 0;          ///< cells, for progress
   rng order;                                    ///< the interleaving's one generator per run
+  timing_parts parts;                           ///< where the phase's time went
 };
 
 /// Appends one sample's kernel-clock facts to `rec` (names padded with zeros so that every
