@@ -365,12 +365,15 @@ std::vector<double> unpack(const std::vector<std::uint8_t> &bytes, dtype type) {
 
 std::vector<std::uint8_t> poison(std::size_t n, dtype type) {
   std::vector<std::uint8_t> bytes(n * element_bytes(type));
-  for (std::size_t i = 0; i < n; ++i) {
-    if (type == dtype::fp32)
-      std::memcpy(bytes.data() + 4 * i, &poison_fp32, 4);
-    else
-      std::memcpy(bytes.data() + 2 * i, type == dtype::fp16 ? &poison_fp16 : &poison_bf16, 2);
-  }
+  parallel_chunks(
+      static_cast<std::int64_t>(n), chunk_for(1), [&](std::int64_t i0, std::int64_t i1) {
+        for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
+          if (type == dtype::fp32)
+            std::memcpy(bytes.data() + 4 * i, &poison_fp32, 4);
+          else
+            std::memcpy(bytes.data() + 2 * i, type == dtype::fp16 ? &poison_fp16 : &poison_bf16, 2);
+        }
+      });
   return bytes;
 }
 
