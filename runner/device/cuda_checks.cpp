@@ -18,7 +18,9 @@ namespace {
 class device_buffer {
 public:
   device_buffer() = default;
-  explicit device_buffer(std::size_t bytes) { PREREG_CUDA_CALL(cudaMalloc(&m_p, bytes ? bytes : 1)); }
+  explicit device_buffer(std::size_t bytes) {
+    PREREG_CUDA_CALL(cudaMalloc(&m_p, bytes ? bytes : 1));
+  }
   device_buffer(device_buffer &&o) noexcept : m_p(o.m_p) { o.m_p = nullptr; }
   device_buffer &operator=(device_buffer &&o) noexcept {
     std::swap(m_p, o.m_p);
@@ -46,8 +48,8 @@ builtin builtin_of(const operation_desc &op) {
         return false;
     return op.axes.size() == 2 && op.axis_of("rows") == 0 && op.axis_of("cols") == 1;
   };
-  if (op.name == "layernorm" && has({"x", "gamma", "beta", "dy", "y", "mean", "rstd", "dx",
-                                     "dgamma", "dbeta"}))
+  if (op.name == "layernorm" &&
+      has({"x", "gamma", "beta", "dy", "y", "mean", "rstd", "dx", "dgamma", "dbeta"}))
     return builtin::layernorm;
   if (op.name == "rmsnorm" && has({"x", "gamma", "dy", "y", "rstd", "dx", "dgamma"}))
     return builtin::rmsnorm;
@@ -59,7 +61,8 @@ builtin builtin_of(const operation_desc &op) {
 class cuda_reference final : public device_reference {
 public:
   cuda_reference(const operation_desc &op, const shape &s, pass_kind pass, cudaStream_t stream)
-      : m_op(op), m_shape(s), m_stream(stream), m_refs(op.tensors.size()), m_state(sizeof(compare_state)) {
+      : m_op(op), m_shape(s), m_stream(stream), m_refs(op.tensors.size()),
+        m_state(sizeof(compare_state)) {
     for (std::size_t t = 0; t < op.tensors.size(); ++t)
       if (op.tensors[t].role != tensor_role::input && op.used_in(t, pass))
         m_refs[t] = device_buffer(op.elements(t, s) * sizeof(double));
@@ -131,10 +134,11 @@ private:
                device_comparison &d) const {
     const std::size_t width = element_bytes(type);
     std::vector<std::uint8_t> bytes(width);
-    PREREG_CUDA_CALL(cudaMemcpyAsync(bytes.data(), static_cast<const std::uint8_t *>(out) + i * width,
-                                     width, cudaMemcpyDeviceToHost, m_stream));
-    PREREG_CUDA_CALL(cudaMemcpyAsync(&d.ref, ref + i, sizeof(double), cudaMemcpyDeviceToHost,
-                                     m_stream));
+    PREREG_CUDA_CALL(cudaMemcpyAsync(bytes.data(),
+                                     static_cast<const std::uint8_t *>(out) + i * width, width,
+                                     cudaMemcpyDeviceToHost, m_stream));
+    PREREG_CUDA_CALL(
+        cudaMemcpyAsync(&d.ref, ref + i, sizeof(double), cudaMemcpyDeviceToHost, m_stream));
     PREREG_CUDA_CALL(cudaStreamSynchronize(m_stream));
     d.got = reference::unpack(bytes, type).at(0);
   }
@@ -148,7 +152,8 @@ private:
 
 class cuda_checks final : public device_checks {
 public:
-  explicit cuda_checks(cudaStream_t stream) : m_stream(stream), m_result(sizeof(unsigned long long)) {}
+  explicit cuda_checks(cudaStream_t stream)
+      : m_stream(stream), m_result(sizeof(unsigned long long)) {}
 
   bool knows(const operation_desc &op, dtype type) const override {
     if (builtin_of(op) == builtin::none)

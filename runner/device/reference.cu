@@ -129,11 +129,12 @@ __global__ void checked_fill_kernel(T *p, std::size_t n, double lo, double hi, d
     double offset = 0;
     if (row_len > 0)
       offset = -row_offset +
-               2 * row_offset * unit(seed ^ 0x6a09e667f3bcc909ULL, i / static_cast<std::size_t>(row_len));
+               2 * row_offset *
+                   unit(seed ^ 0x6a09e667f3bcc909ULL, i / static_cast<std::size_t>(row_len));
     T v = round_from_double<T>(hi != 0 ? hi : lo); // after 64 zeros (never seen): a bound
     for (std::uint64_t attempt = 0; attempt < 64; ++attempt) {
-      const T w = round_from_double<T>(
-          offset + lo + (hi - lo) * unit(seed + attempt * 0x632be59bd9b4e019ULL, i));
+      const T w = round_from_double<T>(offset + lo +
+                                       (hi - lo) * unit(seed + attempt * 0x632be59bd9b4e019ULL, i));
       if (to_float<T>(w) != 0.f) {
         v = w;
         break;
@@ -174,8 +175,7 @@ __global__ void __launch_bounds__(threads)
     }
     for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       const double xv = value_at(xr, c), g = value_at(gamma, c);
-      y[r * cols + c] =
-          layernorm ? (xv - mu) * rs * g + value_at(beta, c) : xv * rs * g;
+      y[r * cols + c] = layernorm ? (xv - mu) * rs * g + value_at(beta, c) : xv * rs * g;
     }
     if (!backward)
       continue;
@@ -190,8 +190,8 @@ __global__ void __launch_bounds__(threads)
     m2 = block_sum(m2, sh) / n;
     for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       const double xv = value_at(xr, c), g = value_at(gamma, c), d = value_at(dyr, c);
-      dx[r * cols + c] = layernorm ? rs * (d * g - m1 - (xv - mu) * rs * m2)
-                                   : rs * (d * g - xv * rs * rs * m2);
+      dx[r * cols + c] =
+          layernorm ? rs * (d * g - m1 - (xv - mu) * rs * m2) : rs * (d * g - xv * rs * rs * m2);
     }
   }
 }
@@ -199,8 +199,8 @@ __global__ void __launch_bounds__(threads)
 /// Column sums of one chunk of rows: partial[chunk][c] of dgamma's and dbeta's terms.
 template <class T>
 __global__ void norm_columns_kernel(std::int64_t rows, std::int64_t cols, bool layernorm,
-                                    const T *x, const T *dy, const double *mean,
-                                    const double *rstd, double *partial) {
+                                    const T *x, const T *dy, const double *mean, const double *rstd,
+                                    double *partial) {
   const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols)
     return;
@@ -303,7 +303,8 @@ __global__ void ref_stats_kernel(const double *ref, std::size_t n, compare_state
 template <class T>
 __global__ void compare_kernel(const T *out, const double *ref, std::size_t n, double rtol,
                                double atol, compare_state *s) {
-  const double tolerance = atol + rtol * __longlong_as_double(static_cast<long long>(s->scale_bits));
+  const double tolerance =
+      atol + rtol * __longlong_as_double(static_cast<long long>(s->scale_bits));
   const double first = value_at(out, 0);
   unsigned long long max_abs = 0, max_rel = 0, first_bad = ULLONG_MAX, first_diff = ULLONG_MAX,
                      poison = 0;
@@ -462,10 +463,10 @@ void launch_first_difference(const void *a, const void *b, std::size_t n, std::s
         static_cast<const unsigned *>(a), static_cast<const unsigned *>(b), n, result));
     break;
   default:
-    PREREG_CUDA_LAUNCH(
-        first_difference_kernel<unsigned long long><<<grid_for(n), threads, 0, stream>>>(
-            static_cast<const unsigned long long *>(a), static_cast<const unsigned long long *>(b),
-            n, result));
+    PREREG_CUDA_LAUNCH(first_difference_kernel<unsigned long long>
+                       <<<grid_for(n), threads, 0, stream>>>(
+                           static_cast<const unsigned long long *>(a),
+                           static_cast<const unsigned long long *>(b), n, result));
   }
 }
 

@@ -40,13 +40,13 @@ void launch_softmax_reference(dtype type, std::int64_t rows, std::int64_t cols, 
 
 /// What one comparison's kernels found (device memory; reset with compare_state_init).
 struct compare_state {
-  unsigned long long scale_bits;      ///< max |ref| over finite ref (bits of a double >= 0)
-  unsigned long long lo_key, hi_key;  ///< ordered keys of min(ref), max(ref)
-  unsigned long long max_abs_bits;    ///< max |out - ref| (bits of a double >= 0)
-  unsigned long long max_rel_bits;    ///< max |out - ref| / max(|ref|, tiny)
-  unsigned long long first_bad;       ///< smallest failing index (ULLONG_MAX: none)
-  unsigned long long first_diff;      ///< smallest index with out != ref (ULLONG_MAX: none)
-  unsigned long long poison_count;    ///< elements that hold a poison
+  unsigned long long scale_bits;     ///< max |ref| over finite ref (bits of a double >= 0)
+  unsigned long long lo_key, hi_key; ///< ordered keys of min(ref), max(ref)
+  unsigned long long max_abs_bits;   ///< max |out - ref| (bits of a double >= 0)
+  unsigned long long max_rel_bits;   ///< max |out - ref| / max(|ref|, tiny)
+  unsigned long long first_bad;      ///< smallest failing index (ULLONG_MAX: none)
+  unsigned long long first_diff;     ///< smallest index with out != ref (ULLONG_MAX: none)
+  unsigned long long poison_count;   ///< elements that hold a poison
   unsigned int ref_nonzero, not_same, out_nonzero, pad;
 };
 /// The state before a comparison.

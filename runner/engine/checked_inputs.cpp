@@ -27,8 +27,8 @@ void fill_checked_inputs(device_checks &checks, const operation_desc &op, const 
       const std::int64_t rows = s.extents.at(static_cast<std::size_t>(op.axis_of(d.dims[0])));
       row_len = static_cast<std::int64_t>(n / static_cast<std::uint64_t>(rows));
     }
-    checks.fill_input(targets.at(t), static_cast<std::size_t>(n), element_type(op, t, type),
-                      d.dist, row_len, seed_of_tensor(seed, t));
+    checks.fill_input(targets.at(t), static_cast<std::size_t>(n), element_type(op, t, type), d.dist,
+                      row_len, seed_of_tensor(seed, t));
   }
 }
 
@@ -38,8 +38,8 @@ input_copy::input_copy(device &dev, const operation_desc &op, const shape &s, dt
   try {
     for (std::size_t t = 0; t < op.tensors.size(); ++t)
       if (op.tensors[t].role == tensor_role::input && op.used_in(t, pass))
-        m_ptrs[t] = dev.allocate(static_cast<std::size_t>(op.elements(t, s)) *
-                                 op.element_size(t, type));
+        m_ptrs[t] =
+            dev.allocate(static_cast<std::size_t>(op.elements(t, s)) * op.element_size(t, type));
   } catch (...) {
     for (void *p : m_ptrs)
       if (p != nullptr)

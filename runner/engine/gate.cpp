@@ -34,8 +34,7 @@ private:
   [[nodiscard]] std::vector<std::pair<std::int64_t, std::int64_t>> shapes() const;
   void check_shape(std::int64_t rows, std::int64_t cols);
   void check_group(const std::vector<std::size_t> &g, const shape &s, const host_tensors &t);
-  bool check_group_on_device(const std::vector<std::size_t> &g, const shape &s,
-                             std::uint64_t seed);
+  bool check_group_on_device(const std::vector<std::size_t> &g, const shape &s, std::uint64_t seed);
   void check_cells(const std::vector<std::size_t> &g, const shape &s, const buffer_set &set,
                    const checked_reference &ref, const buffer_set *poison);
   void fail_group(const std::vector<std::size_t> &g, const std::exception &e);
@@ -283,13 +282,12 @@ tensor_check compare_tensor(const run_context &ctx, std::size_t t, const shape &
     r.all_poison = d.all_poison;
     return r;
   }
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(op.elements(t, s)) *
-                                  element_bytes(et));
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(op.elements(t, s)) * element_bytes(et));
   ctx.dev.download(bytes.data(), set.at(t), bytes.size());
   const std::vector<double> got = reference::unpack(bytes, et);
-  r.all_poison = op.tensors[t].role == tensor_role::saved && // only saved tensors ask
-                 std::all_of(got.begin(), got.end(),
-                             [](double v) { return reference::is_poison(v); });
+  r.all_poison =
+      op.tensors[t].role == tensor_role::saved && // only saved tensors ask
+      std::all_of(got.begin(), got.end(), [](double v) { return reference::is_poison(v); });
   r.c = reference::compare(got, (*ref.host)[t], tol.rtol, tol.atol);
   if (!r.c.passed) {
     const auto j = static_cast<std::size_t>(std::max<std::int64_t>(r.c.first_bad, 0));
