@@ -864,7 +864,15 @@ TEST_CASE("a version-3 report: off-window-work is recomputed from the cells' off
     for (auto &c : report.at("cells"))
       c.at("off_window_ms") = 0.0;
     resign(dir, report, key);
-    CHECK(list(audit(lab, dir).failed()) == "defects, ledger");
+    // Analysis 2 (the report's tool.analysis): off-window work also kept unfused's cells out of
+    // the verdicts, so the verdicts recomputed without it differ too.
+    CHECK(report.at("tool").at("analysis") == 2);
+    CHECK(list(audit(lab, dir).failed()) == "verdicts, defects, ledger");
+  }
+  SUBCASE("tool.analysis removed: judged by analysis 1, which does not read off-window work") {
+    report.at("tool").erase("analysis");
+    resign(dir, report, key);
+    CHECK(list(audit(lab, dir).failed()) == "verdicts, ledger");
   }
   SUBCASE("warmup_calls and first_call_ms are raw facts: changed, only the signature's ledger "
           "entry disagrees") {

@@ -282,21 +282,37 @@ TEST_CASE("parsing some members only") {
   CHECK_THROWS_AS(check_report_members(j, "x"), error);
 }
 
-TEST_CASE("tool.renderer: absent is 1, 2 to 4 are read back, others refused") {
+TEST_CASE("tool.renderer: absent is 1, 2 to 5 are read back, others refused") {
   const json good = sample("cpu_rmsnorm.json");
-  CHECK(report_renderer_version == 4);
+  CHECK(report_renderer_version == 5);
   CHECK(report_from_json(good, "x").tool.renderer == 1);
-  for (const int v : {2, 3, 4}) {
+  for (const int v : {2, 3, 4, 5}) {
     json j = good;
     j["tool"]["renderer"] = v;
     const report_document r = report_from_json(j, "x");
     CHECK(r.tool.renderer == v);
     CHECK(to_json(r) == j);
   }
-  for (const int v : {1, 5}) {
+  for (const int v : {1, 6}) {
     json j = good;
     j["tool"]["renderer"] = v;
-    CHECK(rejection(j) == "tool.renderer must be an integer from 2 to 4 (this build's renderers)");
+    CHECK(rejection(j) == "tool.renderer must be an integer from 2 to 5 (this build's renderers)");
+  }
+}
+
+TEST_CASE("tool.analysis: absent is 1, 2 is read back, others refused") {
+  const json good = sample("cpu_rmsnorm.json");
+  CHECK(report_analysis_version == 2);
+  CHECK(report_from_json(good, "x").tool.analysis == 1);
+  json j = good;
+  j["tool"]["analysis"] = 2;
+  const report_document r = report_from_json(j, "x");
+  CHECK(r.tool.analysis == 2);
+  CHECK(to_json(r) == j);
+  for (const int v : {0, 1, 3}) {
+    j["tool"]["analysis"] = v;
+    CHECK(rejection(j) ==
+          "tool.analysis must be an integer from 2 to 2 (this build's verdict rules)");
   }
 }
 

@@ -332,14 +332,17 @@ TEST_CASE("hostile or sparse report.json renders safely") {
 // tests/browser/check_report.sh (run by .ci/run) and for looking at them by eye.
 TEST_CASE("sample pages for the browser check") {
   const char *dir = std::getenv("PREREG_REPORT_SAMPLES");
-  // Each sample as renderer 1 drew it, as renderer 2 draws it, (CPU) as a prereg try, and with
-  // outside arms as renderer 3 draws them.
-  for (const std::string name : {"cuda_layernorm", "cpu_rmsnorm", "cuda_layernorm_r2",
-                                 "cpu_rmsnorm_r2", "cpu_rmsnorm_exploratory", "cpu_outside_r3"}) {
+  // Each sample as renderer 1 drew it, as renderer 2 draws it, (CPU) as a prereg try, with
+  // outside arms as renderer 3 draws them, and (CUDA) as renderer 4 draws it.
+  for (const std::string name :
+       {"cuda_layernorm", "cpu_rmsnorm", "cuda_layernorm_r2", "cpu_rmsnorm_r2",
+        "cpu_rmsnorm_exploratory", "cpu_outside_r3", "cuda_layernorm_r4"}) {
     json r = name == "cpu_outside_r3" ? sample_with_outside_arms(3)
                                       : sample(name.substr(0, name.find('_', 5)) + ".json");
     if (name.ends_with("_r2") || name.ends_with("_exploratory"))
       r["tool"]["renderer"] = 2;
+    if (name.ends_with("_r4")) // with a correctness failure, shown as excluded
+      r["tool"]["renderer"] = 4;
     if (name.ends_with("_exploratory"))
       r["exploratory"] = true;
     const std::string page = prereg::render_html(r);
@@ -591,5 +594,51 @@ TEST_CASE("renderer 3: outside arms by file, entry and source hash; unmeasured m
     CHECK(md2.find("not measured |") == std::string::npos);
     CHECK(chart_by_id(html2, "chart-peak-fwd-512").find("peak memory not measured") ==
           std::string::npos);
+  }
+}
+
+TEST_CASE("renderer 4: a cell excluded from verdicts is never fastest, has no speedup, is not "
+          "drawn") {
+  json r = sample_with_details(4);
+  for (auto &c : r["cells"])
+    if (c["arm"] == "fused_graph" && c["pass"] == "fwd" && c["cols"] == 1024 && c["rows"] == 65536)
+      c["pct_ceiling"] = 6231.0; // a side stream's reading
+  r["defects"].push_back(
+      {{"code", "off-window-work"},
+       {"cell", {{"arm", "fused_graph"}, {"pass", "fwd"}, {"rows", 8192}, {"cols", 1024}}},
+       {"message", "planted"},
+       {"evidence", json::object()}});
+  const std::string md = prereg::render_markdown(r);
+  const std::string page = prereg::render_html(r);
+  const std::string graph = table_row(md, "## Summary", "fused_graph");
+  CHECK(graph.find("excluded: work left pending off the window") != std::string::npos);
+  CHECK(graph.find("excluded: 6231% of the ceiling") != std::string::npos);
+  CHECK(graph.find("fastest") != std::string::npos); // at 128 and 1024 rows, where it is clean
+  // At 8192 rows the fastest clean arm is fused; at 128 rows fused is unstable: its ratio
+  // carries the mark and it is not fastest.
+  const std::string fused = table_row(md, "## Summary", "fused");
+  CHECK(fused.find("fastest") != std::string::npos);
+  CHECK(fused.find("x ⚠") != std::string::npos);
+  CHECK(md.find("of the arms neither excluded nor flagged ⚠") != std::string::npos);
+  CHECK(md.find("- `fused_graph` at fwd 8192×1024: work left pending off the window") !=
+        std::string::npos);
+  CHECK(md.find("- `fused_graph` at fwd 65536×1024: 6231% of the ceiling") != std::string::npos);
+  CHECK(page.find("<main data-renderer=\"4\">") != std::string::npos);
+  CHECK(page.find("<ul class=\"excluded\">") != std::string::npos);
+  std::size_t noted = 0;
+  for (const auto &c : charts(page))
+    if (attribute(c, "data-pass") == "fwd" && attribute(c, "data-cols") == "1024" &&
+        attribute(c, "data-kind") != "peak") {
+      CHECK(c.find("fused_graph (excluded from verdicts at 2 shapes: not drawn)") !=
+            std::string::npos);
+      ++noted;
+    }
+  CHECK(noted >= 3); // time, % of ceiling and speedup
+  SUBCASE("renderer 3 draws the same report as it always did") {
+    r["tool"]["renderer"] = 3;
+    const std::string md3 = prereg::render_markdown(r);
+    CHECK(md3.find("excluded:") == std::string::npos);
+    CHECK(md3.find("Excluded from every verdict") == std::string::npos);
+    CHECK(table_row(md3, "## Summary", "fused_graph").find("fastest") != std::string::npos);
   }
 }

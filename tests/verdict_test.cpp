@@ -453,3 +453,49 @@ TEST_CASE("a share of a region the arm did not mark is inconclusive, naming it")
   CHECK(r.verdict == verdict_kind::inconclusive);
   CHECK(r.reason.find("arm a has no region \"mlp\" at fwd 128x1024") != std::string::npos);
 }
+
+TEST_CASE("analysis 2: a cheating cell cannot decide, as a failed correctness check cannot") {
+  raw_run run = make_run();
+  const protocol p = make_protocol();
+  const auto judge_v = [&](int analysis) {
+    rng gen(bootstrap_seed(hash_a));
+    return evaluate_prediction(p, p.predictions.at(0), slower("a", "b"), run, gen, analysis);
+  };
+  SUBCASE("work left pending after the window") {
+    run.cells[3].off_window_ms = 0.5; // b at 256: median 1 ms; 0.5 > 0.05 and > 0.1
+    const auto r = judge_v(2);
+    CHECK(r.verdict == verdict_kind::inconclusive);
+    CHECK(r.reason == "arm b left 0.5 ms of device work pending after a timed window at fwd "
+                      "256x1024 (median 1 ms)");
+    CHECK(ps(r) == std::vector<std::optional<double>>{1.0, 1.0}); // the draws are unchanged
+    CHECK(judge_v(1).verdict == verdict_kind::confirmed);         // analysis 1: as before
+    run.cells[3].off_window_ms = 0.09; // under 0.1 x the median: not off-window work
+    CHECK(judge_v(2).verdict == verdict_kind::confirmed);
+  }
+  SUBCASE("a changed input") {
+    run.cells[1].input_mutated = "x[0] changed";
+    const auto r = judge_v(2);
+    CHECK(r.verdict == verdict_kind::inconclusive);
+    CHECK(r.reason == "arm b changed an input inside a timed call at fwd 128x1024");
+    CHECK(judge_v(1).verdict == verdict_kind::confirmed);
+  }
+  SUBCASE("a reading beyond the physical margin over the ceiling") {
+    // b (repeat 2) moves 2 x 1,057,792 bytes in 1 ms at 128 rows: 2.116 GB/s, 235.1% of a
+    // 0.9 GB/s ceiling; 2 x 2,107,392 bytes at 256 rows: 468.3%. a (2 ms, repeat 1) reads
+    // 58.8% and 117.1%.
+    run.instrument.ceiling_gbps = 0.9;
+    const auto r = judge_v(2);
+    CHECK(r.verdict == verdict_kind::inconclusive);
+    CHECK(r.reason == "arm b reads 235.1% of the measured copy ceiling at fwd 128x1024, beyond "
+                      "the physical margin of 115%; arm a reads 117.1% of the measured copy "
+                      "ceiling at fwd 256x1024, beyond the physical margin of 115%; arm b reads "
+                      "468.3% of the measured copy ceiling at fwd 256x1024, beyond the physical "
+                      "margin of 115%");
+    CHECK(judge_v(1).verdict == verdict_kind::confirmed);
+    run.instrument.ceiling_gbps =
+        2.0; // b at 128 rows: 105.8%, above the ceiling, within the margin
+    run.cells[2].samples_ms = {3.0, 3.1, 2.9, 3.0, 3.05}; // a at 256: 35.1%
+    run.cells[3].samples_ms = {2.0, 2.1, 1.9, 2.0, 2.05}; // b at 256: 105.4%
+    CHECK(judge_v(2).verdict == verdict_kind::confirmed);
+  }
+}

@@ -157,6 +157,11 @@ bool is_unstable(double iqr_ms, double median_ms, double ratio) {
   return iqr_ms / median_ms > ratio;
 }
 
+bool has_off_window_work(double off_window_ms, std::size_t n, double median_ms) {
+  return std::isfinite(off_window_ms) && n > 0 && off_window_ms > thresholds::off_window_min_ms &&
+         off_window_ms > thresholds::off_window_ratio * median_ms;
+}
+
 const correctness_record *find_correctness(std::span<const correctness_record> all,
                                            const cell_key &key) {
   const auto it = std::find_if(all.begin(), all.end(),

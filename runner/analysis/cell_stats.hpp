@@ -30,6 +30,9 @@ inline constexpr double off_window_min_ms = 0.05;    ///< off-window-work if pen
 inline constexpr double off_window_ratio = 0.1;      ///< ... and > 0.1 x the cell's median
 inline constexpr double launch_gap_share_pct = 50.0; ///< with a kernel clock: launch if the
                                                      ///< median gap share >= 50%
+/// Analysis 2: a cell above this % of the measured copy ceiling cannot decide a verdict (the
+/// H200's 4.8 TB/s HBM3e peak is 112% of its measured 4281 GB/s copy ceiling; docs/analysis.md).
+inline constexpr double excluded_above_ceiling_pct = 115.0;
 } // namespace thresholds
 
 /// The kernel clock's derived numbers of one cell (docs/analysis.md).
@@ -88,6 +91,10 @@ compute_region_shares(const cell_record &cell, std::int64_t resamples, double co
 /// True if a cell with this IQR and median is unstable: iqr/median > ratio when median > 0;
 /// when median <= 0, iqr > 0. False for NaN (no samples).
 [[nodiscard]] bool is_unstable(double iqr_ms, double median_ms, double ratio);
+
+/// True if a cell with these off-window work, sample count and median shows off-window work:
+/// known, n >= 1, > off_window_min_ms and > off_window_ratio x median (the defect's rule).
+[[nodiscard]] bool has_off_window_work(double off_window_ms, std::size_t n, double median_ms);
 
 /// The `correctness_record` of `key`, or null.
 [[nodiscard]] const correctness_record *find_correctness(std::span<const correctness_record> all,

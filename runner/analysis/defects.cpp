@@ -200,8 +200,7 @@ std::optional<report_defect> input_mutated(std::string_view code, const cell_vie
 
 std::optional<report_defect> off_window_work(std::string_view code, const cell_view &c) {
   const double off = c.cell.off_window_ms;
-  if (!(std::isfinite(off) && c.s.n > 0 && off > thresholds::off_window_min_ms &&
-        off > thresholds::off_window_ratio * c.s.median_ms))
+  if (!has_off_window_work(off, c.s.n, c.s.median_ms))
     return std::nullopt;
   return cell_defect(
       code, c.cell.key,

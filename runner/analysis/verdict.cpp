@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace prereg {
@@ -56,9 +57,31 @@ std::vector<std::string> involved_arms(const std::vector<metric_ref> &refs) {
   return arms;
 }
 
+// Analysis 2: what excludes the arm's cell from verdicts as a failed correctness check does
+// (docs/analysis.md section 5): work it left pending after its timed windows, an input it changed
+// inside a timed call, a reading beyond the physical margin over the copy ceiling.
+void excluded_problems(const protocol &proto, const raw_run &run, const arm_cell &a,
+                       const std::string &where, double median_ms, std::vector<std::string> &out) {
+  const cell_record &r = *a.record;
+  const std::string &arm = a.spec->id;
+  if (has_off_window_work(r.off_window_ms, r.samples_ms.size(), median_ms))
+    out.push_back(fmt::format("arm {} left {:g} ms of device work pending after a timed window at "
+                              "{} (median {:g} ms)",
+                              arm, r.off_window_ms, where, median_ms));
+  if (r.input_mutated)
+    out.push_back(fmt::format("arm {} changed an input inside a timed call at {}", arm, where));
+  const double pct =
+      pct_ceiling(gbps(a.bytes_per_step, statistic(r.samples_ms, proto.analysis.statistic)),
+                  run.instrument.ceiling_gbps);
+  if (std::isfinite(pct) && pct > thresholds::excluded_above_ceiling_pct)
+    out.push_back(fmt::format("arm {} reads {:.1f}% of the measured copy ceiling at {}, beyond "
+                              "the physical margin of {:g}%",
+                              arm, pct, where, thresholds::excluded_above_ceiling_pct));
+}
+
 // Why this arm's data at this cell cannot support a verdict, or empty.
 std::vector<std::string> problems(const protocol &proto, const raw_run &run, const arm_cell &a,
-                                  const cell_key &key, const std::string &where) {
+                                  const cell_key &key, const std::string &where, int analysis) {
   std::vector<std::string> out;
   const std::string &arm = key.arm;
   if (a.record == nullptr) {
@@ -81,6 +104,8 @@ std::vector<std::string> problems(const protocol &proto, const raw_run &run, con
   }
   const std::span<const double> s = a.record->samples_ms;
   const double med = median(s);
+  if (analysis >= 2)
+    excluded_problems(proto, run, a, where, med, out);
   const double spread = iqr(s);
   if (is_unstable(spread, med, proto.analysis.unstable_iqr_ratio)) {
     out.push_back(fmt::format("arm {} is unstable at {} (IQR/median = {:g} > {:g})", arm, where,
@@ -145,14 +170,14 @@ void missing_metrics(const arm_cell &a, const prediction_check &check, const std
 /// `blocked`; true if every arm has samples at the cell.
 bool prepare_arms(std::vector<arm_cell> &arms, const protocol &proto, const raw_run &run,
                   const prediction_check &check, const cell_shape &cell, const std::string &where,
-                  std::vector<std::string> &blocked) {
+                  int analysis, std::vector<std::string> &blocked) {
   bool all_sampled = true;
   for (auto &a : arms) {
     const cell_key key{a.spec->id, cell.pass, cell.rows, cell.cols};
     a.record = find_record(run, key);
     a.bytes_per_step =
         bytes_per_step(proto.op, proto.type, cell.pass, cell.rows, cell.cols, a.spec->repeat);
-    for (auto &p : problems(proto, run, a, key, where))
+    for (auto &p : problems(proto, run, a, key, where, analysis))
       blocked.push_back(std::move(p));
     missing_metrics(a, check, where, blocked);
     if (a.record == nullptr || a.record->samples_ms.empty())
@@ -254,11 +279,12 @@ struct judgement {
 
 /// Judges one selected cell: its p (when every arm has samples there), and what it adds to `j`.
 cell_p judge_cell(std::vector<arm_cell> &arms, const protocol &proto, const prediction_check &check,
-                  const raw_run &run, rng &gen, const cell_shape &cell, judgement &j) {
+                  const raw_run &run, rng &gen, const cell_shape &cell, int analysis,
+                  judgement &j) {
   const std::string where = shape_label(cell.pass, cell.rows, cell.cols);
   const std::size_t blocked_before = j.blocked.size();
   cell_p cp{cell.pass, cell.rows, cell.cols, std::nullopt};
-  if (!prepare_arms(arms, proto, run, check, cell, where, j.blocked))
+  if (!prepare_arms(arms, proto, run, check, cell, where, analysis, j.blocked))
     return cp;
   const double p = bootstrap_p(arms, proto, check, run, gen);
   cp.p = p;
@@ -305,7 +331,8 @@ std::uint64_t bootstrap_seed(std::string_view protocol_hash) {
 }
 
 prediction_result evaluate_prediction(const protocol &proto, const prediction_spec &spec,
-                                      const prediction_check &check, const raw_run &run, rng &gen) {
+                                      const prediction_check &check, const raw_run &run, rng &gen,
+                                      int analysis) {
   const std::int64_t resamples = proto.analysis.bootstrap_resamples;
   if (resamples < 1) {
     throw invalid_input(fmt::format("bootstrap_resamples {} is below 1", resamples));
@@ -317,7 +344,7 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
     for (const std::int64_t rows : spec.at.rows)
       for (const std::int64_t cols : spec.at.cols)
         result.cells.push_back(
-            judge_cell(arms, proto, check, run, gen, cell_shape{pass, rows, cols}, j));
+            judge_cell(arms, proto, check, run, gen, cell_shape{pass, rows, cols}, analysis, j));
   decide(result, j, proto.analysis.confidence);
   return result;
 }
@@ -325,7 +352,7 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
 std::vector<prediction_result> evaluate_predictions(const protocol &proto,
                                                     std::string_view protocol_hash,
                                                     std::span<const prediction_check> checks,
-                                                    const raw_run &run) {
+                                                    const raw_run &run, int analysis) {
   if (checks.size() != proto.predictions.size()) {
     throw io_error(fmt::format("{} prediction checks for {} predictions", checks.size(),
                                proto.predictions.size()));
@@ -334,7 +361,7 @@ std::vector<prediction_result> evaluate_predictions(const protocol &proto,
   std::vector<prediction_result> out;
   out.reserve(checks.size());
   for (std::size_t i = 0; i < checks.size(); ++i) {
-    out.push_back(evaluate_prediction(proto, proto.predictions[i], checks[i], run, gen));
+    out.push_back(evaluate_prediction(proto, proto.predictions[i], checks[i], run, gen, analysis));
   }
   return out;
 }

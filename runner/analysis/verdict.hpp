@@ -34,18 +34,21 @@ struct prediction_check {
 /// The seed of the bootstrap generator: stream_seed(seed_from_hash(hash), bootstrap).
 [[nodiscard]] std::uint64_t bootstrap_seed(std::string_view protocol_hash);
 
-/// Judges one prediction over its selected cells, advancing `gen` in the documented order.
+/// Judges one prediction over its selected cells, advancing `gen` in the documented order, by
+/// the verdict rules of `analysis` (report_analysis_version; 1: reports made before analysis 2).
 /// Throws `error` (exit 2) if `check` names an arm the protocol lacks or the protocol's
 /// bootstrap_resamples is below 1.
 [[nodiscard]] prediction_result evaluate_prediction(const protocol &proto,
                                                     const prediction_spec &spec,
                                                     const prediction_check &check,
-                                                    const raw_run &run, rng &gen);
+                                                    const raw_run &run, rng &gen,
+                                                    int analysis = report_analysis_version);
 
 /// Judges every prediction of `proto` (checks[i] belongs to proto.predictions[i]) in
 /// protocol order with one generator seeded by bootstrap_seed(protocol_hash).
 [[nodiscard]] std::vector<prediction_result>
 evaluate_predictions(const protocol &proto, std::string_view protocol_hash,
-                     std::span<const prediction_check> checks, const raw_run &run);
+                     std::span<const prediction_check> checks, const raw_run &run,
+                     int analysis = report_analysis_version);
 
 } // namespace prereg

@@ -53,6 +53,11 @@ public:
   /// is read (torch's peak statistics).
   virtual void before_window() {}
   virtual void after_window() {}
+  /// Just before / just after a graph arm's step is captured into a CUDA graph: what the arm's
+  /// own allocator hands out during the capture is what the graph's replays use, so it is billed
+  /// to the cell's peak (a replay allocates nothing the allocator would see).
+  virtual void before_capture() {}
+  virtual void after_capture() {}
   /// Peak bytes the arm's own allocator held during the steps since setup, when the arm
   /// allocates outside prereg's allocator (torch's caching allocator), else nullopt.
   [[nodiscard]] virtual std::optional<std::uint64_t> own_peak_bytes() { return std::nullopt; }

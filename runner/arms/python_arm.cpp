@@ -135,6 +135,25 @@ public:
     m_base = rt.api().PyLong_AsLongLong(r);
     rt.api().Py_DecRef(r);
   }
+  void before_capture() override {
+    if (m_device != "cuda")
+      return;
+    auto &rt = python_runtime::get();
+    PyObject *r = rt.call("capture_open", rt.tuple({rt.api().PyLong_FromLongLong(m_ordinal)}));
+    m_capture_base = rt.api().PyLong_AsLongLong(r);
+    rt.api().Py_DecRef(r);
+  }
+  void after_capture() override {
+    if (m_device != "cuda")
+      return;
+    auto &rt = python_runtime::get();
+    PyObject *r = rt.call("window_peak", rt.tuple({rt.api().PyLong_FromLongLong(m_ordinal),
+                                                   rt.api().PyLong_FromLongLong(m_capture_base)}));
+    const long long peak = rt.api().PyLong_AsLongLong(r);
+    rt.api().Py_DecRef(r);
+    m_peak = std::max<std::uint64_t>(m_peak, peak > 0 ? static_cast<std::uint64_t>(peak) : 0);
+    m_measured = true;
+  }
   void after_window() override {
     auto &rt = python_runtime::get();
     if (m_device == "cuda") {
@@ -190,6 +209,7 @@ private:
   crash_text m_step_crash;
   cell_key m_key;
   long long m_base = 0;
+  long long m_capture_base = 0;
   std::uint64_t m_peak = 0;
   bool m_measured = false;
 };
@@ -243,7 +263,8 @@ public:
             {"memory_billing",
              m_info.device == "cuda"
                  ? "torch's caching allocator: the largest torch.cuda.max_memory_allocated() "
-                   "above the window's start, per timed sample"
+                   "above the window's start, per timed sample, and (launch: graph) above the "
+                   "capture's start while the step is captured"
                  : "not measured (host allocations of a Python arm are not tracked)"}};
   }
 

@@ -242,6 +242,11 @@ def window_open(ordinal, rec):
     torch.cuda.reset_peak_memory_stats(ordinal)
     return torch.cuda.memory_allocated(ordinal)
 
+def capture_open(ordinal):
+    import torch
+    torch.cuda.reset_peak_memory_stats(ordinal)
+    return torch.cuda.memory_allocated(ordinal)
+
 def window_peak(ordinal, base):
     import torch
     return max(0, torch.cuda.max_memory_allocated(ordinal) - base)
@@ -264,3 +269,112 @@ def versions():
         except Exception:
             out["packages"][p] = None
     return out
+
+# --- operation files (docs/operations.md, "The operation file") -------------------------------
+
+_op_modules = {}
+
+def _op_module(path):
+    mod = _op_modules.get(path)
+    if mod is None:
+        name = f"prereg_operation_{len(_op_modules)}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot import {path}")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        try:
+            spec.loader.exec_module(mod)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        _op_modules[path] = mod
+    return mod
+
+def _where(exc, path):
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if _same_file(f.filename, path)]
+    if isinstance(exc, SyntaxError) and _same_file(exc.filename, path) and exc.lineno:
+        lines = [exc.lineno]
+    return f" (line {lines[-1]})" if lines else ""
+
+def operation_describe(path, name):
+    """("ok", the declaration `name` of the operation file as JSON, its reference replaced by the
+    function's name) or (kind, one line): kind "environment" (a module the file imports is not
+    installed here) or "code"."""
+    import json
+    try:
+        mod = _op_module(path)
+    except BaseException as exc:
+        kind = "environment" if isinstance(exc, ModuleNotFoundError) else "code"
+        return (kind, f"the file does not import: {describe(exc)}{_where(exc, path)}")
+    d = getattr(mod, name, None)
+    if d is None:
+        names = sorted(n for n, v in vars(mod).items() if isinstance(v, dict) and not n.startswith("_"))
+        return ("code", f"the file declares no {name} (its dicts: {', '.join(names) or 'none'})")
+    if not isinstance(d, dict):
+        return ("code", f"{name} is a {type(d).__name__}, not a dict")
+    out = dict(d)
+    ref = out.get("reference")
+    if "reference" in out:
+        if not callable(ref):
+            return ("code", f"reference is a {type(ref).__name__}, not a function")
+        out["reference"] = getattr(ref, "__name__", "reference")
+    out["name"] = name
+    try:
+        return ("ok", json.dumps(out, allow_nan=False, sort_keys=True))
+    except (TypeError, ValueError) as exc:
+        return ("code", f"the declaration is not plain data (strings, numbers, lists, dicts): {describe(exc)}")
+
+def _as_float64(v, name, shape):
+    import numpy
+    if hasattr(v, "detach") and hasattr(v, "cpu"):  # a torch tensor
+        if str(v.dtype) != "torch.float64":
+            return None, f"returned {name} as {v.dtype}, not float64"
+        v = v.detach().cpu().numpy()
+    if not isinstance(v, numpy.ndarray):
+        return None, f"returned {name} as a {type(v).__name__}, not an array"
+    if v.dtype != numpy.float64:
+        return None, f"returned {name} as {v.dtype}, not float64"
+    if tuple(v.shape) != tuple(shape):
+        return None, f"returned {name} of shape {tuple(v.shape)}, not {tuple(shape)}"
+    bad = numpy.flatnonzero(~numpy.isfinite(v))
+    if bad.size:
+        return None, f"returned {name} with {v.reshape(-1)[bad[0]]} at element {bad[0]}"
+    return v, ""
+
+def operation_reference(path, name, meta_json):
+    """Runs the reference of declaration `name` once: inputs copied in from prereg's float64
+    buffers, outputs validated (a dict; each expected output float64, of its shape, finite) and
+    copied out. "" or why not, one line."""
+    import json, ctypes, numpy
+    m = json.loads(meta_json)
+    mod = _op_module(path)
+    fn = getattr(mod, name)["reference"]
+    t = types.SimpleNamespace(rows=m["rows"], cols=m["cols"], axes=m["axes"], eps=m["eps"],
+                              device=m["device"], operation=name, pass_=m["pass"])
+    def view(addr, shape):
+        n = 1
+        for d in shape:
+            n *= d
+        if n == 0:
+            return numpy.zeros(shape)
+        return numpy.ctypeslib.as_array((ctypes.c_double * n).from_address(addr)).reshape(shape)
+    for k in m["absent"]:
+        setattr(t, k, None)
+    for k, (addr, shape) in m["inputs"].items():
+        setattr(t, k, view(addr, shape).copy())
+    try:
+        r = fn(t)
+    except Exception as exc:
+        return f"raised {describe(exc)}{_where(exc, path)}"
+    if not isinstance(r, dict):
+        return f"returned a {type(r).__name__}, not a dict of its outputs"
+    for k, (addr, shape) in m["outputs"].items():
+        if k not in r:
+            return f"returned no {k} (it returned {', '.join(sorted(map(str, r))) or 'nothing'})"
+        v, why = _as_float64(r[k], k, shape)
+        if why:
+            return why
+        if v.size:
+            view(addr, shape)[...] = v
+    return ""

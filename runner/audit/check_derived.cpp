@@ -121,12 +121,30 @@ std::string check_statistics(const audit_context &ctx) {
   return line;
 }
 
+namespace {
+
+// The verdict rules the report names (tool.analysis; absent: 1), read on its own so that a
+// renderer this build lacks fails the pages, not the verdicts.
+int verdict_rules(const audit_context &ctx) {
+  const json_node tool = ctx.report_node()["tool"];
+  if (!tool.has("analysis"))
+    return 1;
+  const std::int64_t v = tool["analysis"].integer();
+  if (v < 2 || v > report_analysis_version)
+    fail(fmt::format("tool.analysis is {}; this build judges by analysis 1 to {}", v,
+                     report_analysis_version));
+  return static_cast<int>(v);
+}
+
+} // namespace
+
 std::string check_verdicts(const audit_context &ctx) {
   const protocol proto = ctx.proto();
   const raw_run raw = ctx.raw();
   const std::string hash = ctx.hash();
   const auto &reported = ctx.doc(report_part::predictions).predictions;
-  const std::vector<prediction_result> recomputed = judge_predictions(proto, hash, raw);
+  const int analysis = verdict_rules(ctx);
+  const std::vector<prediction_result> recomputed = judge_predictions(proto, hash, raw, analysis);
   if (reported.size() != recomputed.size())
     fail(fmt::format("the report holds {} predictions, the protocol has {}", reported.size(),
                      recomputed.size()));

@@ -4,6 +4,7 @@
 #include "base/fs.hpp"
 #include "crypto/crypto.hpp"
 #include "report/report.hpp"
+#include "spec/operation_file.hpp"
 #include "store/store.hpp"
 
 #include <fmt/format.h>
@@ -215,6 +216,10 @@ const report_document &audit_context::doc(unsigned parts) const {
 
 protocol audit_context::proto() const {
   try {
+    // An operation file's report: the descriptor its freeze record pins, registered so that the
+    // bytes model and the checks below re-derive from it (docs/operations.md); no Python runs.
+    (void)register_recorded_operation(doc(report_part::protocol).protocol.freeze,
+                                      m_store.project_root(), "report.json protocol.freeze");
     return protocol_from_json(doc(report_part::protocol).protocol.body,
                               "report.json protocol.body");
   } catch (const check_failed &) {

@@ -8,6 +8,7 @@
 #include "device/device.hpp"
 #include "prereg/error.hpp"
 #include "run/arm_check.hpp"
+#include "spec/operation.hpp"
 #include "spec/outside_file.hpp"
 #include "spec/protocol.hpp"
 #include "store/store.hpp"
@@ -153,6 +154,14 @@ int cmd_check(args_t args) {
   // Outside arms: loaded here in a child process (check holds no key): a plugin's table must
   // name the arm as the protocol uses it, a Python file must import and define the function.
   const auto loaded = load_outside_arms(p, file);
+  if (const operation_desc *op = find_operation(p.op); op != nullptr && op->outside) {
+    std::vector<std::string> tensors;
+    for (const auto &t : op->tensors)
+      tensors.push_back(t.name);
+    fmt::print("  operation {}: python {} sha256 {}, tensors {}\n", p.op, escape_control(p.op_file),
+               outside_file_sha256(op->file, "operation " + p.op).substr(0, 16),
+               fmt::join(tensors, ", "));
+  }
   std::size_t i = 0;
   for (const auto &a : p.arms) {
     if (!a.outside())

@@ -4,6 +4,7 @@
 #include "base/fs.hpp"
 #include "crypto/keyring.hpp"
 #include "prereg/error.hpp"
+#include "run/operation_check.hpp"
 
 #include <fmt/format.h>
 
@@ -40,6 +41,10 @@ protocol parse_protocol_file(const std::string &file, const std::string &key_fla
                              std::string *bytes_out) {
   std::string bytes = read_protocol_file(file, configured_key_path(key_flag));
   protocol p = parse_protocol(bytes, file);
+  if (!p.op_file.empty()) { // an operation file: read in a keyless child, then validated with it
+    (void)load_operation_here(p, std::filesystem::absolute(file).parent_path());
+    p = parse_protocol(bytes, file);
+  }
   if (bytes_out)
     *bytes_out = std::move(bytes);
   return p;

@@ -1,6 +1,7 @@
 // One run of the engine: binding the plan's arms, grouping its cells (context.hpp).
 #include "engine/context.hpp"
 
+#include "arms/python_operation.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>
@@ -16,11 +17,20 @@ const arm_spec &spec_of(const protocol &p, const std::string &id) {
   throw io_error(fmt::format("measure: the plan names arm '{}', not in the protocol", id));
 }
 
+/// The protocol's operation; an operation file's gets its Python reference here, in the
+/// measuring process (docs/operations.md).
+const operation_desc &operation_with_reference(const protocol &p) {
+  const operation_desc &op = operation_named(p.op);
+  if (op.outside)
+    bind_python_reference(op, p.device);
+  return op;
+}
+
 } // namespace
 
 run_context::run_context(device &dev_, const run_plan &plan_, const arm_resolver &resolve,
                          progress_sink &progress_, const engine_hooks &hooks_)
-    : dev(dev_), plan(plan_), proto(*plan_.proto), op(operation_named(proto.op)),
+    : dev(dev_), plan(plan_), proto(*plan_.proto), op(operation_with_reference(proto)),
       progress(progress_), hooks(hooks_) {
   arms.resize(plan.cells.size());
   skip.resize(plan.cells.size());

@@ -37,7 +37,8 @@ private:
   bool check_group_on_device(const std::vector<std::size_t> &g, const shape &s, std::uint64_t seed);
   void check_cells(const std::vector<std::size_t> &g, const shape &s, const buffer_set &set,
                    const checked_reference &ref, const buffer_set *poison);
-  void fail_group(const std::vector<std::size_t> &g, const std::exception &e);
+  void fail_group(const std::vector<std::size_t> &g, const std::exception &e,
+                  const char *what = "buffers for this shape could not be set up");
   std::optional<correctness_record> check_one(std::size_t i, const shape &s, const buffer_set &set,
                                               const checked_reference &ref,
                                               const buffer_set *poison);
@@ -79,14 +80,20 @@ void correctness_gate::check_shape(std::int64_t rows, std::int64_t cols) {
   const shape s = op.shape_of(rows, cols);
   const std::uint64_t seed = reference::cell_seed(m_ctx.plan.seed, widest, rows, cols);
   std::optional<host_tensors> t; // made when a group needs the host's reference
-  for (const auto *g : mine) {
-    if (m_checks != nullptr && check_group_on_device(*g, s, seed))
+  for (std::size_t k = 0; k < mine.size(); ++k) {
+    if (m_checks != nullptr && check_group_on_device(*mine[k], s, seed))
       continue;
     if (!t) {
       t = reference::random_tensors(op, s, m_ctx.proto.type, seed);
-      op.reference(op, s, widest, *t); // fills the outputs; the inputs stay
+      try {
+        op.reference(op, s, widest, *t);  // fills the outputs; the inputs stay
+      } catch (const std::exception &e) { // an operation file's reference: every cell left
+        for (std::size_t j = k; j < mine.size(); ++j)
+          fail_group(*mine[j], e, "the operation's reference failed");
+        return;
+      }
     }
-    check_group(*g, s, *t);
+    check_group(*mine[k], s, *t);
   }
 }
 
@@ -150,11 +157,12 @@ void correctness_gate::check_cells(const std::vector<std::size_t> &g, const shap
   }
 }
 
-void correctness_gate::fail_group(const std::vector<std::size_t> &g, const std::exception &e) {
+void correctness_gate::fail_group(const std::vector<std::size_t> &g, const std::exception &e,
+                                  const char *what) {
   for (std::size_t i : g) {
     correctness_record rec;
     rec.key = m_ctx.plan.cells[i];
-    rec.detail = fmt::format("buffers for this shape could not be set up: {}", describe(e));
+    rec.detail = fmt::format("{}: {}", what, describe(e));
     const std::string why = rec.detail;
     m_records[i] = std::move(rec);
     m_ctx.survive(m_ctx.plan.cells[i], why);

@@ -150,7 +150,14 @@ void group_timing::capture_graphs() {
       continue;
     try {
       for (std::int64_t b = 0; b < rotation_blocks; ++b) {
+        auto &block = m_args[ci][static_cast<std::size_t>(b)];
+        for (auto &v : block) // an outside arm's own allocator, read around the capture
+          if (v.bound)
+            v.bound->before_capture();
         c.graphs.push_back(m_ctx.dev.capture(step_of(ci, b)));
+        for (auto &v : block)
+          if (v.bound)
+            v.bound->after_capture();
         check_released(*c.alloc);
       }
     } catch (const std::exception &e) {

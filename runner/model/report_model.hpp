@@ -27,8 +27,14 @@ inline constexpr int report_schema_version_min = 1;
 /// tool.renderer, and the audit regenerates each report's pages with the renderer it names
 /// (docs/report.md: renderer 2 moved the summary first; renderer 3 names outside arms' files,
 /// entries and source hashes and says "not measured" for memory no one measured; renderer 4
-/// shows where the run's time went, from the report's phases).
-inline constexpr int report_renderer_version = 4;
+/// shows cells excluded from verdicts as excluded: never fastest, no speedup, not drawn;
+/// renderer 5 also shows where the run's time went, from the report's phases).
+inline constexpr int report_renderer_version = 5;
+/// The newest rules of the verdicts (docs/analysis.md section 5); a new report records it in
+/// tool.analysis, and the audit re-judges each report by the rules it names (analysis 2: a cell
+/// with off-window work, a changed input or a reading beyond the physical margin over the copy
+/// ceiling cannot decide, as a failed correctness check cannot).
+inline constexpr int report_analysis_version = 2;
 
 /// What limits a cell, judged from its median.
 enum class bound_kind { launch, bandwidth, neither };
@@ -48,6 +54,9 @@ struct report_tool {
   /// The layout of report.md/html that this report was rendered with (report_text.hpp);
   /// absent in reports made before it was recorded: those are renderer 1.
   int renderer = 1;
+  /// The rules the verdicts were judged by (analysis.hpp); absent in reports made before it was
+  /// recorded: those are analysis 1.
+  int analysis = 1;
 };
 
 /// The frozen protocol the run followed. `body` and `freeze` are other formats (the

@@ -32,7 +32,7 @@ cell_key read_key(const node &n) {
 namespace {
 
 report_tool read_tool(const node &n) {
-  n.only({"name", "version", "git_commit", "build_flags", "renderer"});
+  n.only({"name", "version", "git_commit", "build_flags", "renderer", "analysis"});
   report_tool t{n["name"].str(), n["version"].str(), n["git_commit"].str(), n["build_flags"].str()};
   if (n.has("renderer")) {
     const std::int64_t v = n["renderer"].integer();
@@ -40,6 +40,13 @@ report_tool read_tool(const node &n) {
       n["renderer"].fail(fmt::format("must be an integer from 2 to {} (this build's renderers)",
                                      report_renderer_version));
     t.renderer = static_cast<int>(v);
+  }
+  if (n.has("analysis")) {
+    const std::int64_t v = n["analysis"].integer();
+    if (v < 2 || v > report_analysis_version) // 1 is written as absence
+      n["analysis"].fail(fmt::format("must be an integer from 2 to {} (this build's verdict rules)",
+                                     report_analysis_version));
+    t.analysis = static_cast<int>(v);
   }
   return t;
 }

@@ -110,6 +110,8 @@ json tool_json(const report_tool &t) {
             {"build_flags", t.build_flags}};
   if (t.renderer != 1) // renderer 1 is recorded by its absence: earlier reports stay as they are
     j["renderer"] = t.renderer;
+  if (t.analysis != 1) // analysis 1 likewise
+    j["analysis"] = t.analysis;
   return j;
 }
 

@@ -41,7 +41,7 @@ const json *evidence_of(const report_document &r, std::string_view code, const c
 } // namespace
 
 std::vector<prediction_result> judge_predictions(const protocol &proto, const std::string &hash,
-                                                 const raw_run &raw) {
+                                                 const raw_run &raw, int analysis) {
   std::vector<std::string> arm_ids;
   for (const auto &a : proto.arms)
     arm_ids.push_back(a.id);
@@ -52,7 +52,7 @@ std::vector<prediction_result> judge_predictions(const protocol &proto, const st
   std::vector<prediction_check> checks;
   for (const auto &e : parsed)
     checks.push_back({[&e](const metric_lookup &value) { return e.holds(value); }, e.references()});
-  return evaluate_predictions(proto, hash, checks, raw);
+  return evaluate_predictions(proto, hash, checks, raw, analysis);
 }
 
 report_cell to_report_cell(const cell_record &cell, const cell_statistics &stats,
@@ -146,6 +146,10 @@ raw_run report_to_raw(const report_document &r) {
       rec.warmup_calls = *c.warmup_calls;
     if (c.off_window_ms)
       rec.off_window_ms = *c.off_window_ms;
+    // A cell's changed input is raw only in its input-mutated defect's evidence.
+    if (const json *e = evidence_of(r, "input-mutated", c.key, "detail");
+        e != nullptr && e->is_string())
+      rec.input_mutated = e->get<std::string>();
     if (c.kernel_clock) {
       rec.kernel_ms = c.kernel_clock->kernel_ms;
       rec.kernel_counts = c.kernel_clock->kernels;
@@ -166,8 +170,12 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   const auto stats = compute_cell_statistics(proto, raw);
   report_document r;
   r.schema_version = report_schema_version;
-  r.tool = {"prereg", build_info::version, build_info::git_commit, build_info::build_flags,
-            report_renderer_version};
+  r.tool = {"prereg",
+            build_info::version,
+            build_info::git_commit,
+            build_info::build_flags,
+            report_renderer_version,
+            report_analysis_version};
   r.protocol = {fp.hash, fp.body, fp.freeze};
   r.run = {meta.run_id, meta.started_at, meta.finished_at, meta.device_ordinal, meta.ledger_head};
   r.environment = raw.environment;
@@ -175,7 +183,7 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   for (std::size_t i = 0; i < raw.cells.size(); ++i)
     r.cells.push_back(to_report_cell(raw.cells[i], stats[i]));
   r.correctness = raw.correctness;
-  r.predictions = judge_predictions(proto, fp.hash, raw);
+  r.predictions = judge_predictions(proto, fp.hash, raw, r.tool.analysis);
   r.defects = detect_defects(proto, raw, stats);
   for (const auto &d : raw.deviations)
     r.deviations.push_back(report_deviation_of(d));

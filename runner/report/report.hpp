@@ -28,9 +28,10 @@ struct run_meta {
   std::optional<shard_spec> shard; ///< `run --shard K/N`: the report is shard K's part
 };
 
-/// The prediction checks of a protocol: each `expect` parsed against its arm ids.
+/// The verdicts of a protocol's predictions (each `expect` parsed against its arm ids), by the
+/// verdict rules of `analysis` (the report's tool.analysis).
 [[nodiscard]] std::vector<prediction_result>
-judge_predictions(const protocol &proto, const std::string &hash, const raw_run &raw);
+judge_predictions(const protocol &proto, const std::string &hash, const raw_run &raw, int analysis);
 
 /// A cells[] entry from a raw record and its statistics; `schema_version` 1 leaves out the
 /// version-2 raw fields (clock_mhz, harness_bytes_in_window), so the audit can recompute a

@@ -11,9 +11,11 @@
 #include "prereg/error.hpp"
 #include "report/report.hpp"
 #include "report/report_text.hpp"
+#include "run/operation_check.hpp"
 #include "run/phases.hpp"
 #include "run/progress.hpp"
 #include "spec/operation.hpp"
+#include "spec/operation_file.hpp"
 #include "spec/registry.hpp"
 
 #include <unistd.h>
@@ -30,6 +32,12 @@ frozen_protocol tried_protocol(const std::string &target) {
   frozen_protocol fp;
   fp.source = read_file(target);
   fp.proto = parse_protocol(fp.source, target);
+  const fs::path dir = fs::absolute(target).parent_path();
+  const operation_desc *op = nullptr;
+  if (!fp.proto.op_file.empty()) { // an operation file, read as freeze reads it
+    op = &load_operation_here(fp.proto, dir);
+    fp.proto = parse_protocol(fp.source, target);
+  }
   fp.body = to_json(fp.proto);
   fp.canonical = canonical_json(fp.body);
   fp.hash = sha256_hex(fp.canonical);
@@ -51,6 +59,11 @@ frozen_protocol tried_protocol(const std::string &target) {
                {"source_sha256", sha256_hex(fp.source)},
                {"kernels", kernels},
                {"tool_version", build_info::version}};
+  if (op != nullptr) {
+    const fs::path file = outside_file(dir, fp.proto.op_file);
+    fp.freeze["operation"] = operation_record(fp.proto, *op, file.string(),
+                                              outside_file_sha256(file, "operation " + op->name));
+  }
   return fp;
 }
 

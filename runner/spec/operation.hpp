@@ -6,6 +6,7 @@
 #include "prereg/arm.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,6 +54,21 @@ struct shape {
 /// for a tensor the pass does not use).
 using host_tensors = std::vector<std::vector<double>>;
 
+/// A tolerance of the correctness gate (docs/protocol.md `correctness`).
+struct op_tolerance {
+  dtype type = dtype::fp32;
+  double rtol = 0;
+  double atol = 0;
+};
+
+/// A pass's declared bytes and FLOPs per invocation, as formulas over the axes and `s`
+/// (docs/operations.md, "The operation file"); "" where the operation declares none.
+struct op_pass_formulas {
+  pass_kind pass = pass_kind::fwd;
+  std::string bytes; ///< "" : the tensor rule (every tensor the pass touches, once)
+  std::string flops; ///< "" : not declared
+};
+
 /// An operation.
 struct operation_desc {
   std::string name;              ///< "layernorm", "rmsnorm", "softmax"
@@ -65,6 +81,18 @@ struct operation_desc {
   /// in `t` (already rounded to the element type), for `s`.
   void (*reference)(const operation_desc &op, const shape &s, pass_kind pass,
                     host_tensors &t) = nullptr;
+  /// Declared outside prereg (an operation file, spec/operation_file.hpp): where it came from.
+  bool outside = false;
+  std::string file;                       ///< outside: the operation file, resolved
+  std::string reference_name;             ///< outside: the reference function's name
+  std::vector<op_pass_formulas> formulas; ///< outside: per pass, in `passes` order
+  std::vector<op_tolerance> tolerances;   ///< outside: the default tolerance per dtype
+
+  /// The declared formulas of `pass`, or null.
+  [[nodiscard]] const op_pass_formulas *formulas_of(pass_kind pass) const;
+  /// FLOPs of one invocation of `pass` at `s` by the declared formula, or nullopt (none).
+  [[nodiscard]] std::optional<std::uint64_t> flops_per_invocation(dtype type, pass_kind pass,
+                                                                  const shape &s) const;
 
   /// Index of the tensor named `name`, or -1.
   [[nodiscard]] int index_of(std::string_view tensor) const;

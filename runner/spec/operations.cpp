@@ -5,6 +5,8 @@
 #include "base/parallel.hpp"
 #include "prereg/error.hpp"
 #include "prereg/ops/softmax.hpp"
+#include "spec/op_formula.hpp"
+#include "spec/operation_file.hpp"
 #include "spec/reference.hpp"
 
 #include <fmt/format.h>
@@ -278,8 +280,32 @@ bool operation_desc::used_in(std::size_t i, pass_kind pass) const {
   return pass == pass_kind::fwd_bwd || !t.produced_by_bwd;
 }
 
+const op_pass_formulas *operation_desc::formulas_of(pass_kind pass) const {
+  for (const auto &f : formulas)
+    if (f.pass == pass)
+      return &f;
+  return nullptr;
+}
+
+std::optional<std::uint64_t> operation_desc::flops_per_invocation(dtype type, pass_kind pass,
+                                                                  const shape &s) const {
+  const op_pass_formulas *f = formulas_of(pass);
+  if (f == nullptr || f->flops.empty())
+    return std::nullopt;
+  const formula_env env{&axes, &s.extents, static_cast<std::int64_t>(element_bytes(type))};
+  return eval_formula(
+      f->flops, env,
+      fmt::format("operation {}: the flops formula of pass {}", name, to_string(pass)));
+}
+
 std::uint64_t operation_desc::bytes_per_invocation(dtype type, pass_kind pass,
                                                    const shape &s) const {
+  if (const op_pass_formulas *f = formulas_of(pass); f != nullptr && !f->bytes.empty()) {
+    const formula_env env{&axes, &s.extents, static_cast<std::int64_t>(element_bytes(type))};
+    return eval_formula(
+        f->bytes, env,
+        fmt::format("operation {}: the bytes formula of pass {}", name, to_string(pass)));
+  }
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const tensor_desc &t = tensors[i];
@@ -301,7 +327,7 @@ const operation_desc *find_operation(std::string_view name) {
   for (const auto &op : all_operations())
     if (op.name == name)
       return &op;
-  return nullptr;
+  return find_outside_operation(name); // an operation file's, registered in this process
 }
 
 const operation_desc &operation_named(std::string_view name) {

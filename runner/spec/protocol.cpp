@@ -25,7 +25,7 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
   check_cells(extents, p);
   read_measurement(top, p);
   p.analysis = read_analysis(top);
-  p.correctness = read_correctness(top, p.type);
+  p.correctness = read_correctness(top, p.type, op);
   const double analysis_s = read_predictions(top, op, p);
   if (const node *r = top.optional("replication"))
     p.replication = read_replication(*r);

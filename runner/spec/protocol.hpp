@@ -101,6 +101,9 @@ struct protocol {
   std::string hypothesis;
   std::string device;           ///< "cuda" | "cpu"
   std::string op = "layernorm"; ///< the operation's name (spec/operation.hpp)
+  /// prereg: 2 `operation: {python: FILE, name: NAME}`: FILE as written ("" for a built-in
+  /// operation); `op` is NAME (docs/operations.md, "The operation file").
+  std::string op_file;
   dtype type = dtype::fp32;
   std::vector<std::int64_t> rows;
   std::vector<std::int64_t> cols;

@@ -1,5 +1,6 @@
 // The experiment's space: the operation, the dtype, the axes' extents (prereg: 1 `shapes`,
 // prereg: 2 `axes`), the passes, the operating point and the cell count.
+#include "spec/operation_file.hpp"
 #include "spec/protocol_sections.hpp"
 
 #include <algorithm>
@@ -10,6 +11,34 @@ namespace {
 
 // The operations prereg: 1 knows (its schema is frozen: a later operation needs prereg: 2).
 const std::vector<std::string> schema1_operations{"layernorm", "rmsnorm"};
+
+// prereg: 2 `operation: {python: FILE, name: NAME}`: the registered descriptor of NAME when
+// check/freeze/run have loaded it (its file must be FILE), else a stand-in over rows and cols.
+const operation_desc &as_outside_operation(const node &n, std::int64_t schema, protocol &p) {
+  if (schema == 1)
+    fail(n, "an operation file (operation: {python, name}) needs prereg: 2");
+  const fields f(n, "operation", {"python", "name"});
+  const node &file = f.required("python");
+  const node &name = f.required("name");
+  p.op_file = as_string(file, "operation.python");
+  if (p.op_file.empty() || p.op_file.size() > 1024 || p.op_file.find('\0') != std::string::npos)
+    fail(file, "operation.python must be a file path of 1 to 1024 characters");
+  p.op = as_string(name, "operation.name");
+  if (p.op.empty() || p.op.size() > 64)
+    fail(name, "operation.name must be 1 to 64 characters");
+  for (const auto &b : all_operations())
+    if (b.name == p.op)
+      fail(name, fmt::format("operation.name {} is a built-in operation; write operation: {} "
+                             "for it, or name the file's operation otherwise",
+                             p.op, p.op));
+  const operation_desc *op = find_outside_operation(p.op);
+  if (op == nullptr)
+    op = &outside_placeholder(p.op);
+  if (op->axes != std::vector<std::string>{"rows", "cols"})
+    fail(n, fmt::format("operation {} has axes {}; this build's protocols hold rows and cols only",
+                        op->name, joined(op->axes)));
+  return *op;
+}
 
 const operation_desc &as_operation(const node &n, std::int64_t schema) {
   std::vector<std::string> known;
@@ -59,7 +88,10 @@ void check_axes(const node &axes, const operation_desc &op) {
 } // namespace
 
 const operation_desc &read_operation(const fields &top, protocol &p) {
-  const operation_desc &op = as_operation(top.required("operation"), p.schema);
+  const node &op_node = top.required("operation");
+  const operation_desc &op = op_node.k == node::kind::mapping
+                                 ? as_outside_operation(op_node, p.schema, p)
+                                 : as_operation(op_node, p.schema);
   p.op = op.name;
   p.type = as_enum<dtype>(top.required("dtype"), "dtype",
                           {{"fp32", dtype::fp32}, {"fp16", dtype::fp16}, {"bf16", dtype::bf16}});

@@ -38,8 +38,11 @@ analysis_spec read_analysis(const fields &top) {
   return out;
 }
 
-correctness_spec read_correctness(const fields &top, dtype type) {
+correctness_spec read_correctness(const fields &top, dtype type, const operation_desc &op) {
   correctness_spec out = default_tolerance(type);
+  for (const auto &t : op.tolerances) // an operation file's own default for the dtype
+    if (t.type == type)
+      out = {t.rtol, t.atol};
   const node *correctness_node = top.optional("correctness");
   if (correctness_node == nullptr)
     return out;

@@ -89,6 +89,8 @@ json to_json(const protocol &p) {
       {"correctness", {{"rtol", p.correctness.rtol}, {"atol", p.correctness.atol}}},
       {"predictions", predictions_json(p.predictions)},
   };
+  if (!p.op_file.empty()) // an operation file's: absent otherwise, so every earlier hash stays
+    out["operation"] = {{"python", p.op_file}, {"name", p.op}};
   if (p.schema >= 2) { // the same extents under the operation's axis names
     out["axes"] = std::move(out["shapes"]);
     out.erase("shapes");

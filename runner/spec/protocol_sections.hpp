@@ -40,7 +40,8 @@ void check_cells(const node &extents, const protocol &p);
 void read_measurement(const fields &top, protocol &p);
 [[nodiscard]] analysis_spec read_analysis(const fields &top);
 /// correctness, each key defaulting on its own to default_tolerance(type).
-[[nodiscard]] correctness_spec read_correctness(const fields &top, dtype type);
+[[nodiscard]] correctness_spec read_correctness(const fields &top, dtype type,
+                                                const operation_desc &op);
 /// prereg: 2 `replication: {devices: N, rule: all | majority | "at least K"}`.
 [[nodiscard]] replication_spec read_replication(const node &n);
 

@@ -1,5 +1,6 @@
 // The frozen-protocol store and the integrity check run performs before measuring.
 #include "store/store.hpp"
+#include "spec/operation_file.hpp"
 #include "spec/outside_file.hpp"
 
 #include "base/fs.hpp"
@@ -122,6 +123,41 @@ std::string project_relative(const fs::path &project, const fs::path &file) {
     return rel.generic_string();
   return file.generic_string();
 }
+/// The freeze record's `operation` entry of `p` (an operation file's protocol): the file hashed,
+/// never loaded here; the descriptor is the one `check`/`freeze` registered from a keyless child.
+json frozen_operation_entry(const protocol &p, const fs::path &source_dir,
+                            const fs::path &project) {
+  const fs::path file =
+      outside_file(source_dir.empty() ? fs::current_path() : source_dir, p.op_file);
+  const std::string digest = outside_file_sha256(file, "operation " + p.op);
+  const operation_desc *op = find_outside_operation(p.op);
+  if (op == nullptr || op->file != file.string())
+    throw std::logic_error(fmt::format("operation {} was not loaded before freezing", p.op));
+  return operation_record(p, *op, project_relative(project, file), digest);
+}
+
+/// Why the operation file of `fp` cannot run as frozen, or nullopt.
+std::optional<std::string> operation_file_problem(const frozen_protocol &fp,
+                                                  const fs::path &project) {
+  if (fp.proto.op_file.empty())
+    return std::nullopt;
+  if (!fp.freeze.contains("operation"))
+    return fmt::format("freeze record has no operation entry for operation {}", fp.proto.op);
+  const fs::path file = recorded_operation_file(fp.freeze, project);
+  const std::string frozen = fp.freeze["operation"].value("sha256", "");
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    return fmt::format("operation file of {} is missing since freezing: {}", fp.proto.op,
+                       file.string());
+  const std::string now = outside_file_sha256(file, "operation " + fp.proto.op);
+  if (now != frozen)
+    return fmt::format("operation file of {} changed since freezing (frozen {}, now {}): {}; "
+                       "this version stays refused: {}",
+                       fp.proto.op, frozen.substr(0, 12), now.substr(0, 12), file.string(),
+                       new_version_advice(fp.proto));
+  return std::nullopt;
+}
+
 } // namespace
 
 fs::path store::project_root() const {
@@ -178,6 +214,8 @@ freeze_outcome store::freeze(std::string_view source, const protocol &p, const s
                  {"tool_version", build_info::version},
                  {"frozen_at", utc_now_rfc3339()},
                  {"signer", key.fingerprint()}};
+  if (!p.op_file.empty()) // an operation file: pinned like an outside arm's (docs/operations.md)
+    record["operation"] = frozen_operation_entry(p, source_dir, project_root());
   record = sign_record(std::move(record), key);
   add_key(key.public_part());
   try {
@@ -330,6 +368,9 @@ frozen_protocol store::load(const std::string &hash) const {
                           freeze_path);
   if (!verify_record(fp.freeze, *key))
     throw integrity_error("freeze record signature does not verify (tampered)", freeze_path);
+  // An operation file's protocol: its pinned descriptor, registered for this process.
+  if (register_recorded_operation(fp.freeze, project_root(), freeze_path) != nullptr)
+    fp.proto = protocol_from_json(fp.body, (dir / "protocol.json").string());
   return fp;
 }
 
@@ -354,6 +395,8 @@ std::string new_version_advice(const protocol &p) {
 
 std::optional<std::string> kernel_source_problem(const frozen_protocol &fp,
                                                  const fs::path &project) {
+  if (auto problem = operation_file_problem(fp, project))
+    return problem;
   const auto &kernels = fp.freeze.at("kernels");
   for (const auto &arm : fp.proto.arms) {
     if (arm.outside()) {

@@ -62,6 +62,11 @@ std::string point_title(const report_cell &cell, const std::string &what) {
   return t;
 }
 
+// Renderer 4: a cell the verdicts exclude is not drawn.
+bool is_excluded(const view &v, const report_cell &cell) {
+  return v.renderer >= 4 && excluded_reason(v, cell) != nullptr;
+}
+
 std::optional<point> time_point(const report_cell &cell, std::int64_t r) {
   const auto m = finite(cell.median_ms);
   if (!m)
@@ -93,8 +98,8 @@ std::optional<point> pct_point(const report_cell &cell, std::int64_t r) {
 std::optional<point> speedup_point(const view &v, const report_cell &cell, const std::string &pass,
                                    std::int64_t r, std::int64_t cols) {
   const report_cell *base = find_cell(v, v.arms.front(), pass, r, cols);
-  if (base == nullptr || !finite(base->median_ms) || !finite(cell.median_ms) ||
-      !(cell.median_ms > 0.0))
+  if (base == nullptr || is_excluded(v, *base) || !finite(base->median_ms) ||
+      !finite(cell.median_ms) || !(cell.median_ms > 0.0))
     return std::nullopt;
   const double m = cell.median_ms;
   const double ratio = base->median_ms / m;
@@ -168,15 +173,23 @@ chart make_chart(const view &v, const std::string &pass, std::int64_t cols,
     const bool unmeasured = kind == "peak" && shows_memory_unmeasured(v, arm);
     if (unmeasured)
       s.note = " (peak memory not measured)";
+    std::size_t excluded = 0;
     for (const auto r : v.rows) {
       const report_cell *cell = find_cell(v, arm, pass, r, cols);
       std::optional<point> p;
+      if (cell != nullptr && kind != "peak" && is_excluded(v, *cell)) {
+        ++excluded; // renderer 4: an excluded cell (or the baseline's, for speedups) is no point
+        cell = nullptr;
+      }
       if (cell != nullptr && !unmeasured)
         p = chart_point(v, c, *cell, r);
       if (kind == "peak" && p && static_cast<double>(cell->peak_bytes) > 0.0)
         any_positive = true;
       s.points.push_back(p);
     }
+    if (excluded > 0)
+      s.note += fmt::format(" (excluded from verdicts at {} shape{}: not drawn)", excluded,
+                            excluded == 1 ? "" : "s");
     c.lines.push_back(std::move(s));
   }
   if (kind == "peak")

@@ -108,8 +108,17 @@ std::string summary_section(const view &v) {
     out += "</div>\n<p class=\"caption\">Time per step (median, whiskers q1 to q3) and the "
            "speedup over " +
            html(v.arms.front()) +
-           " (its median / the arm's) per rows; a ring marks the fastest arm at each shape. "
-           "Every pass and cols is under Results.</p>\n";
+           " (its median / the arm's) per rows; a ring marks the fastest arm at each shape" +
+           std::string(v.renderer >= 4 ? " (of the arms neither excluded nor flagged)" : "") +
+           ". Every pass and cols is under Results.</p>\n";
+    const auto excluded = excluded_notes(v, cols);
+    if (!excluded.empty()) {
+      out += "<p class=\"excluded\">Excluded from every verdict, never fastest, not drawn:</p>\n"
+             "<ul class=\"excluded\">\n";
+      for (const auto &[arm, note] : excluded)
+        out += "<li><code>" + html(arm) + "</code> at " + html(note) + "</li>\n";
+      out += "</ul>\n";
+    }
   }
   return out + "</section>\n";
 }

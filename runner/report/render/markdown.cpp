@@ -73,9 +73,17 @@ std::string summary_section(const view &v) {
   std::string out = "## Summary\n\n";
   for (const auto &pass : v.passes) {
     out += fmt::format("Speedup over {} (its median / the arm's), {}, cols {}; the fastest arm "
-                       "per shape in bold:\n\n",
-                       md_code(v.arms.front()), md(pass), cols);
+                       "per shape in bold{}:\n\n",
+                       md_code(v.arms.front()), md(pass), cols,
+                       v.renderer >= 4 ? " (of the arms neither excluded nor flagged ⚠)" : "");
     out += to_markdown(speedup_table(v, pass, cols)) + "\n";
+  }
+  const auto excluded = excluded_notes(v, cols);
+  if (!excluded.empty()) {
+    out += "Excluded from every verdict, never fastest (docs/analysis.md):\n\n";
+    for (const auto &[arm, note] : excluded)
+      out += "- " + md_code(arm) + " at " + md(note) + "\n";
+    out += "\n";
   }
   return out;
 }

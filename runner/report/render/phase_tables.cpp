@@ -23,7 +23,7 @@ std::string share_text(double ms, double wall_ms) {
 
 } // namespace
 
-bool has_phases(const view &v) { return v.renderer >= 4 && v.report->phases.has_value(); }
+bool has_phases(const view &v) { return v.renderer >= 5 && v.report->phases.has_value(); }
 
 std::string phases_line(const view &v) {
   const report_phases &p = *v.report->phases;

@@ -1,4 +1,4 @@
-// Where a run's time went (renderer 4, docs/report.md "phases"): its phases, the timing phase's
+// Where a run's time went (renderer 5, docs/report.md "phases"): its phases, the timing phase's
 // parts and the run's cost against its samples.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 namespace prereg::render {
 
-/// Whether the page shows where the time went: renderer 4 or later and a report with phases.
+/// Whether the page shows where the time went: renderer 5 or later and a report with phases.
 [[nodiscard]] bool has_phases(const view &v);
 
 /// One line: the wall time, the measured work (timed and warm-up windows, the arms' first

@@ -57,6 +57,14 @@ span speedup_cell(const view &v, const std::string &arm, const std::string &pass
                   std::int64_t cols) {
   const report_cell *b = find_cell(v, v.arms.front(), pass, rows, cols);
   const report_cell *c = find_cell(v, arm, pass, rows, cols);
+  if (v.renderer >= 4 && c != nullptr)
+    if (const std::string *why = excluded_reason(v, *c)) {
+      span s = plain("excluded: " + *why);
+      s.cls = "excluded";
+      return s;
+    }
+  if (v.renderer >= 4 && b != nullptr && excluded_reason(v, *b) != nullptr)
+    return plain("— (baseline excluded)");
   const auto bm = b ? finite(b->median_ms) : std::nullopt;
   const auto cm = c ? finite(c->median_ms) : std::nullopt;
   if (!bm || !cm || *cm <= 0.0)
@@ -67,6 +75,11 @@ span speedup_cell(const view &v, const std::string &arm, const std::string &pass
     s.strong = true;
     s.suffix = " fastest";
     s.cls = "winner";
+  }
+  if (v.renderer >= 4 && !c->flags.empty()) { // a flagged arm's speedup carries the mark
+    s.suffix += " ⚠";
+    s.cls += s.cls.empty() ? "flagged" : " flagged";
+    s.title = join(c->flags, ", ");
   }
   return s;
 }
@@ -205,6 +218,17 @@ std::vector<std::pair<std::string, std::string>> flag_notes(const view &v, const
         note += " — " + *cell->error;
       out.emplace_back(arm, note);
     }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> excluded_notes(const view &v, std::int64_t cols) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto &arm : v.arms)
+    for (const auto &pass : v.passes)
+      for (const auto r : v.rows)
+        if (const report_cell *cell = find_cell(v, arm, pass, r, cols))
+          if (const std::string *why = excluded_reason(v, *cell))
+            out.emplace_back(arm, fmt::format("{} {}: {}", pass, shape_text(r, cols), *why));
   return out;
 }
 

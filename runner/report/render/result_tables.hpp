@@ -47,4 +47,9 @@ using cell_text = std::function<span(const report_cell &)>;
 [[nodiscard]] std::vector<std::pair<std::string, std::string>>
 flag_notes(const view &v, const std::string &pass, std::int64_t cols);
 
+/// Renderer 4: the summary's cells excluded from verdicts at `cols`, every pass, one
+/// (arm, "PASS ROWSxCOLS: why") each, in arm, pass, rows order.
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> excluded_notes(const view &v,
+                                                                              std::int64_t cols);
+
 } // namespace prereg::render

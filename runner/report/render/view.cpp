@@ -1,12 +1,14 @@
 // The report as the renderers see it: dimensions in protocol order, cells by key.
 #include "report/render/view.hpp"
 
+#include "analysis/cell_stats.hpp"
 #include "report/render/body.hpp"
 #include "report/render/format.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace prereg::render {
 namespace {
@@ -46,6 +48,30 @@ void read_memory_billing(view &v, const json &environment) {
       v.memory_not_measured.insert(arm);
 }
 
+// Renderer 4: why a cell cannot decide a verdict under analysis 2 (verdict.cpp's rules: an error,
+// a failed or missing correctness check, off-window work, a changed input, a reading beyond the
+// physical margin over the ceiling), in a few words; empty when it can.
+std::string exclusion_of(const report_document &report, const report_cell &c) {
+  std::vector<std::string> why;
+  if (c.error)
+    why.emplace_back("failed");
+  const auto check = std::find_if(report.correctness.begin(), report.correctness.end(),
+                                  [&](const report_correctness &r) { return r.key == c.key; });
+  if (c.n > 0 && (check == report.correctness.end() || !check->passed))
+    why.emplace_back("failed correctness");
+  for (const report_defect &d : report.defects)
+    if (d.cell && *d.cell == c.key) {
+      if (d.code == "off-window-work")
+        why.emplace_back("work left pending off the window");
+      else if (d.code == "input-mutated")
+        why.emplace_back("changed an input");
+    }
+  if (c.n > 0 && std::isfinite(c.pct_ceiling) &&
+      c.pct_ceiling > thresholds::excluded_above_ceiling_pct)
+    why.emplace_back(fmt::format("{:.0f}% of the ceiling", c.pct_ceiling));
+  return join(why, ", ");
+}
+
 } // namespace
 
 view make_view(const report_document &report) {
@@ -62,6 +88,9 @@ view make_view(const report_document &report) {
     add_unique(v.passes, std::get<1>(k));
     add_unique(v.rows, c.key.rows);
     add_unique(v.cols, c.key.cols);
+    if (v.renderer >= 4)
+      if (std::string why = exclusion_of(report, c); !why.empty())
+        v.excluded.emplace(k, std::move(why));
     v.cells.emplace(std::move(k), &c);
   }
   std::sort(v.rows.begin(), v.rows.end());
@@ -79,10 +108,19 @@ std::optional<double> best_median(const view &v, const std::string &pass, std::i
                                   std::int64_t cols) {
   std::optional<double> best;
   for (const auto &other : v.arms)
-    if (const report_cell *o = find_cell(v, other, pass, rows, cols))
+    if (const report_cell *o = find_cell(v, other, pass, rows, cols)) {
+      if (v.renderer >= 4 && (excluded_reason(v, *o) != nullptr || !o->flags.empty()))
+        continue;
       if (const auto om = finite(o->median_ms))
         best = std::min(best.value_or(*om), *om);
+    }
   return best;
+}
+
+const std::string *excluded_reason(const view &v, const report_cell &cell) {
+  const auto it = v.excluded.find(
+      {cell.key.arm, std::string(to_string(cell.key.pass)), cell.key.rows, cell.key.cols});
+  return it == v.excluded.end() ? nullptr : &it->second;
 }
 
 bool has_flag(const report_cell &cell, std::string_view flag) {

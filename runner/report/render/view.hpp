@@ -33,6 +33,9 @@ struct view {
   /// Arms whose memory the run did not measure: environment.outside_arms.<id>.memory_billing
   /// begins "not measured" (a Python arm on the CPU); their peak_bytes 0 means nothing.
   std::set<std::string> memory_not_measured;
+  /// Renderer 4: the cells excluded from verdicts (analysis 2's rules, docs/analysis.md), with
+  /// why in a few words; never "fastest", never plotted, shown as excluded.
+  std::map<cell_id, std::string> excluded;
   int renderer = 1;         ///< the report's tool.renderer: which layout to reproduce
   bool exploratory = false; ///< `prereg try`: never confirmatory
 };
@@ -46,9 +49,13 @@ struct view {
                                            const std::string &pass, std::int64_t rows,
                                            std::int64_t cols);
 
-/// The smallest finite median of any arm at (pass, rows, cols): the fastest arm's.
+/// The smallest finite median of any arm at (pass, rows, cols): the fastest arm's. Renderer 4:
+/// of the arms whose cell is neither excluded nor flagged there (none: nullopt).
 [[nodiscard]] std::optional<double> best_median(const view &v, const std::string &pass,
                                                 std::int64_t rows, std::int64_t cols);
+
+/// Renderer 4: why `cell` is excluded from verdicts, or null.
+[[nodiscard]] const std::string *excluded_reason(const view &v, const report_cell &cell);
 
 /// True if the cell carries `flag`.
 [[nodiscard]] bool has_flag(const report_cell &cell, std::string_view flag);

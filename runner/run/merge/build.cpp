@@ -136,7 +136,9 @@ void add_shard_union(json &out, const std::vector<part> &parts, const protocol &
   out["defects"] = std::move(u.defects);
   out["deviations"] = std::move(u.deviations);
   json predictions = json::array();
-  for (const auto &r : judge_predictions(proto, first.protocol.hash, report_to_raw(u.joined)))
+  // Judged by the first part's verdict rules, as the merge's audit re-judges them.
+  for (const auto &r :
+       judge_predictions(proto, first.protocol.hash, report_to_raw(u.joined), first.tool.analysis))
     predictions.push_back(to_json(r));
   out["predictions"] = std::move(predictions);
 }

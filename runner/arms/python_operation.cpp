@@ -1,0 +1,161 @@
+// Operation files in the embedded interpreter (python_operation.hpp).
+#include "arms/python_operation.hpp"
+
+#include "arms/outside_common.hpp"
+#include "arms/python_runtime.hpp"
+#include "prereg/error.hpp"
+#include "spec/operation_file.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <map>
+#include <set>
+
+namespace prereg {
+namespace {
+
+using namespace outside;
+
+/// The device each bound operation's reference is told (t.device).
+std::map<std::string, std::string, std::less<>> &bound_devices() {
+  static std::map<std::string, std::string, std::less<>> m;
+  return m;
+}
+
+std::string text_at(const python_api &api, PyObject *tuple, long i) {
+  const char *t = api.PyUnicode_AsUTF8(api.PyTuple_GetItem(tuple, i));
+  return t != nullptr ? t : "?";
+}
+
+std::string cell_text(const shape &s, pass_kind pass) {
+  std::string dims;
+  for (const auto e : s.extents)
+    dims += (dims.empty() ? "" : "x") + std::to_string(e);
+  return fmt::format("{} {}", to_string(pass), dims);
+}
+
+/// One call of the reference: the inputs in, the pass's outputs (and saved tensors) out.
+void call_reference(const operation_desc &op, const shape &s, pass_kind pass, host_tensors &t) {
+  json meta = {{"rows", 0},
+               {"cols", 0},
+               {"eps", op.eps},
+               {"pass", std::string(to_string(pass))},
+               {"inputs", json::object()},
+               {"outputs", json::object()},
+               {"absent", json::array()},
+               {"axes", json::object()}};
+  const auto it = bound_devices().find(op.name);
+  meta["device"] = it == bound_devices().end() ? std::string("cpu") : it->second;
+  for (std::size_t a = 0; a < op.axes.size(); ++a)
+    meta["axes"][op.axes[a]] = s.extents.at(a);
+  if (op.axis_of("rows") >= 0 && op.axis_of("cols") >= 0) {
+    meta["rows"] = s.extents.at(static_cast<std::size_t>(op.axis_of("rows")));
+    meta["cols"] = s.extents.at(static_cast<std::size_t>(op.axis_of("cols")));
+  }
+  for (std::size_t i = 0; i < op.tensors.size(); ++i) {
+    const tensor_desc &d = op.tensors[i];
+    if (!op.used_in(i, pass)) {
+      meta["absent"].push_back(d.name);
+      continue;
+    }
+    json dims = json::array();
+    for (const auto &ax : d.dims)
+      dims.push_back(s.extents.at(static_cast<std::size_t>(op.axis_of(ax))));
+    const auto n = static_cast<std::size_t>(op.elements(i, s));
+    if (d.role == tensor_role::input) {
+      if (t.at(i).size() != n)
+        throw invalid_input(fmt::format("operation {}: input {} has {} values, not {}", op.name,
+                                        d.name, t.at(i).size(), n));
+    } else {
+      t.at(i).assign(n, 0.0);
+    }
+    const auto addr = reinterpret_cast<std::uintptr_t>(t[i].data());
+    meta[d.role == tensor_role::input ? "inputs" : "outputs"][d.name] = {addr, dims};
+  }
+  auto &rt = python_runtime::get();
+  PyObject *r = nullptr;
+  try {
+    r = rt.call("operation_reference",
+                rt.tuple({rt.str(op.file), rt.str(op.name), rt.str(meta.dump())}));
+  } catch (const error &e) {
+    throw invalid_input(fmt::format("operation {}: the reference at {} failed: {}", op.name,
+                                    cell_text(s, pass), e.what()),
+                        op.file);
+  }
+  const char *why = rt.api().PyUnicode_AsUTF8(r);
+  const std::string text = why != nullptr ? why : "returned no text";
+  rt.api().Py_DecRef(r);
+  if (!text.empty())
+    throw invalid_input(fmt::format("operation {}: the reference at {} {}", op.name,
+                                    cell_text(s, pass), escape_for_message(text)),
+                        op.file);
+}
+
+/// The reference every bound outside operation runs: the first call of a pass and shape runs
+/// twice and must agree with itself bit for bit.
+void python_reference(const operation_desc &op, const shape &s, pass_kind pass, host_tensors &t) {
+  static std::set<std::tuple<std::string, pass_kind, std::vector<std::int64_t>>> seen;
+  call_reference(op, s, pass, t);
+  if (!seen.emplace(op.name, pass, s.extents).second)
+    return;
+  host_tensors again = t;
+  call_reference(op, s, pass, again);
+  for (std::size_t i = 0; i < op.tensors.size(); ++i) {
+    if (op.tensors[i].role == tensor_role::input || t[i].size() != again[i].size())
+      continue;
+    for (std::size_t k = 0; k < t[i].size(); ++k)
+      if (std::memcmp(&t[i][k], &again[i][k], sizeof(double)) != 0)
+        throw invalid_input(
+            fmt::format("operation {}: the reference at {} disagrees with itself across two "
+                        "calls: {} element {} is {:.17g}, then {:.17g}",
+                        op.name, cell_text(s, pass), op.tensors[i].name, k, t[i][k], again[i][k]),
+            op.file);
+  }
+}
+
+} // namespace
+
+json describe_python_operation(const std::filesystem::path &file, const std::string &name) {
+  auto &rt = python_runtime::get();
+  rt.start();
+  PyObject *r = rt.call("operation_describe", rt.tuple({rt.str(file.string()), rt.str(name)}));
+  const std::string kind = text_at(rt.api(), r, 0);
+  const std::string text = text_at(rt.api(), r, 1);
+  rt.api().Py_DecRef(r);
+  if (kind == "environment")
+    throw environment_error(fmt::format("operation {}: cannot load the operation file with {}: "
+                                        "{}; {}",
+                                        name, rt.interpreter(), escape_for_message(text),
+                                        choose_python_advice),
+                            file.string());
+  if (kind != "ok")
+    throw invalid_input(fmt::format("operation {}: {}", name, escape_for_message(text)),
+                        file.string());
+  try {
+    return parse_json_strict(text, file.string());
+  } catch (const error &e) {
+    throw invalid_input(
+        fmt::format("operation {}: the declaration does not read as JSON: {}", name, e.what()),
+        file.string());
+  }
+}
+
+void bind_python_reference(const operation_desc &op, const std::string &device) {
+  if (!op.outside || op.reference != nullptr)
+    return;
+  python_runtime::get().start();
+  // The file is the pinned one (run checked its SHA-256); its declaration, read again here, must
+  // still be the descriptor the run measures by (a declaration that reads the environment).
+  const json now = operation_to_json(
+      operation_from_json(describe_python_operation(op.file, op.name), op.file, op.file));
+  if (now != operation_to_json(op))
+    throw invalid_input(fmt::format("operation {}: the file's declaration, read in the measuring "
+                                    "process, differs from the descriptor frozen with it",
+                                    op.name),
+                        op.file);
+  bound_devices()[op.name] = device;
+  set_outside_reference(op.name, python_reference);
+}
+
+} // namespace prereg

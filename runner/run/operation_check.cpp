@@ -1,0 +1,68 @@
+// Loading an operation file in a child process (operation_check.hpp).
+#include "run/operation_check.hpp"
+
+#include "arms/outside_common.hpp"
+#include "arms/python_operation.hpp"
+#include "base/process.hpp"
+#include "prereg/error.hpp"
+#include "run/measuring_child.hpp"
+#include "spec/operation_file.hpp"
+#include "spec/outside_file.hpp"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace prereg {
+namespace fs = std::filesystem;
+namespace {
+
+[[noreturn]] void child(const fs::path &file, const std::string &name, int fd) {
+  ::unsetenv("PREREG_KEY");
+  outside::set_crash_channel(fd); // a crash while importing: one error message up
+  json msg;
+  try {
+    msg = {{"descriptor", describe_python_operation(file, name)}};
+  } catch (const std::exception &e) {
+    msg = detail::error_message(e);
+  }
+  (void)write_all(fd, msg.dump() + "\n");
+  std::_Exit(0);
+}
+
+} // namespace
+
+const operation_desc &load_operation_here(const protocol &p, const fs::path &protocol_dir) {
+  const fs::path file = outside_file(protocol_dir, p.op_file);
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    throw invalid_input(
+        fmt::format("operation {}: its file {} does not exist", p.op, file.filename().string()),
+        file.string());
+  pipe_ends up = open_pipe(on_exec::close);
+  const pid_t pid = fork_child([&] {
+    up.read.reset();
+    child(file, p.op, up.write.get());
+  });
+  up.write.reset();
+  const std::string text = read_all(up.read.get());
+  const wait_status st = wait_for(pid);
+  json msg;
+  try {
+    msg = json::parse(text);
+  } catch (const std::exception &) {
+    throw invalid_input(
+        fmt::format("operation {}: the process that read the operation file {}", p.op,
+                    st.signalled() ? fmt::format("was killed by signal {}", st.signal())
+                                   : std::string("sent a malformed message")),
+        file.string());
+  }
+  if (msg.contains("error"))
+    detail::rethrow_error_message(msg);
+  return register_outside_operation(
+      operation_from_json(msg.at("descriptor"), file.string(), file.string()));
+}
+
+} // namespace prereg

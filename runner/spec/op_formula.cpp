@@ -1,0 +1,141 @@
+// The formula language of operation files (op_formula.hpp): a recursive-descent evaluator over
+// 64-bit integers with overflow checks.
+#include "spec/op_formula.hpp"
+
+#include "prereg/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <limits>
+
+namespace prereg {
+namespace {
+
+constexpr std::size_t max_formula_bytes = 1024;
+constexpr int max_depth = 64;
+
+class formula_parser {
+public:
+  formula_parser(std::string_view text, const formula_env &env, std::string_view what)
+      : m_text(text), m_env(env), m_what(what) {}
+
+  std::int64_t run() {
+    if (m_text.size() > max_formula_bytes)
+      fail(fmt::format("is {} bytes long; the limit is {}", m_text.size(), max_formula_bytes));
+    const std::int64_t v = sum(0);
+    skip();
+    if (m_pos != m_text.size())
+      fail(fmt::format("unexpected '{}' at offset {}", m_text[m_pos], m_pos));
+    if (v < 0)
+      fail(fmt::format("is negative ({})", v));
+    return v;
+  }
+
+private:
+  [[noreturn]] void fail(const std::string &why) const {
+    throw invalid_input(fmt::format("{} '{}' {}", m_what, m_text, why));
+  }
+  void skip() {
+    while (m_pos < m_text.size() && (m_text[m_pos] == ' ' || m_text[m_pos] == '\t'))
+      ++m_pos;
+  }
+  bool eat(char c) {
+    skip();
+    if (m_pos < m_text.size() && m_text[m_pos] == c) {
+      ++m_pos;
+      return true;
+    }
+    return false;
+  }
+  std::int64_t checked(__int128 v) const {
+    if (v > std::numeric_limits<std::int64_t>::max() ||
+        v < std::numeric_limits<std::int64_t>::min())
+      fail("overflows 64 bits");
+    return static_cast<std::int64_t>(v);
+  }
+  std::int64_t sum(int depth) {
+    std::int64_t v = product(depth);
+    for (;;) {
+      if (eat('+'))
+        v = checked(static_cast<__int128>(v) + product(depth));
+      else if (eat('-'))
+        v = checked(static_cast<__int128>(v) - product(depth));
+      else
+        return v;
+    }
+  }
+  std::int64_t product(int depth) {
+    std::int64_t v = atom(depth);
+    for (;;) {
+      if (eat('*')) {
+        v = checked(static_cast<__int128>(v) * atom(depth));
+      } else if (eat('/')) {
+        const std::int64_t d = atom(depth);
+        if (d == 0)
+          fail("divides by zero");
+        if (m_env.extents != nullptr && v % d != 0)
+          fail(fmt::format("divides {} by {}, which is not exact", v, d));
+        v /= d;
+      } else {
+        return v;
+      }
+    }
+  }
+  std::int64_t atom(int depth) {
+    if (depth > max_depth)
+      fail(fmt::format("nests deeper than {}", max_depth));
+    skip();
+    if (eat('(')) {
+      const std::int64_t v = sum(depth + 1);
+      if (!eat(')'))
+        fail(fmt::format("lacks a ')' at offset {}", m_pos));
+      return v;
+    }
+    if (m_pos >= m_text.size())
+      fail("ends where a number, an axis or s belongs");
+    const char c = m_text[m_pos];
+    if (std::isdigit(static_cast<unsigned char>(c)) != 0)
+      return number();
+    if (std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_')
+      return name();
+    fail(fmt::format("unexpected '{}' at offset {}", c, m_pos));
+  }
+  std::int64_t number() {
+    __int128 v = 0;
+    while (m_pos < m_text.size() && std::isdigit(static_cast<unsigned char>(m_text[m_pos])) != 0)
+      v = checked(v * 10 + (m_text[m_pos++] - '0'));
+    return static_cast<std::int64_t>(v);
+  }
+  std::int64_t name() {
+    const std::size_t start = m_pos;
+    while (m_pos < m_text.size() &&
+           (std::isalnum(static_cast<unsigned char>(m_text[m_pos])) != 0 || m_text[m_pos] == '_'))
+      ++m_pos;
+    const std::string_view id = m_text.substr(start, m_pos - start);
+    if (id == "s")
+      return m_env.extents == nullptr ? 1 : m_env.s;
+    const auto &axes = *m_env.axes;
+    for (std::size_t i = 0; i < axes.size(); ++i)
+      if (axes[i] == id)
+        return m_env.extents == nullptr ? 1 : m_env.extents->at(i);
+    std::string known;
+    for (const auto &a : axes)
+      known += a + ", ";
+    fail(fmt::format("names '{}', which is neither an axis ({}) nor s", id,
+                     known.substr(0, known.size() - 2)));
+  }
+
+  std::string_view m_text;
+  const formula_env &m_env;
+  std::string_view m_what;
+  std::size_t m_pos = 0;
+};
+
+} // namespace
+
+std::uint64_t eval_formula(std::string_view text, const formula_env &env, std::string_view what) {
+  return static_cast<std::uint64_t>(formula_parser(text, env, what).run());
+}
+
+} // namespace prereg

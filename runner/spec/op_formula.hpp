@@ -1,0 +1,26 @@
+// The formulas of an operation file's bytes and FLOPs per pass (docs/operations.md, "Formulas"):
+// integers, the operation's axis names and `s`, with + - * / and parentheses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prereg {
+
+/// The values a formula reads: each axis' extent by name, and `s` (bytes per element of the
+/// protocol's dtype).
+struct formula_env {
+  const std::vector<std::string> *axes = nullptr;
+  const std::vector<std::int64_t> *extents = nullptr; ///< null: check only (every name is 1)
+  std::int64_t s = 1;
+};
+
+/// Evaluates `text` over `env`. Throws invalid_input "WHAT: ..." on a syntax error, a name that
+/// is neither an axis nor `s`, a division that is not exact or by zero, a negative result, or a
+/// value past 2^63 - 1.
+[[nodiscard]] std::uint64_t eval_formula(std::string_view text, const formula_env &env,
+                                         std::string_view what);
+
+} // namespace prereg
