@@ -220,6 +220,25 @@ template <class T, class F> std::vector<T> read_list(const node &n, F read) {
   return out;
 }
 
+std::vector<phase_time> read_phase_list(const node &n) {
+  return read_list<phase_time>(n, [](const node &p) {
+    p.only({"name", "ms"});
+    return phase_time{p["name"].str(), p["ms"].number()};
+  });
+}
+
+/// The phases (schema_version 5 and later).
+report_phases read_phases(const node &n, int schema_version) {
+  if (schema_version < 5)
+    n.fail("is not a member of reports before schema_version 5");
+  n.only({"wall_ms", "list", "timing"});
+  report_phases p;
+  p.wall_ms = n["wall_ms"].number();
+  p.list = read_phase_list(n["list"]);
+  p.timing = read_phase_list(n["timing"]);
+  return p;
+}
+
 int read_schema_version(const node &root) {
   const node v = root["schema_version"];
   const std::int64_t version = v.integer();
@@ -252,8 +271,8 @@ void check_report_members(const json &root, const std::string &where) {
   const report_fault fault(where);
   const node n(root, "", fault);
   n.only({"schema_version", "tool", "protocol", "run", "environment", "instrument", "cells",
-          "correctness", "predictions", "defects", "deviations", "attempt", "exploratory",
-          "shard"});
+          "correctness", "predictions", "defects", "deviations", "attempt", "exploratory", "shard",
+          "phases"});
   (void)read_schema_version(n);
 }
 
@@ -290,6 +309,8 @@ report_document report_from_json(const json &root, const std::string &where, uns
   }
   if (root.is_object() && root.contains("shard"))
     r.shard = shard_from_json(root.at("shard"), where.empty() ? "shard" : where + "#/shard");
+  if (want(report_part::phases) && n.has("phases"))
+    r.phases = read_phases(n["phases"], read_schema_version(n));
   return r;
 }
 

@@ -250,6 +250,17 @@ json to_json(const report_document &r) {
     out["exploratory"] = true;
   if (r.shard)
     out["shard"] = to_json(*r.shard);
+  if (r.phases) {
+    const auto list = [](const std::vector<phase_time> &v) {
+      json a = json::array();
+      for (const auto &p : v)
+        a.push_back({{"name", p.name}, {"ms", p.ms}});
+      return a;
+    };
+    out["phases"] = {{"wall_ms", r.phases->wall_ms},
+                     {"list", list(r.phases->list)},
+                     {"timing", list(r.phases->timing)}};
+  }
   return out;
 }
 

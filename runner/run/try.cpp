@@ -14,6 +14,7 @@
 #include "report/report_text.hpp"
 #include "run/isolate.hpp"
 #include "run/operation_check.hpp"
+#include "run/phases.hpp"
 #include "run/progress.hpp"
 #include "spec/operation.hpp"
 #include "spec/operation_file.hpp"
@@ -21,6 +22,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <ctime>
 
 namespace prereg {
@@ -70,6 +72,11 @@ frozen_protocol tried_protocol(const std::string &target) {
 } // namespace
 
 fs::path try_protocol(const run_options &o) {
+  using clock = std::chrono::steady_clock;
+  const auto ms = [](clock::time_point a, clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  const auto start = clock::now();
   const frozen_protocol fp = tried_protocol(o.target);
   const protocol &proto = fp.proto;
 
@@ -106,11 +113,16 @@ fs::path try_protocol(const run_options &o) {
   try {
     detail::signal_guard guard;
     detail::terminal_progress progress(!o.quiet && ::isatty(STDERR_FILENO));
+    const auto measure_start = clock::now();
     raw_run raw = side->measure(progress);
+    const auto measure_end = clock::now();
     detail::throw_if_signalled();
     meta.finished_at = utc_now_rfc3339();
     report_document report = build_report_document(fp, raw, meta);
     report.exploratory = true;
+    const auto built = clock::now();
+    report.phases = make_report_phases(ms(start, measure_start), ms(measure_start, measure_end),
+                                       raw, ms(measure_end, built), ms(start, built));
     const std::string payload = canonical_json(to_json(report));
     write_file_atomic(temp_dir / "report.json", payload);
     write_file_atomic(temp_dir / "report.md", render_markdown(report));
