@@ -346,6 +346,8 @@ TEST_CASE("run.isolation and run.arm_log: read back; a layer, a mode or a file i
   bad = j;
   bad["run"]["arm_log"]["sha256"] = "ABC";
   CHECK(rejection(bad) == "run.arm_log.sha256 is not a SHA-256 hex digest");
+}
+
 TEST_CASE("version 5: phases are read back, refused before version 5, and must add up") {
   const fs::path v4 = fs::path(PREREG_SOURCE_DIR) / "reports" / "ncu_agreement" /
                       "20261201T162651Z-3174bd923663-d82576" / "report.json";
