@@ -94,7 +94,11 @@ std::vector<fs::path> scratch_folders() {
   if (const char *home = std::getenv("HOME"); home != nullptr && *home == '/')
     for (const char *sub : {".cache", ".triton", ".nv"})
       out.push_back(fs::path(home) / sub);
+  // A cache folder the tools would create on first use is created now (Triton makes ~/.triton
+  // on its first compile: under a read-only home it could not), where the user may.
   std::error_code ec;
+  for (std::size_t i = 3; i < out.size(); ++i)
+    fs::create_directories(out[i], ec);
   std::erase_if(out, [&](const fs::path &p) { return !fs::is_directory(p, ec); });
   return out;
 }
