@@ -68,7 +68,7 @@ TEST_CASE("every committed report parses and re-serialises to its signed bytes")
     const std::string bytes = read_file(f);
     const report_document r = report_from_json(parse_json_strict(bytes, f.string()), f.string());
     REQUIRE(r.schema_version >= 1);
-    REQUIRE(r.schema_version <= 4);
+    REQUIRE(r.schema_version <= report_schema_version);
     CHECK(canonical_json(to_json(r)) == bytes);
     for (const auto &c : r.cells) {
       // Version 2 cells carry the raw clock and harness bytes; version 1 cells do not.
@@ -300,19 +300,21 @@ TEST_CASE("tool.renderer: absent is 1, 2 to 5 are read back, others refused") {
   }
 }
 
-TEST_CASE("tool.analysis: absent is 1, 2 is read back, others refused") {
+TEST_CASE("tool.analysis: absent is 1, 2 and 3 are read back, others refused") {
   const json good = sample("cpu_rmsnorm.json");
-  CHECK(report_analysis_version == 2);
+  CHECK(report_analysis_version == 3);
   CHECK(report_from_json(good, "x").tool.analysis == 1);
   json j = good;
-  j["tool"]["analysis"] = 2;
-  const report_document r = report_from_json(j, "x");
-  CHECK(r.tool.analysis == 2);
-  CHECK(to_json(r) == j);
-  for (const int v : {0, 1, 3}) {
+  for (const int v : {2, 3}) {
+    j["tool"]["analysis"] = v;
+    const report_document r = report_from_json(j, "x");
+    CHECK(r.tool.analysis == v);
+    CHECK(to_json(r) == j);
+  }
+  for (const int v : {0, 1, 4}) {
     j["tool"]["analysis"] = v;
     CHECK(rejection(j) ==
-          "tool.analysis must be an integer from 2 to 2 (this build's verdict rules)");
+          "tool.analysis must be an integer from 2 to 3 (this build's verdict rules)");
   }
 }
 

@@ -492,8 +492,14 @@ TEST_CASE("analysis 2: a cheating cell cannot decide, as a failed correctness ch
                       "468.3% of the measured copy ceiling at fwd 256x1024, beyond the physical "
                       "margin of 115%");
     CHECK(judge_v(1).verdict == verdict_kind::confirmed);
-    run.instrument.ceiling_gbps =
-        2.0; // b at 128 rows: 105.8%, above the ceiling, within the margin
+    // Analysis 3's margin is 150%: a's 117.1% is within it, b's 235.1% and 468.3% are not.
+    const auto r3 = judge_v(3);
+    CHECK(r3.verdict == verdict_kind::inconclusive);
+    CHECK(r3.reason == "arm b reads 235.1% of the measured copy ceiling at fwd 128x1024, beyond "
+                       "the physical margin of 150%; arm b reads 468.3% of the measured copy "
+                       "ceiling at fwd 256x1024, beyond the physical margin of 150%");
+    // b at 128 rows: 105.8%, above the ceiling, within the margin
+    run.instrument.ceiling_gbps = 2.0;
     run.cells[2].samples_ms = {3.0, 3.1, 2.9, 3.0, 3.05}; // a at 256: 35.1%
     run.cells[3].samples_ms = {2.0, 2.1, 1.9, 2.0, 2.05}; // b at 256: 105.4%
     CHECK(judge_v(2).verdict == verdict_kind::confirmed);

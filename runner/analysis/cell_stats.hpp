@@ -32,7 +32,15 @@ inline constexpr double launch_gap_share_pct = 50.0; ///< with a kernel clock: l
                                                      ///< median gap share >= 50%
 /// Analysis 2: a cell above this % of the measured copy ceiling cannot decide a verdict (the
 /// H200's 4.8 TB/s HBM3e peak is 112% of its measured 4281 GB/s copy ceiling; docs/analysis.md).
-inline constexpr double excluded_above_ceiling_pct = 115.0;
+inline constexpr double excluded_above_ceiling_pct_v2 = 115.0;
+/// Analysis 3: the same margin times the most a fwd+bwd bytes model can over-count a fused
+/// kernel's traffic (an input the forward and the backward both read counted twice: 8/6 for
+/// SwiGLU), 1.12 x 4/3, rounded up: 150%.
+inline constexpr double excluded_above_ceiling_pct = 150.0;
+/// The margin over the copy ceiling beyond which a cell cannot decide, by analysis version.
+[[nodiscard]] constexpr double excluded_above_ceiling_pct_for(int analysis) {
+  return analysis >= 3 ? excluded_above_ceiling_pct : excluded_above_ceiling_pct_v2;
+}
 } // namespace thresholds
 
 /// The kernel clock's derived numbers of one cell (docs/analysis.md).

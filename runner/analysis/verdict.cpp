@@ -61,7 +61,8 @@ std::vector<std::string> involved_arms(const std::vector<metric_ref> &refs) {
 // (docs/analysis.md section 5): work it left pending after its timed windows, an input it changed
 // inside a timed call, a reading beyond the physical margin over the copy ceiling.
 void excluded_problems(const protocol &proto, const raw_run &run, const arm_cell &a,
-                       const std::string &where, double median_ms, std::vector<std::string> &out) {
+                       const std::string &where, double median_ms, int analysis,
+                       std::vector<std::string> &out) {
   const cell_record &r = *a.record;
   const std::string &arm = a.spec->id;
   if (has_off_window_work(r.off_window_ms, r.samples_ms.size(), median_ms))
@@ -73,10 +74,11 @@ void excluded_problems(const protocol &proto, const raw_run &run, const arm_cell
   const double pct =
       pct_ceiling(gbps(a.bytes_per_step, statistic(r.samples_ms, proto.analysis.statistic)),
                   run.instrument.ceiling_gbps);
-  if (std::isfinite(pct) && pct > thresholds::excluded_above_ceiling_pct)
+  const double margin = thresholds::excluded_above_ceiling_pct_for(analysis);
+  if (std::isfinite(pct) && pct > margin)
     out.push_back(fmt::format("arm {} reads {:.1f}% of the measured copy ceiling at {}, beyond "
                               "the physical margin of {:g}%",
-                              arm, pct, where, thresholds::excluded_above_ceiling_pct));
+                              arm, pct, where, margin));
 }
 
 // Why this arm's data at this cell cannot support a verdict, or empty.
@@ -105,7 +107,7 @@ std::vector<std::string> problems(const protocol &proto, const raw_run &run, con
   const std::span<const double> s = a.record->samples_ms;
   const double med = median(s);
   if (analysis >= 2)
-    excluded_problems(proto, run, a, where, med, out);
+    excluded_problems(proto, run, a, where, med, analysis, out);
   const double spread = iqr(s);
   if (is_unstable(spread, med, proto.analysis.unstable_iqr_ratio)) {
     out.push_back(fmt::format("arm {} is unstable at {} (IQR/median = {:g} > {:g})", arm, where,

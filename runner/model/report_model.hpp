@@ -33,8 +33,9 @@ inline constexpr int report_renderer_version = 5;
 /// The newest rules of the verdicts (docs/analysis.md section 5); a new report records it in
 /// tool.analysis, and the audit re-judges each report by the rules it names (analysis 2: a cell
 /// with off-window work, a changed input or a reading beyond the physical margin over the copy
-/// ceiling cannot decide, as a failed correctness check cannot).
-inline constexpr int report_analysis_version = 2;
+/// ceiling cannot decide, as a failed correctness check cannot; analysis 3: that margin is 150%,
+/// not 115%, since a fwd+bwd bytes model may over-count a fused kernel's traffic by 4/3).
+inline constexpr int report_analysis_version = 3;
 
 /// What limits a cell, judged from its median.
 enum class bound_kind { launch, bandwidth, neither };

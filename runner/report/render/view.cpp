@@ -67,7 +67,7 @@ std::string exclusion_of(const report_document &report, const report_cell &c) {
         why.emplace_back("changed an input");
     }
   if (c.n > 0 && std::isfinite(c.pct_ceiling) &&
-      c.pct_ceiling > thresholds::excluded_above_ceiling_pct)
+      c.pct_ceiling > thresholds::excluded_above_ceiling_pct_for(report.tool.analysis))
     why.emplace_back(fmt::format("{:.0f}% of the ceiling", c.pct_ceiling));
   return join(why, ", ");
 }
