@@ -144,25 +144,13 @@ public:
     rt.api().Py_DecRef(r);
   }
   void after_capture() override {
-    if (m_device != "cuda")
-      return;
-    auto &rt = python_runtime::get();
-    PyObject *r = rt.call("window_peak", rt.tuple({rt.api().PyLong_FromLongLong(m_ordinal),
-                                                   rt.api().PyLong_FromLongLong(m_capture_base)}));
-    const long long peak = rt.api().PyLong_AsLongLong(r);
-    rt.api().Py_DecRef(r);
-    m_peak = std::max<std::uint64_t>(m_peak, peak > 0 ? static_cast<std::uint64_t>(peak) : 0);
-    m_measured = true;
+    if (m_device == "cuda")
+      take_peak(m_capture_base);
   }
   void after_window() override {
     auto &rt = python_runtime::get();
     if (m_device == "cuda") {
-      PyObject *r = rt.call("window_peak", rt.tuple({rt.api().PyLong_FromLongLong(m_ordinal),
-                                                     rt.api().PyLong_FromLongLong(m_base)}));
-      const long long peak = rt.api().PyLong_AsLongLong(r);
-      rt.api().Py_DecRef(r);
-      m_peak = std::max<std::uint64_t>(m_peak, peak > 0 ? static_cast<std::uint64_t>(peak) : 0);
-      m_measured = true;
+      take_peak(m_base);
     }
     region_log &log = log_of(m_key);
     std::map<std::string, double> sums;
@@ -202,6 +190,17 @@ public:
   }
 
 private:
+  /// torch's peak allocation above `base` since its statistics were reset, into the arm's peak.
+  void take_peak(long long base) {
+    auto &rt = python_runtime::get();
+    PyObject *r = rt.call("window_peak", rt.tuple({rt.api().PyLong_FromLongLong(m_ordinal),
+                                                   rt.api().PyLong_FromLongLong(base)}));
+    const long long peak = rt.api().PyLong_AsLongLong(r);
+    rt.api().Py_DecRef(r);
+    m_peak = std::max<std::uint64_t>(m_peak, peak > 0 ? static_cast<std::uint64_t>(peak) : 0);
+    m_measured = true;
+  }
+
   PyObject *m_t, *m_step, *m_regions;
   PyObject *m_last = nullptr;
   std::string m_device;

@@ -33,23 +33,22 @@ cell_key read_key(const node &n) {
 
 namespace {
 
+/// An optional version member of `tool` (renderer, analysis): absent is 1, written only from 2;
+/// a value past `newest` is one this build does not have (`what` names them).
+int read_version(const node &tool, const char *key, int newest, const char *what) {
+  if (!tool.has(key))
+    return 1;
+  const std::int64_t v = tool[key].integer();
+  if (v < 2 || v > newest)
+    tool[key].fail(fmt::format("must be an integer from 2 to {} ({})", newest, what));
+  return static_cast<int>(v);
+}
+
 report_tool read_tool(const node &n) {
   n.only({"name", "version", "git_commit", "build_flags", "renderer", "analysis"});
   report_tool t{n["name"].str(), n["version"].str(), n["git_commit"].str(), n["build_flags"].str()};
-  if (n.has("renderer")) {
-    const std::int64_t v = n["renderer"].integer();
-    if (v < 2 || v > report_renderer_version) // 1 is written as absence
-      n["renderer"].fail(fmt::format("must be an integer from 2 to {} (this build's renderers)",
-                                     report_renderer_version));
-    t.renderer = static_cast<int>(v);
-  }
-  if (n.has("analysis")) {
-    const std::int64_t v = n["analysis"].integer();
-    if (v < 2 || v > report_analysis_version) // 1 is written as absence
-      n["analysis"].fail(fmt::format("must be an integer from 2 to {} (this build's verdict rules)",
-                                     report_analysis_version));
-    t.analysis = static_cast<int>(v);
-  }
+  t.renderer = read_version(n, "renderer", report_renderer_version, "this build's renderers");
+  t.analysis = read_version(n, "analysis", report_analysis_version, "this build's verdict rules");
   return t;
 }
 
