@@ -68,7 +68,7 @@ const spot_data &group_timing::spot_for(std::int64_t slot) {
     d.slot = slot;
     d.ref = reference::random_tensors(
         op, m_shape, m_ctx.proto.type,
-        reference::cell_seed(m_ctx.plan.seed, m_pass, m_k0.rows, m_k0.cols) ^
+        shape_seed(m_ctx.plan.seed, m_pass, m_k0) ^
             rng(m_group_seed ^ spot_stream ^ static_cast<std::uint64_t>(slot + 1)).next());
     op.reference(op, m_shape, m_pass, d.ref);
     d.bytes.resize(op.tensors.size());
