@@ -278,6 +278,20 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     resign(dir, report, key);
     expected = {"ledger"};
   }
+  SUBCASE("a phase lengthened: the phases no longer add up to the wall time") {
+    REQUIRE(report.contains("phases"));
+    json &timing = report.at("phases").at("list").at(4);
+    REQUIRE(timing.at("name") == "timing");
+    timing.at("ms") = timing.at("ms").get<double>() + 1000.0;
+    resign(dir, report, key);
+    expected = {"statistics", "ledger"};
+  }
+  SUBCASE("the wall time shortened below its phases") {
+    json &wall = report.at("phases").at("wall_ms");
+    wall = std::max(0.0, wall.get<double>() - 60.0);
+    resign(dir, report, key);
+    expected = {"statistics", "ledger"};
+  }
   SUBCASE("a median changed") {
     json &c = cell_of(report, "unfused", 128);
     c.at("median_ms") = c.at("median_ms").get<double>() * 0.5;
@@ -522,8 +536,9 @@ TEST_CASE("a version-1 report: the cells' clock and harness bytes come from defe
   };
   const fs::path dir = lab.run(plants);
   json report = read_report(dir);
-  REQUIRE(report.at("schema_version") == 4);
+  REQUIRE(report.at("schema_version") == 5);
   report.at("schema_version") = 1;
+  report.erase("phases");
   for (auto &c : report.at("cells")) {
     c.erase("clock_mhz");
     c.erase("harness_bytes_in_window");
@@ -835,7 +850,7 @@ TEST_CASE("a version-3 report: off-window-work is recomputed from the cells' off
   const fs::path dir = lab.run(plants);
   REQUIRE(audit(lab, dir).passed());
   json report = read_report(dir);
-  REQUIRE(report.at("schema_version") == 4);
+  REQUIRE(report.at("schema_version") == 5);
   const signing_key key = lab.key();
   auto &d = report.at("defects");
   const auto is_off = [](const json &x) { return x.at("code") == "off-window-work"; };
@@ -967,7 +982,7 @@ TEST_CASE("a version-4 report with a kernel clock: its facts, statistics and def
   const fs::path dir = lab.run(plants);
   REQUIRE(audit(lab, dir).passed());
   json report = read_report(dir);
-  REQUIRE(report.at("schema_version") == 4);
+  REQUIRE(report.at("schema_version") == 5);
   CHECK(report.at("instrument").at("kernel_clock") == "fake kernel clock");
   CHECK(report.at("instrument").at("kernel_records_dropped") == 5);
   CHECK(report.at("environment").at("kernel_clock") == "fake kernel clock");

@@ -1,6 +1,7 @@
 // Tests of the measurement engine on the CPU device: probe, memory refusal, a small measured
 // plan, sample order, instrument facts, and planted wrong arms failing correctness.
 #include "base/rng.hpp"
+#include "checks_device.hpp"
 #include "device/device.hpp"
 #include "engine/measure.hpp"
 #include "spec/arm_code.hpp"
@@ -587,4 +588,67 @@ TEST_CASE("guards: every window poisons the outputs, so a spot check cannot be t
   CHECK(raw.cells[0].samples_ms.size() == 6);
   CHECK(record_of(raw, "peeks").passed);
   CHECK(g_skipped == 0); // it always found poison: it had to compute every call
+}
+
+TEST_CASE("guards on the device path: checked calls through device_checks catch the same arms") {
+  // The engine's device path (docs/engine.md, "What is computed where") on the CPU: inputs drawn
+  // by fill_input, the reference held by the device, outputs and inputs compared through the
+  // seam. The planted arms are caught as on the host path.
+  for (const order_mode order : {order_mode::interleaved, order_mode::sequential}) {
+    INFO(static_cast<int>(order));
+    g_inputs_seen.clear();
+    g_cache.clear();
+    const protocol p = guard_protocol(order);
+    recording_progress progress;
+    prereg::test::checking_device dev(make_cpu_device());
+    const raw_run raw = measure(dev, dev.probe(), plan_of(p, 21), guard_arm, progress);
+    REQUIRE(raw.cells.size() == 4);
+    const auto &seen = dev.checks_seen;
+    CHECK(seen.references >= 2);              // the gate's group, then the spot slots' data
+    CHECK(seen.fills == seen.references * 3); // x, gamma, beta per checked call
+    CHECK(seen.comparisons > 4 * 3);          // y, mean, rstd of every gate and spot check
+    CHECK(seen.differences >= 4);             // inputs after spot-checked windows
+    CHECK(record_of(raw, "honest").passed);
+    CHECK(record_of(raw, "records").passed);
+    const correctness_record &cached = record_of(raw, "caches");
+    CHECK_FALSE(cached.passed);
+    CHECK(cached.detail.rfind("timed sample ", 0) == 0);
+    CHECK(cached.detail.find(": y: element ") != std::string::npos);
+    CHECK(record_of(raw, "mutates").passed);
+    for (const auto &c : raw.cells) {
+      INFO(c.key.arm);
+      CHECK(c.input_mutated.has_value() == (c.key.arm == "mutates"));
+      if (c.input_mutated)
+        CHECK(c.input_mutated->find(": x: element 1 (row 0, col 1) was ") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("guards on the device path: wrong and zero outputs fail the gate") {
+  const arm_resolver resolve = [](const arm_spec &a, const arm_info &info) -> arm_code {
+    if (a.id == "wrong_y")
+      return {&wrong_y_ops, nullptr};
+    return guard_arm(a, info);
+  };
+  protocol p = guard_protocol(order_mode::sequential);
+  p.arms = {{"honest", "layernorm.fused", launch_mode::stream, 1},
+            {"wrong_y", "layernorm.fused", launch_mode::stream, 1}};
+  recording_progress progress;
+  prereg::test::checking_device dev(make_cpu_device());
+  const raw_run raw = measure(dev, dev.probe(), plan_of(p, 5), resolve, progress);
+  CHECK(record_of(raw, "honest").passed);
+  const correctness_record &wrong = record_of(raw, "wrong_y");
+  CHECK_FALSE(wrong.passed);
+  CHECK(wrong.detail.rfind("y: element ", 0) == 0);
+  CHECK(wrong.detail.find(", reference ") != std::string::npos);
+
+  p.arms = {{"zeros", "layernorm.fused", launch_mode::stream, 1}};
+  p.correctness = {1e-5, 100.0}; // every |y| is far below atol: only the constant rule catches it
+  prereg::test::checking_device dev2(make_cpu_device());
+  const raw_run raw2 = measure(dev2, dev2.probe(), plan_of(p, 4), guard_arm, progress);
+  CHECK(
+      record_of(raw2, "zeros")
+          .detail.rfind(
+              "y: every element is 0, the reference is not constant (element 0 (row 0, col 0) is ",
+              0) == 0);
 }

@@ -2,6 +2,8 @@
 // inputs, poison and compare.
 #include "spec/reference.hpp"
 
+#include "base/parallel.hpp"
+
 #include "prereg/error.hpp"
 
 #include <doctest/doctest.h>
@@ -303,4 +305,78 @@ TEST_CASE("cell_seed separates cells and is deterministic") {
   CHECK(seeds.size() == 18);
   CHECK(cell_seed(42, pass_kind::fwd, 3, 4) == cell_seed(42, pass_kind::fwd, 3, 4));
   CHECK(cell_seed(42, pass_kind::fwd, 3, 4) != cell_seed(43, pass_kind::fwd, 3, 4));
+}
+
+namespace {
+
+/// Every tensor of op's float64 reference at (rows, cols, pass) with `threads` host threads.
+host_tensors reference_with(int threads, const operation_desc &op, std::int64_t rows,
+                            std::int64_t cols, pass_kind pass) {
+  set_host_threads(threads);
+  const shape s = op.shape_of(rows, cols);
+  host_tensors t = random_tensors(op, s, dtype::bf16, 0x31u + static_cast<std::uint64_t>(rows));
+  op.reference(op, s, pass, t);
+  set_host_threads(0);
+  return t;
+}
+
+bool same_bytes(const std::vector<double> &a, const std::vector<double> &b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+} // namespace
+
+TEST_CASE("the multi-core references give the single-threaded bytes") {
+  // Rows past one chunk (chunk_for(cols) rows) so that several threads share the rows, and a
+  // column count past one chunk of the column sums.
+  for (const char *name : {"layernorm", "rmsnorm", "softmax"})
+    for (const pass_kind pass : {pass_kind::fwd, pass_kind::fwd_bwd})
+      for (const auto &[rows, cols] :
+           {std::pair<std::int64_t, std::int64_t>{1, 7}, {1500, 333}, {37, 9000}}) {
+        CAPTURE(name);
+        CAPTURE(rows);
+        CAPTURE(cols);
+        const operation_desc &op = operation_named(name);
+        const host_tensors one = reference_with(1, op, rows, cols, pass);
+        for (const int threads : {2, 3, 8}) {
+          const host_tensors many = reference_with(threads, op, rows, cols, pass);
+          REQUIRE(many.size() == one.size());
+          for (std::size_t i = 0; i < one.size(); ++i) {
+            CAPTURE(op.tensors[i].name);
+            CHECK(same_bytes(one[i], many[i]));
+          }
+        }
+      }
+}
+
+TEST_CASE("compare, pack and unpack give the single-threaded result on many threads") {
+  const operation_desc &op = operation_named("rmsnorm");
+  const std::int64_t rows = 700, cols = 1000;
+  host_tensors t = reference_with(1, op, rows, cols, pass_kind::fwd_bwd);
+  const std::vector<double> &ref = t[static_cast<std::size_t>(op.index_of("dx"))];
+  std::vector<double> out = ref;
+  out[123456] += 1.0;  // a wrong element
+  out[654321] += 1e-9; // within tolerance
+  const auto poisoned = unpack(poison(1, dtype::bf16), dtype::bf16);
+  out[600000] = poisoned[0]; // unwritten, after the first bad element
+  std::vector<double> constant(ref.size(), 0.25);
+  for (const int threads : {1, 2, 5}) {
+    CAPTURE(threads);
+    set_host_threads(threads);
+    const comparison c = compare(out, ref, 1e-3, 1e-5);
+    CHECK_FALSE(c.passed);
+    CHECK(c.first_bad == 123456);
+    CHECK(c.unwritten);
+    CHECK(c.max_abs_error == doctest::Approx(1.0).epsilon(1e-3));
+    const comparison k = compare(constant, ref, 1e-3, 10.0); // atol passes every element
+    CHECK(k.constant);
+    CHECK_FALSE(k.passed);
+    const auto packed = pack(ref, dtype::bf16);
+    set_host_threads(1);
+    CHECK(packed == pack(ref, dtype::bf16));
+    const auto unpacked1 = unpack(packed, dtype::bf16);
+    set_host_threads(threads);
+    CHECK(same_bytes(unpack(packed, dtype::bf16), unpacked1));
+  }
+  set_host_threads(0);
 }

@@ -68,7 +68,7 @@ TEST_CASE("every committed report parses and re-serialises to its signed bytes")
     const std::string bytes = read_file(f);
     const report_document r = report_from_json(parse_json_strict(bytes, f.string()), f.string());
     REQUIRE(r.schema_version >= 1);
-    REQUIRE(r.schema_version <= 4);
+    REQUIRE(r.schema_version <= report_schema_version);
     CHECK(canonical_json(to_json(r)) == bytes);
     for (const auto &c : r.cells) {
       // Version 2 cells carry the raw clock and harness bytes; version 1 cells do not.
@@ -283,21 +283,21 @@ TEST_CASE("parsing some members only") {
   CHECK_THROWS_AS(check_report_members(j, "x"), error);
 }
 
-TEST_CASE("tool.renderer: absent is 1, 2 to 4 are read back, others refused") {
+TEST_CASE("tool.renderer: absent is 1, 2 to 5 are read back, others refused") {
   const json good = sample("cpu_rmsnorm.json");
-  CHECK(report_renderer_version == 4);
+  CHECK(report_renderer_version == 5);
   CHECK(report_from_json(good, "x").tool.renderer == 1);
-  for (const int v : {2, 3, 4}) {
+  for (const int v : {2, 3, 4, 5}) {
     json j = good;
     j["tool"]["renderer"] = v;
     const report_document r = report_from_json(j, "x");
     CHECK(r.tool.renderer == v);
     CHECK(to_json(r) == j);
   }
-  for (const int v : {1, 5}) {
+  for (const int v : {1, 6}) {
     json j = good;
     j["tool"]["renderer"] = v;
-    CHECK(rejection(j) == "tool.renderer must be an integer from 2 to 4 (this build's renderers)");
+    CHECK(rejection(j) == "tool.renderer must be an integer from 2 to 5 (this build's renderers)");
   }
 }
 
@@ -315,4 +315,70 @@ TEST_CASE("tool.analysis: absent is 1, 2 is read back, others refused") {
     CHECK(rejection(j) ==
           "tool.analysis must be an integer from 2 to 2 (this build's verdict rules)");
   }
+}
+
+TEST_CASE("run.isolation and run.arm_log: read back; a layer, a mode or a file it does not know is "
+          "refused") {
+  const json good = sample("cpu_rmsnorm.json");
+  json j = good;
+  j["run"]["isolation"] = {{"layers", {"no-inherited-fds", "user-namespace", "mount-namespace"}},
+                           {"reason", "a PID namespace is not available (unshare): EPERM"}};
+  j["run"]["arm_log"] = {{"file", "arm-errors.log"}, {"sha256", std::string(64, 'a')}};
+  const report_document r = report_from_json(j, "x");
+  REQUIRE(r.run.isolation);
+  CHECK(isolation_mode(*r.run.isolation) == "namespaces");
+  REQUIRE(r.run.arm_log);
+  CHECK(r.run.arm_log->file == "arm-errors.log");
+  CHECK(to_json(r) == j);
+  CHECK_FALSE(report_from_json(good, "x").run.isolation);
+
+  json bad = j;
+  bad["run"]["isolation"]["layers"][1] = "seccomp";
+  CHECK(rejection(bad) == "run.isolation.layers[1] is not an isolation layer");
+  bad = j;
+  bad["run"]["isolation"]["layers"][2] = "no-inherited-fds";
+  CHECK(rejection(bad) == "run.isolation.layers[2] repeats a layer");
+  bad = j;
+  bad["run"]["isolation"] = {{"layers", {"no-inherited-fds"}}, {"reason", ""}};
+  CHECK(rejection(bad) == "run.isolation.reason is empty for a run without isolation");
+  bad = j;
+  bad["run"]["arm_log"]["file"] = "../report.json";
+  CHECK(rejection(bad) == "run.arm_log.file is not a file name in the report folder");
+  bad = j;
+  bad["run"]["arm_log"]["sha256"] = "ABC";
+  CHECK(rejection(bad) == "run.arm_log.sha256 is not a SHA-256 hex digest");
+}
+
+TEST_CASE("version 5: phases are read back, refused before version 5, and must add up") {
+  const fs::path v4 = fs::path(PREREG_SOURCE_DIR) / "reports" / "ncu_agreement" /
+                      "20261201T162651Z-3174bd923663-d82576" / "report.json";
+  json j = parse_json_strict(read_file(v4), v4.string());
+  REQUIRE(j.at("schema_version") == 4);
+  const json phases = {{"wall_ms", 1000.0},
+                       {"list", json::array({{{"name", "start"}, {"ms", 100.0}},
+                                             {{"name", "timing"}, {"ms", 850.0}},
+                                             {{"name", "analysis"}, {"ms", 49.5}}})},
+                       {"timing", json::array({{{"name", "timed windows"}, {"ms", 300.0}}})}};
+  j["phases"] = phases;
+  CHECK(rejection(j) == "phases is not a member of reports before schema_version 5");
+  j["schema_version"] = 5;
+  const report_document r = report_from_json(j, "x");
+  REQUIRE(r.phases.has_value());
+  CHECK(r.phases->list.size() == 3);
+  CHECK(r.phases->timing[0].name == "timed windows");
+  CHECK(to_json(r) == j);
+  CHECK(phases_problem(*r.phases).empty()); // 999.5 of 1000 ms: within max(5 ms, 1%)
+  report_phases p = *r.phases;
+  p.list[1].ms += 20.0; // 1019.5 ms: 19.5 ms over, above the 10 ms margin
+  CHECK(phases_problem(p) ==
+        "the phases add up to 1019.500 ms, the wall time is 1000.000 ms (margin 10.000 ms)");
+  p = *r.phases;
+  p.timing.push_back({"spot checks", 600.0}); // 900 ms of parts in an 850 ms phase
+  CHECK(phases_problem(p).find("the timing parts add up to 900.000 ms") == 0);
+  p = *r.phases;
+  p.list[0].ms = -1;
+  CHECK(phases_problem(p) == "phase \"start\" has -1 ms");
+  json extra = j;
+  extra["phases"]["list"][0]["note"] = 1;
+  CHECK(rejection(extra).find("phases.list[0].note") == 0);
 }

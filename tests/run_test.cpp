@@ -113,6 +113,23 @@ TEST_CASE("run writes a complete, canonical, signed report folder and ledger ent
       dsse_pae(dsse_payload_type, bytes),
       base64_decode(env.at("signatures")[0].at("sig").get<std::string>())));
 
+  SUBCASE("the phases: the run's steps around the engine's, adding up to its wall time") {
+    const report_document doc = report_from_json(report, "report.json");
+    REQUIRE(doc.phases.has_value());
+    std::vector<std::string> names;
+    for (const auto &p : doc.phases->list)
+      names.push_back(p.name);
+    CHECK(names == std::vector<std::string>{"start", "arm binding", "correctness", "instrument",
+                                            "timing", "finish", "measuring side", "analysis"});
+    CHECK(phases_problem(*doc.phases).empty());
+    CHECK(doc.phases->wall_ms > 0);
+    std::vector<std::string> parts;
+    for (const auto &p : doc.phases->timing)
+      parts.push_back(p.name);
+    CHECK(parts == std::vector<std::string>{"group setup", "warm-up windows", "timed windows",
+                                            "input refresh", "spot checks", "kernel records"});
+    CHECK(read_file(dir / "report.md").find("## Where the time went") != std::string::npos);
+  }
   SUBCASE("every contract field is there") {
     CHECK(report.at("schema_version") == report_schema_version);
     for (const char *k : {"version", "git_commit", "build_flags"})
@@ -615,6 +632,10 @@ TEST_CASE("the measuring process: a forked child without the key measures; its d
   }
   CHECK(isolated.at("correctness") == plain.at("correctness"));
   CHECK(isolated.at("predictions") == plain.at("predictions"));
+  // The isolated run records its walls; the in-process one has none to record.
+  REQUIRE(isolated.at("run").contains("isolation"));
+  CHECK_FALSE(isolated.at("run").at("isolation").at("layers").empty());
+  CHECK_FALSE(plain.at("run").contains("isolation"));
   CHECK(events(lab, ledger_event::run_complete).size() == 2);
 
   // A child that dies: exit 1, nothing written, the ledger records the failed attempt.
@@ -658,7 +679,7 @@ TEST_CASE("guards in the report: off-window work, warm-up until settled, first-c
     return 0.1;
   };
   const json report = read_report(lab.run(plants));
-  CHECK(report.at("schema_version") == 4);
+  CHECK(report.at("schema_version") == 5);
   const auto off = defects_with(report, "off-window-work");
   REQUIRE(off.size() == 1);
   CHECK(off[0].at("cell") == cell("unfused", 128));

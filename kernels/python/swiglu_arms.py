@@ -71,5 +71,12 @@ def triton_fused(t):
     n = t.a.numel()
     grid = (triton.cdiv(n, BLOCK),)
     if t.pass_ == "fwd":
-        return lambda: _fwd[grid](t.a, t.b, t.y, n, BLOCK=BLOCK)
-    return lambda: _fwd_bwd[grid](t.a, t.b, t.dy, t.y, t.da, t.db, n, BLOCK=BLOCK)
+        def fwd():  # returns None: a step returns nothing or a dict of outputs, and a Triton
+            _fwd[grid](t.a, t.b, t.y, n, BLOCK=BLOCK)  # launch returns its CompiledKernel
+
+        return fwd
+
+    def fwd_bwd():
+        _fwd_bwd[grid](t.a, t.b, t.dy, t.y, t.da, t.db, n, BLOCK=BLOCK)
+
+    return fwd_bwd

@@ -53,6 +53,12 @@ private:
 /// Control characters as \xNN: outside text never forges lines or terminal escapes.
 [[nodiscard]] std::string escape_for_message(std::string_view s);
 
+/// The arms' log (docs/python-arms.md, "Failure reasons"): a failure's reason (the text the
+/// cell's error carries) and its full traceback, appended in order; at most 1 MiB is kept.
+void append_arm_log(std::string_view reason, std::string_view traceback);
+/// The log so far, emptied.
+[[nodiscard]] std::string take_arm_log();
+
 [[nodiscard]] DLDataType dl_type(dtype t);
 
 /// DLTensors for one buffer set, in the operation's tensor order (data null where unused).

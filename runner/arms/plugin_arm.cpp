@@ -19,6 +19,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <utility>
 
 namespace fs = std::filesystem;
 
@@ -77,6 +78,20 @@ void install_crash_guard() {
 }
 
 void set_crash_channel(int fd) { g_crash_fd = fd; }
+
+namespace {
+std::string g_arm_log;
+constexpr std::size_t arm_log_limit = std::size_t{1} << 20; // [bytes]
+} // namespace
+
+void append_arm_log(std::string_view reason, std::string_view traceback) {
+  const std::string entry =
+      fmt::format("=== {}\n{}{}", reason, traceback, traceback.ends_with('\n') ? "" : "\n");
+  if (g_arm_log.size() + entry.size() <= arm_log_limit)
+    g_arm_log += entry;
+}
+
+std::string take_arm_log() { return std::exchange(g_arm_log, {}); }
 
 crash_scope::crash_scope(const crash_text &text) : m_prev(g_crash) { g_crash = &text; }
 crash_scope::~crash_scope() { g_crash = m_prev; }

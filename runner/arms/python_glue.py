@@ -256,9 +256,18 @@ def versions_json():
     return json.dumps(versions())
 
 def describe(exc):
-    lines = traceback.format_exception_only(type(exc), exc)
-    text = "".join(lines).strip().splitlines()
-    return text[-1] if text else type(exc).__name__
+    """The failure reason: the exception's type and the first non-empty line of its message
+    (a torch.compile failure's last line is only its "Set TORCHDYNAMO_VERBOSE=1" trailer)."""
+    name = type(exc).__qualname__
+    module = type(exc).__module__
+    if module not in ("builtins", "__main__"):
+        name = module + "." + name
+    first = next((l.strip() for l in str(exc).splitlines() if l.strip()), "")
+    return name + ": " + first if first else name
+
+def full_traceback(exc, tb):
+    """The whole traceback of `exc` (raised through `tb`), for the arms' log beside the report."""
+    return "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
 
 def versions():
     from importlib import metadata

@@ -265,6 +265,21 @@ std::string python_runtime::take_error() {
     }
     m_api.Py_DecRef(args);
   }
+  if (PyObject *args = m_api.PyTuple_New(2)) {
+    for (long i = 0; i < 2; ++i) {
+      PyObject *o = (i == 0 ? value : tb) != nullptr ? (i == 0 ? value : tb) : m_api.none;
+      m_api.Py_IncRef(o);
+      m_api.PyTuple_SetItem(args, i, o);
+    }
+    if (PyObject *r = m_api.PyObject_CallObject(glue("full_traceback"), args)) {
+      if (const char *s = m_api.PyUnicode_AsUTF8(r))
+        outside::append_arm_log(escape_for_message(out), s);
+      m_api.Py_DecRef(r);
+    } else {
+      m_api.PyErr_Clear();
+    }
+    m_api.Py_DecRef(args);
+  }
   for (PyObject *o : {type, value, tb})
     if (o != nullptr)
       m_api.Py_DecRef(o);

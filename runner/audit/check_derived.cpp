@@ -108,9 +108,17 @@ std::string check_statistics(const audit_context &ctx) {
   std::size_t samples = 0;
   for (const auto &c : raw.cells)
     samples += c.samples_ms.size();
-  return fmt::format("{} cells ({} samples): every statistic recomputed from samples_ms equals "
-                     "the report's",
-                     raw.cells.size(), samples);
+  std::string line = fmt::format("{} cells ({} samples): every statistic recomputed from "
+                                 "samples_ms equals the report's",
+                                 raw.cells.size(), samples);
+  // Schema 5: the recorded phases add up to the run's wall time (docs/audit.md).
+  if (const auto &phases = ctx.doc(report_part::phases).phases) {
+    if (const std::string why = phases_problem(*phases); !why.empty())
+      fail("phases: " + why);
+    line += fmt::format("; its {} phases add up to its wall time {:.3f} s", phases->list.size(),
+                        phases->wall_ms / 1000.0);
+  }
+  return line;
 }
 
 namespace {

@@ -146,6 +146,9 @@ void audit_context::parse_members() {
       case report_part::attempt:
         m_doc.attempt = one.attempt;
         break;
+      case report_part::phases:
+        m_doc.phases = one.phases;
+        break;
       default:
         break;
       }

@@ -263,6 +263,7 @@ int cmd_try(args_t args) {
              "prereg: EXPLORATORY try of {}: not frozen, not signed, not in the ledger; "
              "for a confirmatory run, `prereg freeze {}` then `prereg run`\n",
              r.target, r.target);
+  r.isolate = true; // the same sandboxed measuring process as a run (docs/engine.md)
   fmt::print("{}\n", try_protocol(r).string());
   return 0;
 }

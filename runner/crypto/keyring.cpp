@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/prctl.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -54,6 +56,9 @@ std::filesystem::path default_key_path(const std::string &flag) {
 }
 
 signing_key load_or_create_key(const std::filesystem::path &path) {
+  // A process that holds the key is not dumpable: no other process of the same user (an
+  // outside arm in a measuring process) reads it through /proc/PID/mem or ptrace.
+  ::prctl(PR_SET_DUMPABLE, 0);
   std::error_code ec;
   if (std::filesystem::exists(std::filesystem::symlink_status(path, ec)))
     return signing_key::load(path);

@@ -15,7 +15,8 @@ namespace prereg {
 
 /// Loads the key at `path`; if there is none, creates one (mode 0600, its .pub beside it) under
 /// the lock file `<path>.lock`, so that concurrent first commands make one key, and prints one
-/// notice line on stderr naming the path and fingerprint.
+/// notice line on stderr naming the path and fingerprint. The calling process becomes
+/// non-dumpable first (PR_SET_DUMPABLE 0: docs/engine.md, "The measuring process").
 [[nodiscard]] signing_key load_or_create_key(const std::filesystem::path &path);
 
 /// The largest protocol file read: 1 MiB (the YAML parser's limit).

@@ -2,6 +2,7 @@
 // harness memory, a cudaMallocAsync step allocator, CUDA events around the step only, the
 // read-sweep L2 flush, the SM clock probe, CUDA graph capture, NVML's other processes.
 #include "cuda/cuda_call.hpp"
+#include "device/cuda_checks.hpp"
 #include "device/cupti.hpp"
 #include "device/device.hpp"
 #include "device/instrument.hpp"
@@ -251,6 +252,7 @@ public:
     std::uint64_t keep = std::numeric_limits<std::uint64_t>::max();
     PREREG_CUDA_CALL(cudaMemPoolSetAttribute(m_pool, cudaMemPoolAttrReleaseThreshold, &keep));
     m_scratch = device_buffer(4 * sizeof(unsigned long long));
+    m_checks = make_cuda_checks(m_stream);
   }
   cuda_device(const cuda_device &) = delete;
   cuda_device &operator=(const cuda_device &) = delete;
@@ -366,6 +368,7 @@ public:
     launch_fill_uniform(p, n, type, static_cast<float>(lo), static_cast<float>(hi), seed, cols,
                         static_cast<float>(row_offset), m_stream);
   }
+  [[nodiscard]] device_checks *checks() override { return m_checks.get(); }
   void trim() override {
     PREREG_CUDA_CALL(cudaStreamSynchronize(m_stream));
     PREREG_CUDA_CALL(cudaMemPoolTrimTo(m_pool, 0));
@@ -557,6 +560,7 @@ private:
   cudaMemPool_t m_pool = nullptr;
   device_buffer m_flush_buffer;
   device_buffer m_scratch;
+  std::unique_ptr<device_checks> m_checks; ///< references and comparisons on the device
 };
 
 } // namespace

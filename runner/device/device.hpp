@@ -7,6 +7,7 @@
 #pragma once
 
 #include "base/json.hpp"
+#include "device/device_checks.hpp"
 #include "prereg/arm.hpp"
 #include "spec/registry.hpp"
 
@@ -129,6 +130,9 @@ public:
                             std::uint64_t seed, std::int64_t cols, double row_offset) = 0;
   /// Gives cached arm memory back between groups (outside every window).
   virtual void trim() {}
+  /// The device side of checked calls (inputs, float64 reference, comparison), or null: the
+  /// host computes them (docs/engine.md, "What is computed where").
+  [[nodiscard]] virtual device_checks *checks() { return nullptr; }
 
   // --- the instrument ---------------------------------------------------------------------
   /// Prepares the flush buffer of instrument().flush_bytes (before the first sample).

@@ -49,4 +49,12 @@ void upload_poison(device &dev, const operation_desc &op, dtype type, pass_kind 
     }
 }
 
+void copy_poison(device &dev, const operation_desc &op, dtype type, pass_kind pass, const shape &s,
+                 const buffer_set &poison, const buffer_set &set) {
+  for (std::size_t t = 0; t < op.tensors.size(); ++t)
+    if (op.tensors[t].role != tensor_role::input && op.used_in(t, pass))
+      dev.copy(set.at(t), poison.at(t),
+               static_cast<std::size_t>(op.elements(t, s)) * op.element_size(t, type));
+}
+
 } // namespace prereg::engine_detail

@@ -41,6 +41,11 @@ private:
   std::vector<void *> m_ptrs;
 };
 
+/// Copies (on the device, queued) every output and saved tensor `pass` writes from `poison`
+/// (a set holding the poison) into `set`.
+void copy_poison(device &dev, const operation_desc &op, dtype type, pass_kind pass, const shape &s,
+                 const buffer_set &poison, const buffer_set &set);
+
 /// Uploads the poison into every output and saved tensor `pass` writes in `set`.
 void upload_poison(device &dev, const operation_desc &op, dtype type, pass_kind pass,
                    const shape &s, const buffer_set &set);

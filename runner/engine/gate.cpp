@@ -34,14 +34,19 @@ private:
   [[nodiscard]] std::vector<cell_key> shapes() const;
   void check_shape(const cell_key &shape_key);
   void check_group(const std::vector<std::size_t> &g, const shape &s, const host_tensors &t);
+  bool check_group_on_device(const std::vector<std::size_t> &g, const shape &s, std::uint64_t seed);
+  void check_cells(const std::vector<std::size_t> &g, const shape &s, const buffer_set &set,
+                   const checked_reference &ref, const buffer_set *poison);
   void fail_group(const std::vector<std::size_t> &g, const std::exception &e,
                   const char *what = "buffers for this shape could not be set up");
   std::optional<correctness_record> check_one(std::size_t i, const shape &s, const buffer_set &set,
-                                              const host_tensors &ref);
+                                              const checked_reference &ref,
+                                              const buffer_set *poison);
   bool capture_first_call(std::size_t i, const std::function<void()> &step,
                           tracked_allocator &alloc, bool &capturing);
 
   run_context &m_ctx;
+  device_checks *m_checks = device_checks_for(m_ctx); ///< null: the host's reference
   std::vector<std::vector<std::size_t>> m_groups;
   std::size_t m_total = 0, m_done = 0;
   std::vector<std::optional<correctness_record>> m_records; ///< per plan cell
@@ -58,8 +63,9 @@ std::vector<cell_key> correctness_gate::shapes() const {
   return shapes;
 }
 
-/// A shape's inputs and reference are made once, for fwd+bwd when the shape has a fwd+bwd
-/// group (its forward outputs are the fwd pass's).
+/// A shape's inputs are drawn from one seed, for fwd+bwd when the shape has a fwd+bwd group (its
+/// forward outputs are the fwd pass's): on the device per group where it computes the
+/// reference, else once on the host with the host's reference.
 void correctness_gate::check_shape(const cell_key &shape_key) {
   std::vector<const std::vector<std::size_t> *> mine;
   pass_kind widest = pass_kind::fwd;
@@ -73,17 +79,51 @@ void correctness_gate::check_shape(const cell_key &shape_key) {
   }
   const operation_desc &op = m_ctx.op;
   const shape s = key_shape(op, shape_key);
-  host_tensors t = reference::random_tensors(op, s, m_ctx.proto.type,
-                                             shape_seed(m_ctx.plan.seed, widest, shape_key));
-  try {
-    op.reference(op, s, widest, t);   // fills the outputs; the inputs stay
-  } catch (const std::exception &e) { // an operation file's reference: every cell of the shape
-    for (const auto *g : mine)
-      fail_group(*g, e, "the operation's reference failed");
-    return;
+  const std::uint64_t seed = shape_seed(m_ctx.plan.seed, widest, shape_key);
+  std::optional<host_tensors> t; // made when a group needs the host's reference
+  for (std::size_t k = 0; k < mine.size(); ++k) {
+    if (m_checks != nullptr && check_group_on_device(*mine[k], s, seed))
+      continue;
+    if (!t) {
+      t = reference::random_tensors(op, s, m_ctx.proto.type, seed);
+      try {
+        op.reference(op, s, widest, *t);  // fills the outputs; the inputs stay
+      } catch (const std::exception &e) { // an operation file's reference: every cell left
+        for (std::size_t j = k; j < mine.size(); ++j)
+          fail_group(*mine[j], e, "the operation's reference failed");
+        return;
+      }
+    }
+    check_group(*mine[k], s, *t);
   }
-  for (const auto *g : mine)
-    check_group(*g, s, t);
+}
+
+/// The group's inputs drawn on the device, its reference computed there, a poison set to copy
+/// from; false when any of it could not be set up (the host's path then runs).
+bool correctness_gate::check_group_on_device(const std::vector<std::size_t> &g, const shape &s,
+                                             std::uint64_t seed) {
+  const operation_desc &op = m_ctx.op;
+  const dtype type = m_ctx.proto.type;
+  const pass_kind pass = m_ctx.plan.cells[g.front()].pass;
+  std::optional<buffer_set> set, poison;
+  std::unique_ptr<device_reference> ref;
+  try {
+    set.emplace(m_ctx.dev, op, s, type, pass);
+    fill_checked_inputs(*m_checks, op, s, type, pass, seed,
+                        std::vector<void *>(set->data(), set->data() + set->size()));
+    ref = m_checks->reference(op, s, pass, type, {set->data(), set->size()});
+    poison.emplace(m_ctx.dev, op, s, type, pass);
+    upload_poison(m_ctx.dev, op, type, pass, s, *poison);
+    m_ctx.dev.synchronize();
+  } catch (const std::exception &) {
+    if (m_ctx.dev.broken())
+      throw;
+    return false;
+  }
+  if (!ref)
+    return false;
+  check_cells(g, s, *set, checked_reference{nullptr, ref.get()}, &*poison);
+  return true;
 }
 
 /// One buffer set for the group's pass, holding the shape's inputs; every cell checked on it.
@@ -103,8 +143,15 @@ void correctness_gate::check_group(const std::vector<std::size_t> &g, const shap
     fail_group(g, e);
     return;
   }
+  check_cells(g, s, *set, checked_reference{&t, nullptr}, nullptr);
+}
+
+/// Every cell of the group checked on `set` against `ref`.
+void correctness_gate::check_cells(const std::vector<std::size_t> &g, const shape &s,
+                                   const buffer_set &set, const checked_reference &ref,
+                                   const buffer_set *poison) {
   for (std::size_t i : g) {
-    m_records[i] = check_one(i, s, *set, t);
+    m_records[i] = check_one(i, s, set, ref, poison);
     if (!m_records[i]) // an outside arm that cannot be captured: skipped, with the reason
       m_ctx.record_skip(i);
     m_ctx.progress.cell_done(++m_done, m_total);
@@ -128,7 +175,8 @@ void correctness_gate::fail_group(const std::vector<std::size_t> &g, const std::
 /// graph launch), then its outputs against `ref`. Nothing: skipped (see capture_first_call).
 std::optional<correctness_record> correctness_gate::check_one(std::size_t i, const shape &s,
                                                               const buffer_set &set,
-                                                              const host_tensors &ref) {
+                                                              const checked_reference &ref,
+                                                              const buffer_set *poison) {
   device &dev = m_ctx.dev;
   const cell_key &key = m_ctx.plan.cells[i];
   const bound_arm &arm = m_ctx.arms[i];
@@ -137,7 +185,10 @@ std::optional<correctness_record> correctness_gate::check_one(std::size_t i, con
   if (m_ctx.hooks.on_check)
     m_ctx.hooks.on_check(key);
   // Poison every output and saved tensor the pass writes.
-  upload_poison(dev, m_ctx.op, m_ctx.proto.type, key.pass, s, set);
+  if (poison != nullptr)
+    copy_poison(dev, m_ctx.op, m_ctx.proto.type, key.pass, s, *poison, set);
+  else
+    upload_poison(dev, m_ctx.op, m_ctx.proto.type, key.pass, s, set);
   const auto first_call_start = std::chrono::steady_clock::now();
   auto alloc = dev.make_arm_allocator();
   std::vector<invocation> inv;
@@ -216,41 +267,77 @@ std::string element_name(const operation_desc &op, std::size_t tensor, std::int6
   return fmt::format("element {} (row {}, col {})", i, i / inner, i % inner);
 }
 
+namespace {
+
+/// One checked tensor's comparison, wherever its reference is: the result, the output's and the
+/// reference's values at its first bad element, and whether the output is all poison.
+struct tensor_check {
+  reference::comparison c;
+  double got = 0, ref = 0;
+  bool all_poison = false;
+};
+
+tensor_check compare_tensor(const run_context &ctx, std::size_t t, const shape &s,
+                            const buffer_set &set, const checked_reference &ref) {
+  const operation_desc &op = ctx.op;
+  const correctness_spec &tol = ctx.proto.correctness;
+  const dtype et = element_type(op, t, ctx.proto.type);
+  tensor_check r;
+  if (ref.on_device != nullptr) {
+    const device_comparison d = ref.on_device->compare(t, set.at(t), et, tol.rtol, tol.atol);
+    r.c = d.result;
+    r.got = d.got;
+    r.ref = d.ref;
+    r.all_poison = d.all_poison;
+    return r;
+  }
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(op.elements(t, s)) * element_bytes(et));
+  ctx.dev.download(bytes.data(), set.at(t), bytes.size());
+  const std::vector<double> got = reference::unpack(bytes, et);
+  r.all_poison =
+      op.tensors[t].role == tensor_role::saved && // only saved tensors ask
+      std::all_of(got.begin(), got.end(), [](double v) { return reference::is_poison(v); });
+  r.c = reference::compare(got, (*ref.host)[t], tol.rtol, tol.atol);
+  if (!r.c.passed) {
+    const auto j = static_cast<std::size_t>(std::max<std::int64_t>(r.c.first_bad, 0));
+    r.got = got[j];
+    r.ref = (*ref.host)[t][j];
+  }
+  return r;
+}
+
+} // namespace
+
 void check_outputs(const run_context &ctx, pass_kind pass, const shape &s, const buffer_set &set,
-                   const host_tensors &ref, correctness_record &rec, const std::string &context,
-                   const bound_arm &arm) {
+                   const checked_reference &ref, correctness_record &rec,
+                   const std::string &context, const bound_arm &arm) {
   const operation_desc &op = ctx.op;
   const correctness_spec &tol = ctx.proto.correctness;
   for (std::size_t t = 0; t < op.tensors.size(); ++t) {
     const tensor_desc &d = op.tensors[t];
     if (!d.checked || !op.used_in(t, pass) || (d.produced_by_bwd && pass != pass_kind::fwd_bwd))
       continue;
-    const dtype et = element_type(op, t, ctx.proto.type);
-    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(op.elements(t, s)) *
-                                    element_bytes(et));
-    ctx.dev.download(bytes.data(), set.at(t), bytes.size());
-    const std::vector<double> got = reference::unpack(bytes, et);
+    const tensor_check k = compare_tensor(ctx, t, s, set, ref);
     // Saved statistics are optional for an outside arm: left unwritten, they are not checked.
     if (d.role == tensor_role::saved && arm.outside && arm.outside->stats_optional() &&
-        std::all_of(got.begin(), got.end(), [](double v) { return reference::is_poison(v); }))
+        k.all_poison)
       continue;
-    const auto c = reference::compare(got, ref[t], tol.rtol, tol.atol);
+    const reference::comparison &c = k.c;
     rec.max_abs_error = std::max(rec.max_abs_error, c.max_abs_error);
     rec.max_rel_error = std::max(rec.max_rel_error, c.max_rel_error);
     rec.unwritten = rec.unwritten || c.unwritten;
     if (c.passed)
       continue;
     if (rec.passed) {
-      const auto j = static_cast<std::size_t>(std::max<std::int64_t>(c.first_bad, 0));
       const std::string where = element_name(op, t, c.first_bad, s);
-      rec.detail = reference::is_poison(got[j])
+      rec.detail = reference::is_poison(k.got)
                        ? fmt::format("{}: unwritten (still poison) at {}", d.name, where)
                    : c.constant
                        ? fmt::format("{}: every element is {:.9g}, the reference is not constant "
                                      "({} is {:.9g})",
-                                     d.name, got[j], where, ref[t][j])
+                                     d.name, k.got, where, k.ref)
                        : fmt::format("{}: {} is {:.9g}, reference {:.9g} (rtol {:g}, atol {:g})",
-                                     d.name, where, got[j], ref[t][j], tol.rtol, tol.atol);
+                                     d.name, where, k.got, k.ref, tol.rtol, tol.atol);
       rec.detail = context + rec.detail;
     }
     rec.passed = false;

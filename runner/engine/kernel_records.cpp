@@ -43,6 +43,7 @@ void clock_lost(cell_state &c) {
 void group_timing::collect() {
   if (m_pending.empty())
     return;
+  const stopwatch sw(m_totals.parts.kernel_records);
   std::vector<window_kernels> got = m_ctx.dev.take_window_kernels();
   const bool complete = got.size() == m_pending.size();
   for (std::size_t i = 0; i < m_pending.size(); ++i) {

@@ -10,7 +10,9 @@
 #include "engine/timing.hpp"
 #include "prereg/error.hpp"
 
+#include <chrono>
 #include <utility>
+#include <vector>
 
 namespace prereg {
 namespace {
@@ -47,12 +49,25 @@ raw_run measure(device &dev, json environment, const run_plan &plan, const arm_r
                 progress_sink &progress, const engine_hooks &hooks) {
   if (plan.proto == nullptr)
     throw io_error("measure: the run plan has no protocol");
+  std::vector<phase_time> phases;
+  auto last = std::chrono::steady_clock::now();
+  const auto lap = [&](const char *name) { // the phase that ends now
+    const auto now = std::chrono::steady_clock::now();
+    phases.push_back({name, std::chrono::duration<double, std::milli>(now - last).count()});
+    last = now;
+  };
   run_context ctx(dev, plan, resolve, progress, hooks);
   record_before(ctx, std::move(environment));
+  lap("arm binding");
   engine_detail::check_correctness(ctx);
+  lap("correctness");
   engine_detail::calibrate(ctx);
+  lap("instrument");
   engine_detail::time_cells(ctx);
+  lap("timing");
   record_after(ctx);
+  lap("finish");
+  ctx.raw.phases = std::move(phases);
   return std::move(ctx.raw);
 }
 

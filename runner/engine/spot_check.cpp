@@ -18,6 +18,15 @@ constexpr int spot_checks_per_cell = 3;
 /// Mixed into a group's input seed for the spot checks' choice and inputs.
 constexpr std::uint64_t spot_stream = 0x5907c4ec5ull;
 
+/// The input-mutated message for element j of tensor t: `was` and `now` hold its bytes.
+std::string mutation(const operation_desc &op, std::size_t t, dtype et, std::size_t j,
+                     const std::vector<std::uint8_t> &was, const std::vector<std::uint8_t> &now,
+                     const shape &s, const std::string &context) {
+  return fmt::format("{}{}: {} was {:.9g} before the call and {:.9g} after it", context,
+                     op.tensors[t].name, element_name(op, t, static_cast<std::int64_t>(j), s),
+                     reference::unpack(was, et)[0], reference::unpack(now, et)[0]);
+}
+
 /// The first element of tensor t that differs between `before` and `now` (which differ), as
 /// the input-mutated message.
 std::string mutation(const operation_desc &op, std::size_t t, dtype et,
@@ -29,13 +38,9 @@ std::string mutation(const operation_desc &op, std::size_t t, dtype et,
     ++j;
   const auto element = [&](const std::vector<std::uint8_t> &b) {
     const auto at = b.begin() + static_cast<std::ptrdiff_t>(j * width);
-    return reference::unpack(std::vector<std::uint8_t>(at, at + width), et);
+    return std::vector<std::uint8_t>(at, at + static_cast<std::ptrdiff_t>(width));
   };
-  const auto was = element(before);
-  const auto is = element(now);
-  return fmt::format("{}{}: {} was {:.9g} before the call and {:.9g} after it", context,
-                     op.tensors[t].name, element_name(op, t, static_cast<std::int64_t>(j), s),
-                     was[0], is[0]);
+  return mutation(op, t, et, j, element(before), element(now), s, context);
 }
 
 } // namespace
@@ -66,10 +71,14 @@ const spot_data &group_timing::spot_for(std::int64_t slot) {
     m_spot.reset();
     spot_data d;
     d.slot = slot;
-    d.ref = reference::random_tensors(
-        op, m_shape, m_ctx.proto.type,
+    const std::uint64_t seed =
         shape_seed(m_ctx.plan.seed, m_pass, m_k0) ^
-            rng(m_group_seed ^ spot_stream ^ static_cast<std::uint64_t>(slot + 1)).next());
+        rng(m_group_seed ^ spot_stream ^ static_cast<std::uint64_t>(slot + 1)).next();
+    if (spot_on_device(d, seed)) {
+      m_spot = std::move(d);
+      return *m_spot;
+    }
+    d.ref = reference::random_tensors(op, m_shape, m_ctx.proto.type, seed);
     op.reference(op, m_shape, m_pass, d.ref);
     d.bytes.resize(op.tensors.size());
     for (std::size_t t = 0; t < op.tensors.size(); ++t)
@@ -78,6 +87,29 @@ const spot_data &group_timing::spot_for(std::int64_t slot) {
     m_spot = std::move(d);
   }
   return *m_spot;
+}
+
+/// The spot's inputs drawn on the device and their reference computed there, where the device
+/// knows the operation; false (nothing held) where it does not or it could not be set up.
+bool group_timing::spot_on_device(spot_data &d, std::uint64_t seed) {
+  device_checks *checks = device_checks_for(m_ctx);
+  if (checks == nullptr)
+    return false;
+  const operation_desc &op = m_ctx.op;
+  const dtype type = m_ctx.proto.type;
+  try {
+    d.inputs = std::make_unique<input_copy>(m_ctx.dev, op, m_shape, type, m_pass);
+    fill_checked_inputs(*checks, op, m_shape, type, m_pass, seed, d.inputs->ptrs());
+    d.on_device = checks->reference(op, m_shape, m_pass, type, d.inputs->ptrs());
+    m_ctx.dev.synchronize();
+  } catch (const std::exception &) {
+    if (m_ctx.dev.broken())
+      throw;
+    d.on_device.reset();
+  }
+  if (!d.on_device)
+    d.inputs.reset();
+  return d.on_device != nullptr;
 }
 
 /// The spot check after a window on `block`: outputs an outside arm returned are collected
@@ -115,7 +147,9 @@ void group_timing::check_spot_outputs(cell_state &c, const buffer_set &set, cons
     return;
   correctness_record got;
   got.passed = true;
-  check_outputs(m_ctx, m_pass, m_shape, set, d.ref, got, context, m_ctx.arms[c.index]);
+  const checked_reference ref = d.on_device ? checked_reference{nullptr, d.on_device.get()}
+                                            : checked_reference{&d.ref, nullptr};
+  check_outputs(m_ctx, m_pass, m_shape, set, ref, got, context, m_ctx.arms[c.index]);
   if (!got.passed) {
     rec->passed = false;
     rec->detail = got.detail;
@@ -125,14 +159,32 @@ void group_timing::check_spot_outputs(cell_state &c, const buffer_set &set, cons
   }
 }
 
-/// The inputs in `set` against the uploaded bytes, until the cell's first mutated input.
+/// The inputs in `set` against the spot's (the uploaded bytes, or the device's copy), until the
+/// cell's first mutated input.
 void group_timing::check_spot_inputs(cell_state &c, const buffer_set &set, const spot_data &d,
                                      const std::string &context) {
   const operation_desc &op = m_ctx.op;
   for (std::size_t t = 0; t < op.tensors.size() && !c.record.input_mutated; ++t) {
+    const dtype et = element_type(op, t, m_ctx.proto.type);
+    if (d.inputs) {
+      if (d.inputs->at(t) == nullptr)
+        continue;
+      const std::size_t width = element_bytes(et);
+      const std::int64_t j = device_checks_for(m_ctx)->first_difference(
+          d.inputs->at(t), set.at(t), static_cast<std::size_t>(op.elements(t, m_shape)), width);
+      if (j < 0)
+        continue;
+      std::vector<std::uint8_t> was(width), now(width);
+      const std::size_t at = static_cast<std::size_t>(j) * width;
+      m_ctx.dev.download(was.data(), static_cast<const std::uint8_t *>(d.inputs->at(t)) + at,
+                         width);
+      m_ctx.dev.download(now.data(), static_cast<const std::uint8_t *>(set.at(t)) + at, width);
+      c.record.input_mutated =
+          mutation(op, t, et, static_cast<std::size_t>(j), was, now, m_shape, context);
+      continue;
+    }
     if (d.bytes[t].empty())
       continue;
-    const dtype et = element_type(op, t, m_ctx.proto.type);
     std::vector<std::uint8_t> now(d.bytes[t].size());
     m_ctx.dev.download(now.data(), set.at(t), now.size());
     if (now == d.bytes[t])

@@ -10,8 +10,11 @@ namespace prereg::engine_detail {
 void time_cells(run_context &ctx) {
   ctx.progress.phase("timing");
   const auto gs = ctx.groups();
-  timing_totals totals{std::vector<std::optional<cell_record>>(ctx.plan.cells.size()), 0, 0,
-                       rng(stream_seed(ctx.plan.seed, stream_id::arm_order))};
+  timing_totals totals{std::vector<std::optional<cell_record>>(ctx.plan.cells.size()),
+                       0,
+                       0,
+                       rng(stream_seed(ctx.plan.seed, stream_id::arm_order)),
+                       {}};
   for (const auto &g : gs)
     totals.total += g.size();
   std::uint64_t group_index = 0;
@@ -20,6 +23,10 @@ void time_cells(run_context &ctx) {
   for (auto &d : totals.done)
     if (d)
       ctx.raw.cells.push_back(std::move(*d));
+  const timing_parts &p = totals.parts;
+  ctx.raw.timing_parts = {{"group setup", p.group_setup},     {"warm-up windows", p.warmup_windows},
+                          {"timed windows", p.timed_windows}, {"input refresh", p.input_refresh},
+                          {"spot checks", p.spot_checks},     {"kernel records", p.kernel_records}};
 }
 
 group_timing::group_timing(run_context &ctx, timing_totals &totals,
@@ -40,16 +47,20 @@ group_timing::group_timing(run_context &ctx, timing_totals &totals,
 }
 
 void group_timing::run() {
-  if (!allocate_sets())
-    return;
-  bind_invocations();
-  choose_spots();
-  fail_setups();
-  capture_graphs();
+  {
+    const stopwatch w(m_totals.parts.group_setup);
+    if (!allocate_sets())
+      return;
+    bind_invocations();
+    choose_spots();
+    fail_setups();
+    capture_graphs();
+  }
   if (m_ctx.proto.measurement.order == order_mode::sequential)
     run_sequential();
   else
     run_interleaved();
+  const stopwatch w(m_totals.parts.group_setup);
   release();
 }
 

@@ -4,8 +4,10 @@
 
 #include "base/rng.hpp"
 #include "engine/buffers.hpp"
+#include "engine/checked_inputs.hpp"
 #include "engine/context.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,11 +34,15 @@ struct cell_state {
   bool failed = false;
 };
 
-/// One spot check's host data: fresh inputs, their float64 reference, the uploaded bytes.
+/// One spot check's data: fresh inputs and their float64 reference, on the host (the inputs'
+/// packed bytes uploaded before the window) or on the device (the inputs drawn there, copied
+/// into the window's set on the device).
 struct spot_data {
   std::int64_t slot = -1;
   host_tensors ref;
-  std::vector<std::vector<std::uint8_t>> bytes; ///< per tensor: inputs' packed bytes
+  std::vector<std::vector<std::uint8_t>> bytes; ///< per tensor: inputs' packed bytes (host)
+  std::unique_ptr<input_copy> inputs;           ///< the inputs on the device
+  std::unique_ptr<device_reference> on_device;  ///< their reference on the device
 };
 
 /// A window timed with the kernel clock on whose kernels are not yet taken from the device.
@@ -45,11 +51,38 @@ struct pending_window {
   bool keep;      ///< a kept sample (else warm-up: discarded)
 };
 
+/// Host wall time of the timing phase's parts [ms] (raw_run::timing_parts).
+struct timing_parts {
+  double group_setup = 0;    ///< buffer sets, fills, bindings, captures, teardown
+  double warmup_windows = 0; ///< timed() of warm-up windows
+  double timed_windows = 0;  ///< timed() of kept samples
+  double input_refresh = 0;  ///< each window's poison copy and fresh inputs
+  double spot_checks = 0;    ///< the spot checks' inputs, references and comparisons
+  double kernel_records = 0; ///< the kernel clock's records taken from the device
+};
+
+/// Adds the wall time of its own lifetime to `total` [ms].
+class stopwatch {
+public:
+  explicit stopwatch(double &total) : m_total(total), m_start(std::chrono::steady_clock::now()) {}
+  stopwatch(const stopwatch &) = delete;
+  stopwatch &operator=(const stopwatch &) = delete;
+  ~stopwatch() {
+    m_total += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - m_start)
+                   .count();
+  }
+
+private:
+  double &m_total;
+  std::chrono::steady_clock::time_point m_start;
+};
+
 /// The timing phase's state across groups.
 struct timing_totals {
   std::vector<std::optional<cell_record>> done; ///< per plan cell (skipped: none)
   std::size_t total = 0, finished = 0;          ///< cells, for progress
   rng order;                                    ///< the interleaving's one generator per run
+  timing_parts parts;                           ///< where the phase's time went
 };
 
 /// Appends one sample's kernel-clock facts to `rec` (names padded with zeros so that every
@@ -95,6 +128,7 @@ private:
   void choose_spots();
   [[nodiscard]] std::int64_t spot_slot(std::int64_t r) const;
   const spot_data &spot_for(std::int64_t slot);
+  [[nodiscard]] bool spot_on_device(spot_data &d, std::uint64_t seed);
   void spot_check(cell_state &c, std::int64_t block, const spot_data &d);
   void check_spot_outputs(cell_state &c, const buffer_set &set, const spot_data &d,
                           const std::string &context);

@@ -21,12 +21,23 @@ void group_timing::window(std::size_t ci, bool keep, std::int64_t slot) {
     if (!keep && m_ctx.hooks.on_warmup)
       m_ctx.hooks.on_warmup(c.record.key);
     const std::int64_t block = c.calls % rotation_blocks;
-    const spot_data *d = slot >= 0 ? &spot_for(slot) : nullptr;
-    load_window(ci, block, d);
+    const spot_data *d = nullptr;
+    if (slot >= 0) {
+      const stopwatch sw(m_totals.parts.spot_checks);
+      d = &spot_for(slot);
+    }
+    {
+      const stopwatch sw(m_totals.parts.input_refresh);
+      load_window(ci, block, d);
+    }
     ++c.calls;
     if (m_ctx.proto.measurement.l2_flush)
       dev.flush();
-    const window_result w = dev.timed(timed_step(ci, block));
+    window_result w;
+    {
+      const stopwatch sw(keep ? m_totals.parts.timed_windows : m_totals.parts.warmup_windows);
+      w = dev.timed(timed_step(ci, block));
+    }
     if (m_clock_on)
       m_pending.push_back({ci, false});
     std::optional<double> drained; // first: host work before it would hide pending work
@@ -43,8 +54,10 @@ void group_timing::window(std::size_t ci, bool keep, std::int64_t slot) {
       return;
     }
     record_sample(c, w, drained);
-    if (d != nullptr)
+    if (d != nullptr) {
+      const stopwatch sw(m_totals.parts.spot_checks);
       spot_check(c, block, *d);
+    }
   } catch (const std::exception &e) {
     fail(c, e, keep ? "measurement" : "warmup");
   }
@@ -78,7 +91,11 @@ void group_timing::load_window(std::size_t ci, std::int64_t block, const spot_da
       continue;
     }
     for (std::size_t t = 0; t < op.tensors.size(); ++t)
-      if (!d->bytes[t].empty())
+      if (d->inputs && d->inputs->at(t) != nullptr)
+        dev.copy(set.at(t), d->inputs->at(t),
+                 static_cast<std::size_t>(op.elements(t, m_shape)) *
+                     op.element_size(t, m_ctx.proto.type));
+      else if (!d->bytes.empty() && !d->bytes[t].empty())
         dev.upload(set.at(t), d->bytes[t].data(), d->bytes[t].size());
   }
 }

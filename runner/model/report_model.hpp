@@ -17,21 +17,23 @@
 namespace prereg {
 
 /// The schema_version new reports are written with.
-inline constexpr int report_schema_version = 4;
+inline constexpr int report_schema_version = 5;
 /// The schema_version of a report whose operation's axes are not exactly (rows, cols): its cell
 /// keys name the shape as `shape: [{axis, extent}, ...]` (docs/report.md, "Cell keys"); a
 /// rows x cols report keeps report_schema_version. Always the newest version this build reads.
 inline constexpr int report_schema_version_named = report_schema_version + 1;
 /// The oldest schema_version the parser reads (version 1: cells carry no clock_mhz and no
 /// harness_bytes_in_window; before version 3 no first_call_ms, warmup_calls, off_window_ms;
-/// before version 4 no kernel clock: no cells[].kernel_clock, no instrument.kernel_*).
+/// before version 4 no kernel clock: no cells[].kernel_clock, no instrument.kernel_*; before
+/// version 5 no phases).
 inline constexpr int report_schema_version_min = 1;
 /// The newest layout of report.md/html (report_text.hpp); a new report records it in
 /// tool.renderer, and the audit regenerates each report's pages with the renderer it names
 /// (docs/report.md: renderer 2 moved the summary first; renderer 3 names outside arms' files,
 /// entries and source hashes and says "not measured" for memory no one measured; renderer 4
-/// shows cells excluded from verdicts as excluded: never fastest, no speedup, not drawn).
-inline constexpr int report_renderer_version = 4;
+/// shows cells excluded from verdicts as excluded: never fastest, no speedup, not drawn;
+/// renderer 5 also shows where the run's time went, from the report's phases).
+inline constexpr int report_renderer_version = 5;
 /// The newest rules of the verdicts (docs/analysis.md section 5); a new report records it in
 /// tool.analysis, and the audit re-judges each report by the rules it names (analysis 2: a cell
 /// with off-window work, a changed input or a reading beyond the physical margin over the copy
@@ -75,6 +77,27 @@ struct report_ledger_head {
   std::string sha256;   ///< SHA-256 hex of that entry's line (the genesis for seq 0)
 };
 
+/// The walls around the measuring process (docs/engine.md, "The measuring process"): the
+/// layers that stood, in order, and why any that the design has is missing ("" when none is).
+/// A run without "user-namespace" is `isolation: none`.
+struct report_isolation {
+  std::vector<std::string> layers;
+  std::string reason;
+};
+/// Whether `name` is one of the layers the report knows: no-inherited-fds, user-namespace,
+/// mount-namespace, read-only-root, read-only-store, key-masked, pid-namespace, fresh-proc,
+/// parent-not-dumpable.
+[[nodiscard]] bool is_isolation_layer(std::string_view name);
+/// "namespaces" when the measuring process had its own user namespace, else "none".
+[[nodiscard]] std::string_view isolation_mode(const report_isolation &i);
+
+/// A log file written beside the report (docs/report.md, "The arms' log"): its name in the
+/// report folder and the SHA-256 hex of its bytes.
+struct report_log {
+  std::string file;
+  std::string sha256;
+};
+
 /// Facts about the run that are not measurements.
 struct report_run {
   std::string run_id;      ///< the report folder's name
@@ -82,6 +105,11 @@ struct report_run {
   std::string finished_at; ///< RFC 3339 UTC
   std::int64_t device_ordinal = 0;
   std::optional<report_ledger_head> ledger_head; ///< absent in reports written before it
+  /// Absent in reports written before it and in runs measured in the run's own process.
+  std::optional<report_isolation> isolation;
+  /// The outside arms' full tracebacks of the failures the cells' errors name; absent when
+  /// none failed.
+  std::optional<report_log> arm_log;
 };
 
 /// The instrument's own measured properties. NaN stands for null (not measured).
@@ -221,6 +249,25 @@ struct report_deviation {
   json extra = json::object(); ///< every other member, e.g. device-changed's previous_device
 };
 
+/// Where a run's time went (schema_version 5, docs/report.md "phases"): consecutive phases
+/// that add up to the wall time, and the parts of the timing phase.
+struct report_phases {
+  double wall_ms = 0;             ///< from the run's start to its report built
+  std::vector<phase_time> list;   ///< in run order
+  std::vector<phase_time> timing; ///< parts of the "timing" phase (the rest is other work)
+  friend bool operator==(const report_phases &, const report_phases &) = default;
+};
+
+/// Largest |sum of phases - wall_ms| the audit accepts [ms]: max(phases_margin_floor_ms,
+/// phases_margin_share * wall_ms).
+inline constexpr double phases_margin_floor_ms = 5.0;
+inline constexpr double phases_margin_share = 0.01;
+
+/// Why `p` does not add up (docs/audit.md): a time not finite or negative, |sum of the list -
+/// wall_ms| above the margin, a timing part without a timing phase, or the timing parts adding
+/// up to more than the timing phase plus the margin; empty when it does.
+[[nodiscard]] std::string phases_problem(const report_phases &p);
+
 /// The whole report.json.
 struct report_document {
   int schema_version = report_schema_version;
@@ -241,6 +288,8 @@ struct report_document {
   /// `prereg run --shard K/N`: a partial report holding shard K's cells only (the member is
   /// present only in a shard's report; docs/scale-out.md).
   std::optional<shard_spec> shard;
+  /// Where the run's time went (schema_version 5 and later; absent in merged reports).
+  std::optional<report_phases> phases;
 };
 
 /// The top-level members of a report, for parsing some of them only.
@@ -257,7 +306,8 @@ inline constexpr unsigned predictions = 1u << 8;
 inline constexpr unsigned defects = 1u << 9;
 inline constexpr unsigned deviations = 1u << 10;
 inline constexpr unsigned attempt = 1u << 11;
-inline constexpr unsigned all = (1u << 12) - 1;
+inline constexpr unsigned phases = 1u << 12;
+inline constexpr unsigned all = (1u << 13) - 1;
 } // namespace report_part
 
 /// {arm, pass, rows, cols}.

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace prereg {
 using namespace model_detail;
 
@@ -68,15 +70,54 @@ report_protocol read_protocol(const node &n) {
   return p;
 }
 
+report_isolation read_isolation(const node &n) {
+  n.only({"layers", "reason"});
+  report_isolation i;
+  const node layers = n["layers"];
+  const std::size_t count = layers.array_size();
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::string name = layers.at(k).str();
+    if (!is_isolation_layer(name))
+      layers.at(k).fail("is not an isolation layer");
+    if (std::find(i.layers.begin(), i.layers.end(), name) != i.layers.end())
+      layers.at(k).fail("repeats a layer");
+    i.layers.push_back(name);
+  }
+  i.reason = n["reason"].str();
+  if (isolation_mode(i) == "none" && i.reason.empty())
+    n["reason"].fail("is empty for a run without isolation");
+  return i;
+}
+
+report_log read_log(const node &n) {
+  n.only({"file", "sha256"});
+  report_log l{n["file"].str(), n["sha256"].str()};
+  if (l.file.empty() || l.file.find('/') != std::string::npos || l.file[0] == '.')
+    n["file"].fail("is not a file name in the report folder");
+  if (l.sha256.size() != 64 || l.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+    n["sha256"].fail("is not a SHA-256 hex digest");
+  return l;
+}
+
 report_run read_run(const node &n) {
-  n.only({"run_id", "started_at", "finished_at", "device_ordinal", "ledger_head"});
-  report_run r{n["run_id"].str(), n["started_at"].str(), n["finished_at"].str(),
-               n["device_ordinal"].integer(), std::nullopt};
+  n.only({"run_id", "started_at", "finished_at", "device_ordinal", "ledger_head", "isolation",
+          "arm_log"});
+  report_run r{n["run_id"].str(),
+               n["started_at"].str(),
+               n["finished_at"].str(),
+               n["device_ordinal"].integer(),
+               std::nullopt,
+               std::nullopt,
+               std::nullopt};
   if (n.has("ledger_head")) {
     const node h = n["ledger_head"];
     h.only({"seq", "sha256"});
     r.ledger_head = report_ledger_head{h["seq"].integer(), h["sha256"].str()};
   }
+  if (n.has("isolation"))
+    r.isolation = read_isolation(n["isolation"]);
+  if (n.has("arm_log"))
+    r.arm_log = read_log(n["arm_log"]);
   return r;
 }
 
@@ -193,6 +234,25 @@ template <class T, class F> std::vector<T> read_list(const node &n, F read) {
   return out;
 }
 
+std::vector<phase_time> read_phase_list(const node &n) {
+  return read_list<phase_time>(n, [](const node &p) {
+    p.only({"name", "ms"});
+    return phase_time{p["name"].str(), p["ms"].number()};
+  });
+}
+
+/// The phases (schema_version 5 and later).
+report_phases read_phases(const node &n, int schema_version) {
+  if (schema_version < 5)
+    n.fail("is not a member of reports before schema_version 5");
+  n.only({"wall_ms", "list", "timing"});
+  report_phases p;
+  p.wall_ms = n["wall_ms"].number();
+  p.list = read_phase_list(n["list"]);
+  p.timing = read_phase_list(n["timing"]);
+  return p;
+}
+
 int read_schema_version(const node &root) {
   const node v = root["schema_version"];
   const std::int64_t version = v.integer();
@@ -225,8 +285,8 @@ void check_report_members(const json &root, const std::string &where) {
   const report_fault fault(where);
   const node n(root, "", fault);
   n.only({"schema_version", "tool", "protocol", "run", "environment", "instrument", "cells",
-          "correctness", "predictions", "defects", "deviations", "attempt", "exploratory",
-          "shard"});
+          "correctness", "predictions", "defects", "deviations", "attempt", "exploratory", "shard",
+          "phases"});
   (void)read_schema_version(n);
 }
 
@@ -263,6 +323,8 @@ report_document report_from_json(const json &root, const std::string &where, uns
   }
   if (root.is_object() && root.contains("shard"))
     r.shard = shard_from_json(root.at("shard"), where.empty() ? "shard" : where + "#/shard");
+  if (want(report_part::phases) && n.has("phases"))
+    r.phases = read_phases(n["phases"], read_schema_version(n));
   return r;
 }
 

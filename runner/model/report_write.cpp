@@ -2,7 +2,25 @@
 // report_document's JSON is the signed payload).
 #include "model/report_model.hpp"
 
+#include <algorithm>
+
 namespace prereg {
+
+bool is_isolation_layer(std::string_view name) {
+  for (const std::string_view known :
+       {"no-inherited-fds", "user-namespace", "mount-namespace", "read-only-root",
+        "read-only-store", "key-masked", "pid-namespace", "fresh-proc", "parent-not-dumpable"})
+    if (name == known)
+      return true;
+  return false;
+}
+
+std::string_view isolation_mode(const report_isolation &i) {
+  return std::find(i.layers.begin(), i.layers.end(), "user-namespace") != i.layers.end()
+             ? "namespaces"
+             : "none";
+}
+
 namespace {
 
 json key_members(json j, const cell_key &k) {
@@ -21,6 +39,10 @@ json run_json(const report_run &run) {
             {"device_ordinal", run.device_ordinal}};
   if (run.ledger_head)
     j["ledger_head"] = {{"seq", run.ledger_head->seq}, {"sha256", run.ledger_head->sha256}};
+  if (run.isolation)
+    j["isolation"] = {{"layers", run.isolation->layers}, {"reason", run.isolation->reason}};
+  if (run.arm_log)
+    j["arm_log"] = {{"file", run.arm_log->file}, {"sha256", run.arm_log->sha256}};
   return j;
 }
 
@@ -230,6 +252,17 @@ json to_json(const report_document &r) {
     out["exploratory"] = true;
   if (r.shard)
     out["shard"] = to_json(*r.shard);
+  if (r.phases) {
+    const auto list = [](const std::vector<phase_time> &v) {
+      json a = json::array();
+      for (const auto &p : v)
+        a.push_back({{"name", p.name}, {"ms", p.ms}});
+      return a;
+    };
+    out["phases"] = {{"wall_ms", r.phases->wall_ms},
+                     {"list", list(r.phases->list)},
+                     {"timing", list(r.phases->timing)}};
+  }
   return out;
 }
 

@@ -178,7 +178,8 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
             report_renderer_version,
             report_analysis_version};
   r.protocol = {fp.hash, fp.body, fp.freeze};
-  r.run = {meta.run_id, meta.started_at, meta.finished_at, meta.device_ordinal, meta.ledger_head};
+  r.run = {meta.run_id,      meta.started_at, meta.finished_at, meta.device_ordinal,
+           meta.ledger_head, meta.isolation,  meta.arm_log};
   r.environment = raw.environment;
   r.instrument = raw.instrument;
   for (std::size_t i = 0; i < raw.cells.size(); ++i)

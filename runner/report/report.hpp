@@ -26,6 +26,8 @@ struct run_meta {
   std::optional<report_ledger_head> ledger_head; ///< the entry the run-start extended
   std::vector<json> deviations;    ///< found by the engine (skipped cells, device changes, ...)
   std::optional<shard_spec> shard; ///< `run --shard K/N`: the report is shard K's part
+  std::optional<report_isolation> isolation; ///< the measuring process's walls (run.isolation)
+  std::optional<report_log> arm_log;         ///< the outside arms' tracebacks (run.arm_log)
 };
 
 /// The verdicts of a protocol's predictions (each `expect` parsed against its arm ids), by the

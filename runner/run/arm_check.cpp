@@ -4,11 +4,16 @@
 #include "arms/outside_arm.hpp"
 #include "arms/outside_common.hpp"
 #include "base/process.hpp"
+#include "crypto/keyring.hpp"
 #include "prereg/error.hpp"
 #include "run/measuring_child.hpp"
+#include "run/sandbox.hpp"
 #include "spec/outside_file.hpp"
+#include "store/store.hpp"
 
 #include <fmt/format.h>
+
+#include <sys/prctl.h>
 
 #include <unistd.h>
 
@@ -59,8 +64,23 @@ json load_one(const protocol &p, const arm_spec &a, const fs::path &dir,
   return msg;
 }
 
+/// The sandbox of the loading child (docs/engine.md, "The measuring process"): the key this
+/// command would use masked (the flag's key is not known here: PREREG_KEY or the default),
+/// the store this command would use and its project read-only.
+detail::sandbox_paths loading_paths() {
+  std::error_code ec;
+  detail::sandbox_paths paths;
+  paths.key = fs::absolute(default_key_path(""), ec);
+  const fs::path store = fs::absolute(store::default_root(""), ec);
+  paths.read_only = {store, store.parent_path()};
+  paths.sealed = 1;
+  paths.must_stay_shown = {store.parent_path(), fs::current_path(ec)};
+  return paths;
+}
+
 [[noreturn]] void child(const protocol &p, const fs::path &dir, const device_factory &make_device,
                         int fd) {
+  (void)detail::enter_sandbox(loading_paths(), {fd}); // before the arms' code is imported
   ::unsetenv("PREREG_KEY");
   outside::set_crash_channel(fd); // a crash while loading: one error message up
   try {
@@ -89,6 +109,7 @@ arm_load_result load_arms_here(const protocol &p, const fs::path &protocol_dir,
     child(p, protocol_dir, make_device, up.write.get());
   });
   up.write.reset();
+  ::prctl(PR_SET_DUMPABLE, 0); // the arms' code cannot read this process (docs/engine.md)
   const std::string text = read_all(up.read.get());
   const wait_status st = wait_for(pid);
   std::istringstream lines(text);

@@ -5,12 +5,15 @@
 
 #include "base/json_reader.hpp"
 #include "base/process.hpp"
+#include "crypto/keyring.hpp"
+#include "model/report_model.hpp"
 #include "prereg/error.hpp"
 #include "run/measuring_child.hpp"
 #include "run/raw_json.hpp"
 
 #include <fmt/format.h>
 
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -51,6 +54,9 @@ public:
       m_buffer.append(chunk, static_cast<std::size_t>(n));
     }
   }
+
+  /// Whether bytes without a line end are left.
+  [[nodiscard]] bool pending() const { return !m_buffer.empty(); }
 
 private:
   int m_fd;
@@ -96,6 +102,18 @@ json parse_message(const std::string &line) {
   return msg;
 }
 
+/// The sandbox's first line: {layers: [names], reason: text}, each layer one the report knows.
+json read_isolation(const json &j) {
+  const json_node n = child_node(j, "isolation");
+  const json_node layers = n["layers"];
+  const std::size_t count = layers.array_size();
+  for (std::size_t i = 0; i < count; ++i)
+    if (!is_isolation_layer(layers.at(i).str()))
+      layers.at(i).fail("is not an isolation layer");
+  (void)n["reason"].str();
+  return {{"layers", layers.value()}, {"reason", n["reason"].value()}};
+}
+
 class forked final : public measuring_side {
 public:
   forked(const run_options &o, const protocol &proto, std::uint64_t seed) {
@@ -107,6 +125,9 @@ public:
       down.write.reset();
       detail::run_measuring_child(o, proto, seed, parent, up.write.get(), down.read.get());
     });
+    // From here on no other process of this user may read this one's memory, environment or
+    // descriptors through /proc or ptrace: the key is loaded only after this (docs/engine.md).
+    m_not_dumpable = ::prctl(PR_SET_DUMPABLE, 0) == 0;
     up.write.reset();
     down.read.reset();
     m_from_child = std::move(up.read);
@@ -123,9 +144,12 @@ public:
   forked &operator=(const forked &) = delete;
 
   measuring_plan plan() override {
+    measuring_plan out;
+    out.isolation = read_isolation(next_message(nullptr, "isolation").at("isolation"));
+    if (m_not_dumpable)
+      out.isolation["layers"].push_back("parent-not-dumpable");
     const json msg = next_message(nullptr, "plan");
     const json_node p = child_node(msg.at("plan"), "plan");
-    measuring_plan out;
     out.environment = p["environment"].object().value();
     const json_node cells = p["cells"];
     const std::size_t n = cells.array_size();
@@ -136,6 +160,8 @@ public:
     for (const auto &d : skipped.value())
       out.skipped.push_back(d);
     m_cells = out.cells;
+    m_probe = out.environment;
+    (void)next_message(nullptr, "loaded"); // the outside arms are loaded: their code runs now
     return out;
   }
 
@@ -143,17 +169,27 @@ public:
     if (!write_all(m_to_child.get(), "g"))
       throw io_error(fmt::format("the measuring process (pid {}) is gone before measuring", m_pid));
     const json msg = next_message(&progress, "raw");
-    return raw_from_json(msg.at("raw"), m_cells);
+    if (m_phase != "timing" || m_done != m_total)
+      bad_result("raw", "arrived before the timing phase finished");
+    raw_run raw = raw_from_json(msg.at("raw"), m_cells);
+    if (raw.cells.size() > m_total)
+      bad_result("raw.cells", "are more than the cells the timing phase counted");
+    // The probe was sent before any outside code ran; only other_processes may grow since
+    // (the device's finish_environment adds what it saw after the run).
+    for (const auto &[k, v] : m_probe.items())
+      if (!raw.environment.contains(k) || (raw.environment[k] != v && k != "other_processes"))
+        bad_result("raw.environment." + k, "differs from the device's probe in the plan");
+    expect_clean_end();
+    return raw;
   }
 
 private:
   /// The next message that is not progress; progress goes to `progress`. A signal while
   /// waiting is handed to `progress` (which throws for an interrupt).
   json next_message(progress_sink *progress, const char *want) {
-    std::size_t done = 0, total = 0;
     const auto interrupted = [&] {
       if (progress != nullptr)
-        progress->cell_done(done, total);
+        progress->cell_done(m_done, m_total);
     };
     for (;;) {
       const auto line = m_reader->next(interrupted);
@@ -165,22 +201,48 @@ private:
       const json msg = parse_message(*line);
       if (msg.contains("error"))
         detail::rethrow_error_message(msg);
+      if (progress == nullptr && (msg.contains("phase") || msg.contains("done")))
+        bad_result("message", fmt::format("is progress before the {} expected", want));
       if (msg.contains("phase")) {
+        m_phase = child_node(msg["phase"], "phase").str();
+        m_done = m_total = 0;
         if (progress != nullptr)
-          progress->phase(child_node(msg["phase"], "phase").str());
+          progress->phase(m_phase);
         continue;
       }
       if (msg.contains("done")) {
-        done = strict_count(child_node(msg["done"], "done"));
-        total = strict_count(child_node(child_node(msg, "message")["total"].value(), "total"));
+        const std::size_t done = strict_count(child_node(msg["done"], "done"));
+        const std::size_t total =
+            strict_count(child_node(child_node(msg, "message")["total"].value(), "total"));
+        if (done != m_done + 1 || done > total || (m_done != 0 && total != m_total))
+          bad_result("done", "is not the next count of finished cells");
+        m_done = done;
+        m_total = total;
         if (progress != nullptr)
-          progress->cell_done(done, total);
+          progress->cell_done(m_done, m_total);
         continue;
       }
-      if (!msg.contains(want))
+      if (!msg.contains(want) || msg.size() != 1)
         bad_result("message", fmt::format("is not the {} expected", want));
       return msg;
     }
+  }
+
+  /// After the result: nothing more on the pipe, and the child ends with status 0. A second
+  /// result, bytes after it or a child that ends otherwise fails the run (docs/engine.md).
+  void expect_clean_end() {
+    const auto extra = m_reader->next([] {});
+    if (extra)
+      bad_result("message", "follows the result (one result per measuring process)");
+    if (m_reader->pending())
+      bad_result("message", "follows the result without a line end");
+    const pid_t pid = m_pid;
+    const wait_status st = wait_for(m_pid);
+    m_pid = -1;
+    if (!st.reaped || !st.exited() || st.exit_code() != 0)
+      throw io_error(
+          fmt::format("the measuring process (pid {}) {} after its result; the run failed", pid,
+                      st.reaped ? describe_status(st) : "vanished"));
   }
 
   /// Waits for the child that closed its pipe and says how it ended.
@@ -192,11 +254,33 @@ private:
   }
 
   pid_t m_pid = -1;
+  bool m_not_dumpable = false;
+  json m_probe;                        ///< the plan's environment, sent before outside code ran
+  std::string m_phase;                 ///< the last progress phase
+  std::size_t m_done = 0, m_total = 0; ///< its progress
   unique_fd m_from_child;
   unique_fd m_to_child;
   std::unique_ptr<line_reader> m_reader;
   std::vector<cell_key> m_cells;
 };
+
+/// A missing key file is created by a short-lived child, so that it exists (and is masked) when
+/// the measuring process starts while this process's memory never held it; a failure is left
+/// for the parent's own load to report.
+void create_key_apart(const std::filesystem::path &key_path) {
+  std::error_code ec;
+  if (key_path.empty() || std::filesystem::exists(key_path, ec))
+    return;
+  const pid_t pid = fork_child([&] {
+    try {
+      (void)load_or_create_key(key_path);
+    } catch (...) {
+      std::_Exit(1);
+    }
+    std::_Exit(0);
+  });
+  (void)wait_for(pid);
+}
 
 } // namespace
 
@@ -206,8 +290,10 @@ std::unique_ptr<measuring_side> start_measuring(const run_options &o, const prot
     throw std::logic_error("run_options.make_device is not set");
   if (!o.resolve_arm)
     throw std::logic_error("run_options.resolve_arm is not set");
-  if (o.isolate)
+  if (o.isolate) {
+    create_key_apart(o.key_path);
     return std::make_unique<forked>(o, proto, seed);
+  }
   return detail::measure_in_process(o, proto, seed);
 }
 

@@ -17,8 +17,11 @@ namespace prereg {
 /// What the device side found before measuring: the probe and the cells it can run.
 struct measuring_plan {
   json environment = json::object(); ///< the device's probe()
-  std::vector<cell_key> cells;       ///< runnable cells, in plan order
-  std::vector<json> skipped;         ///< cell-skipped deviations of the other cells
+  /// The measuring process's walls, {layers, reason} (report run.isolation); null when it
+  /// measured in this process.
+  json isolation = nullptr;
+  std::vector<cell_key> cells; ///< runnable cells, in plan order
+  std::vector<json> skipped;   ///< cell-skipped deviations of the other cells
 };
 
 /// The device side of a run: plan() once, then measure() once.

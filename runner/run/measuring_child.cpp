@@ -4,11 +4,14 @@
 
 #include "arms/outside_common.hpp"
 #include "base/process.hpp"
+#include "crypto/keyring.hpp"
 #include "engine/measure.hpp"
 #include "prereg/error.hpp"
 #include "run/raw_json.hpp"
+#include "run/sandbox.hpp"
 #include "spec/operation.hpp"
 #include "spec/registry.hpp"
+#include "store/store.hpp"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -17,6 +20,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <string>
@@ -55,17 +59,19 @@ public:
         out.cells.push_back(c);
     }
     m_plan.cells = out.cells;
-    preload_outside();
+    if (!m_defer_preload)
+      preload_outside();
     return out;
   }
+  /// The measuring child sends its plan before any outside code is loaded, then loads it here.
+  void defer_preload() { m_defer_preload = true; }
   raw_run measure(progress_sink &progress) override {
     raw_run raw = prereg::measure(*m_device, m_environment, m_plan, m_options.resolve_arm, progress,
                                   m_options.hooks);
     attach_regions(raw);
+    raw.arm_log = outside::take_arm_log();
     return raw;
   }
-
-private:
   /// Loads the planned cells' outside arms now, before the run starts: a failure of the
   /// environment (no usable Python, a module the file imports not installed) ends the run here,
   /// exit 5 with nothing recorded; a failure of the arm's own code is kept and thrown when
@@ -95,8 +101,10 @@ private:
     };
   }
 
+private:
   const run_options &m_options;
   const protocol &m_proto;
+  bool m_defer_preload = false;
   std::map<std::string, std::shared_ptr<outside_arm>> m_loaded;
   std::exception_ptr m_load_failure;
   run_plan m_plan;
@@ -121,17 +129,41 @@ private:
   int m_fd;
 };
 
+/// What the sandbox hides and protects for a run with options `o`: the key, the store, the
+/// reports folder and the project (the store's folder: protocols, kernels, outside files); a
+/// masked key folder must not hide them or the current folder.
+/// `prereg try` names no key and no store: the ones a run from here would use.
+sandbox_paths paths_of(const run_options &o) {
+  std::error_code ec;
+  sandbox_paths p;
+  p.key = std::filesystem::absolute(o.key_path.empty() ? default_key_path("") : o.key_path, ec);
+  const auto store_root = o.store_root.empty() ? store::default_root("") : o.store_root;
+  for (const auto &f : {store_root, o.out_dir})
+    if (!f.empty())
+      p.read_only.push_back(std::filesystem::absolute(f, ec));
+  p.sealed = p.read_only.size();
+  p.read_only.push_back(std::filesystem::absolute(store_root, ec).parent_path());
+  p.must_stay_shown = p.read_only;
+  p.must_stay_shown.push_back(std::filesystem::current_path(ec));
+  return p;
+}
+
 [[noreturn]] void child_main(const run_options &o, const protocol &proto, std::uint64_t seed,
                              int to_parent, int from_parent) {
   piped_progress out(to_parent);
+  // The first line, before any outside code is loaded: the walls this process stands in.
+  out.send({{"isolation", enter_sandbox(paths_of(o), {to_parent, from_parent}).to_json()}});
   try {
     in_process side(o, proto, seed);
+    side.defer_preload();
     const measuring_plan p = side.plan();
     json cells = json::array();
     for (const auto &c : p.cells)
       cells.push_back(to_json(c));
     out.send(
         {{"plan", {{"environment", p.environment}, {"cells", cells}, {"skipped", p.skipped}}}});
+    side.preload_outside(); // outside code runs from here on
+    out.send({{"loaded", true}});
     char go = 0;
     ssize_t n;
     while ((n = ::read(from_parent, &go, 1)) < 0 && errno == EINTR) {
@@ -177,6 +209,8 @@ void run_measuring_child(const run_options &o, const protocol &proto, std::uint6
     std::_Exit(1);
   ::signal(SIGINT, SIG_IGN); // the parent decides what an interrupt means
   ::signal(SIGTERM, SIG_IGN);
+  if (char *v = std::getenv("PREREG_KEY")) // its bytes in the environment block /proc shows
+    std::memset(v, 0, std::strlen(v));
   ::unsetenv("PREREG_KEY");
   outside::set_crash_channel(to_parent); // a crash in an outside arm: one error message up
   child_main(o, proto, seed, to_parent, from_parent);

@@ -278,6 +278,26 @@ json cell_json(const cell_record &c) {
   return out;
 }
 
+/// [{name, ms}] of a run's phases (raw_run::phases, timing_parts).
+json phases_json(const std::vector<phase_time> &phases) {
+  json out = json::array();
+  for (const auto &p : phases)
+    out.push_back({{"name", p.name}, {"ms", finite_or_null(p.ms)}});
+  return out;
+}
+
+/// The phases at `n` (absent: none, as a measuring side of an older build sends).
+std::vector<phase_time> read_phases(const json_node &root, const char *key) {
+  std::vector<phase_time> out;
+  if (!root.has(key))
+    return out;
+  const json_node n = root[key];
+  const std::size_t size = n.array_size();
+  for (std::size_t i = 0; i < size; ++i)
+    out.push_back({n.at(i)["name"].str(), number_or_nan(n.at(i)["ms"])});
+  return out;
+}
+
 json instrument_json(const instrument_record &in) {
   return {{"ceiling_gbps", finite_or_null(in.ceiling_gbps)},
           {"ceiling_samples_gbps", in.ceiling_samples_gbps},
@@ -311,7 +331,10 @@ json raw_to_json(const raw_run &raw) {
           {"instrument", instrument_json(raw.instrument)},
           {"cells", cells},
           {"correctness", correctness},
-          {"deviations", raw.deviations}};
+          {"deviations", raw.deviations},
+          {"arm_log", raw.arm_log},
+          {"phases", phases_json(raw.phases)},
+          {"timing_parts", phases_json(raw.timing_parts)}};
 }
 
 raw_run raw_from_json(const json &j, const std::vector<cell_key> &planned) {
@@ -333,6 +356,10 @@ raw_run raw_from_json(const json &j, const std::vector<cell_key> &planned) {
   const std::size_t n_devs = devs.array_size();
   for (std::size_t i = 0; i < n_devs; ++i)
     raw.deviations.push_back(read_deviation(devs.at(i), planned));
+  if (root.has("arm_log"))
+    raw.arm_log = root["arm_log"].str();
+  raw.phases = read_phases(root, "phases");
+  raw.timing_parts = read_phases(root, "timing_parts");
   return raw;
 }
 

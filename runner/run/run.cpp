@@ -12,6 +12,7 @@
 #include "report/report.hpp"
 #include "report/report_text.hpp"
 #include "run/isolate.hpp"
+#include "run/phases.hpp"
 #include "run/progress.hpp"
 #include "spec/registry.hpp"
 #include "store/ledger.hpp"
@@ -22,6 +23,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <ctime>
 #include <random>
@@ -183,6 +185,10 @@ run_meta meta_from_plan(const run_options &o, const measuring_plan &planned) {
   meta.device_ordinal = o.device_ordinal;
   meta.deviations = planned.skipped;
   meta.shard = o.shard;
+  if (!planned.isolation.is_null()) // the measuring process's walls (docs/engine.md)
+    meta.isolation =
+        report_isolation{planned.isolation.at("layers").get<std::vector<std::string>>(),
+                         planned.isolation.at("reason").get<std::string>()};
   return meta;
 }
 
@@ -289,10 +295,26 @@ void add_outcome_deviations(const raw_run &raw, run_meta &meta) {
           {{"cell", to_json(c.key)}}));
 }
 
-/// Writes report.json, its signature, report.md and report.html into `dir`; the payload.
+using run_clock = std::chrono::steady_clock;
+
+double ms_between(run_clock::time_point a, run_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+/// When the run's steps ended: its start, the measure call's start and end.
+struct run_times {
+  run_clock::time_point start, measure_start, measure_end;
+};
+
+/// Writes report.json, its signature, report.md and report.html into `dir`; the payload. The
+/// report records the run's phases up to its analysis (docs/report.md, "phases").
 std::string write_signed_report(const fs::path &dir, const frozen_protocol &fp, const raw_run &raw,
-                                const run_meta &meta, const signing_key &key) {
-  const report_document report = build_report_document(fp, raw, meta);
+                                const run_meta &meta, const signing_key &key, const run_times &t) {
+  report_document report = build_report_document(fp, raw, meta);
+  const auto built = run_clock::now();
+  report.phases = make_report_phases(ms_between(t.start, t.measure_start),
+                                     ms_between(t.measure_start, t.measure_end), raw,
+                                     ms_between(t.measure_end, built), ms_between(t.start, built));
   std::string payload = canonical_json(to_json(report));
   write_file_atomic(dir / "report.json", payload);
   write_file_atomic(dir / "report.dsse.json", make_envelope(payload, key));
@@ -317,18 +339,25 @@ void append_run_end(const store &s, const run_options &o, const frozen_protocol 
 /// 5.-7. Measure, analyse, write and sign into the reserved folder, publish it and record the
 /// run complete; any failure or interrupt removes what was written and records it aborted.
 fs::path measure_and_publish(const store &s, const run_options &o, const frozen_protocol &fp,
-                             measuring_side &side, const signing_key &key, run_meta &meta) {
+                             measuring_side &side, const signing_key &key, run_meta &meta,
+                             run_times times) {
   const fs::path final_dir = o.out_dir / fp.proto.id / meta.run_id;
   const fs::path temp_dir = partial_dir(o.out_dir / fp.proto.id, meta.run_id); // ours
   bool published = false; // the report folder is ours to remove only once we renamed it there
   try {
     detail::signal_guard guard;
     detail::terminal_progress progress(!o.quiet && ::isatty(STDERR_FILENO));
+    times.measure_start = run_clock::now();
     const raw_run raw = side.measure(progress);
+    times.measure_end = run_clock::now();
     throw_if_signalled();
     meta.finished_at = utc_now_rfc3339();
     add_outcome_deviations(raw, meta);
-    const std::string payload = write_signed_report(temp_dir, fp, raw, meta, key);
+    if (!raw.arm_log.empty()) { // the outside arms' tracebacks, named in the report by hash
+      write_file_atomic(temp_dir / "arm-errors.log", raw.arm_log);
+      meta.arm_log = report_log{"arm-errors.log", sha256_hex(raw.arm_log)};
+    }
+    const std::string payload = write_signed_report(temp_dir, fp, raw, meta, key, times);
     throw_if_signalled();
     rename_no_replace(temp_dir, final_dir); // never over another run's report
     published = true;
@@ -350,6 +379,8 @@ fs::path measure_and_publish(const store &s, const run_options &o, const frozen_
 } // namespace
 
 fs::path run_protocol(const run_options &o) {
+  run_times times;
+  times.start = run_clock::now();
   const store s(o.store_root);
   const frozen_protocol fp = verify_target(s, o);
   const run_options measuring = measuring_options(s, o, fp); // outlives the side, which holds it
@@ -362,7 +393,7 @@ fs::path run_protocol(const run_options &o) {
   run_meta meta = meta_from_plan(o, planned);
   const std::string device_name = planned.environment.value("device_name", "unknown");
   start_run(s, o, fp, device_name, key, meta);
-  return measure_and_publish(s, o, fp, *side, key, meta);
+  return measure_and_publish(s, o, fp, *side, key, meta, times);
 }
 
 } // namespace prereg

@@ -4,6 +4,7 @@
 
 #include "arms/outside_arm.hpp"
 #include "base/fs.hpp"
+#include "base/rng.hpp"
 #include "base/time.hpp"
 #include "crypto/crypto.hpp"
 #include "engine/measure.hpp"
@@ -11,7 +12,9 @@
 #include "prereg/error.hpp"
 #include "report/report.hpp"
 #include "report/report_text.hpp"
+#include "run/isolate.hpp"
 #include "run/operation_check.hpp"
+#include "run/phases.hpp"
 #include "run/progress.hpp"
 #include "spec/operation.hpp"
 #include "spec/operation_file.hpp"
@@ -19,6 +22,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <ctime>
 
 namespace prereg {
@@ -69,6 +73,11 @@ frozen_protocol tried_protocol(const std::string &target) {
 } // namespace
 
 fs::path try_protocol(const run_options &o) {
+  using clock = std::chrono::steady_clock;
+  const auto ms = [](clock::time_point a, clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  const auto start = clock::now();
   const frozen_protocol fp = tried_protocol(o.target);
   const protocol &proto = fp.proto;
 
@@ -76,16 +85,24 @@ fs::path try_protocol(const run_options &o) {
     throw std::logic_error("run_options.make_device is not set");
   if (!o.resolve_arm)
     throw std::logic_error("run_options.resolve_arm is not set");
-  std::unique_ptr<device> dev = o.make_device(proto.device, o.device_ordinal);
-  json environment = dev->probe();
-  run_meta meta;
-  meta.device_ordinal = o.device_ordinal;
-  run_plan plan = plan_run(proto, fp.hash, *dev, operation_named(proto.op), meta.deviations);
-  plan.load_outside = [dir = fs::absolute(o.target).parent_path(), &proto](const arm_spec &spec) {
+  // The measuring side: with o.isolate (the CLI) the same sandboxed measuring process as a run.
+  run_options measuring = o;
+  measuring.load_outside = [dir = fs::absolute(o.target).parent_path(),
+                            &proto](const arm_spec &spec) {
     const fs::path file = outside_file(dir, spec.file); // unfrozen: the file as it is now
     return spec.source == arm_source::plugin ? load_plugin_arm(file, spec.entry, proto, spec.id)
                                              : load_python_arm(file, spec.entry, proto, spec.id);
   };
+  const std::unique_ptr<measuring_side> side =
+      start_measuring(measuring, proto, seed_from_hash(fp.hash));
+  const measuring_plan planned = side->plan();
+  run_meta meta;
+  meta.device_ordinal = o.device_ordinal;
+  meta.deviations = planned.skipped;
+  if (!planned.isolation.is_null())
+    meta.isolation =
+        report_isolation{planned.isolation.at("layers").get<std::vector<std::string>>(),
+                         planned.isolation.at("reason").get<std::string>()};
 
   std::time_t t = std::time(nullptr);
   do {
@@ -97,12 +114,16 @@ fs::path try_protocol(const run_options &o) {
   try {
     detail::signal_guard guard;
     detail::terminal_progress progress(!o.quiet && ::isatty(STDERR_FILENO));
-    raw_run raw = measure(*dev, environment, plan, o.resolve_arm, progress, o.hooks);
-    attach_regions(raw);
+    const auto measure_start = clock::now();
+    raw_run raw = side->measure(progress);
+    const auto measure_end = clock::now();
     detail::throw_if_signalled();
     meta.finished_at = utc_now_rfc3339();
     report_document report = build_report_document(fp, raw, meta);
     report.exploratory = true;
+    const auto built = clock::now();
+    report.phases = make_report_phases(ms(start, measure_start), ms(measure_start, measure_end),
+                                       raw, ms(measure_end, built), ms(start, built));
     const std::string payload = canonical_json(to_json(report));
     write_file_atomic(temp_dir / "report.json", payload);
     write_file_atomic(temp_dir / "report.md", render_markdown(report));

@@ -2,6 +2,7 @@
 // descriptor derives: element counts and sizes, the bytes model, the float64 reference.
 #include "spec/operation.hpp"
 
+#include "base/parallel.hpp"
 #include "prereg/error.hpp"
 #include "prereg/ops/softmax.hpp"
 #include "spec/op_formula.hpp"
@@ -81,20 +82,22 @@ void softmax_reference(const operation_desc & /*op*/, const shape &s, pass_kind 
     throw invalid_input(fmt::format("reference: inputs do not match shape {}x{}", rows, cols));
   std::vector<double> &y = t.at(softmax::y);
   y.assign(n, 0.0);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const double *xr = x.data() + r * cols;
-    double *yr = y.data() + r * cols;
-    double m = xr[0];
-    for (std::int64_t c = 1; c < cols; ++c)
-      m = std::max(m, xr[c]);
-    double sum = 0;
-    for (std::int64_t c = 0; c < cols; ++c) {
-      yr[c] = std::exp(xr[c] - m);
-      sum += yr[c];
+  parallel_chunks(rows, chunk_for(cols), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const double *xr = x.data() + r * cols;
+      double *yr = y.data() + r * cols;
+      double m = xr[0];
+      for (std::int64_t c = 1; c < cols; ++c)
+        m = std::max(m, xr[c]);
+      double sum = 0;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        yr[c] = std::exp(xr[c] - m);
+        sum += yr[c];
+      }
+      for (std::int64_t c = 0; c < cols; ++c)
+        yr[c] /= sum;
     }
-    for (std::int64_t c = 0; c < cols; ++c)
-      yr[c] /= sum;
-  }
+  });
   if (pass != pass_kind::fwd_bwd)
     return;
   const std::vector<double> &dy = t.at(softmax::dy);
@@ -102,15 +105,17 @@ void softmax_reference(const operation_desc & /*op*/, const shape &s, pass_kind 
     throw invalid_input(fmt::format("reference: dy does not match shape {}x{}", rows, cols));
   std::vector<double> &dx = t.at(softmax::dx);
   dx.assign(n, 0.0);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const double *yr = y.data() + r * cols;
-    const double *dyr = dy.data() + r * cols;
-    double dot = 0;
-    for (std::int64_t c = 0; c < cols; ++c)
-      dot += dyr[c] * yr[c];
-    for (std::int64_t c = 0; c < cols; ++c)
-      dx[static_cast<std::size_t>(r * cols + c)] = yr[c] * (dyr[c] - dot);
-  }
+  parallel_chunks(rows, chunk_for(cols), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const double *yr = y.data() + r * cols;
+      const double *dyr = dy.data() + r * cols;
+      double dot = 0;
+      for (std::int64_t c = 0; c < cols; ++c)
+        dot += dyr[c] * yr[c];
+      for (std::int64_t c = 0; c < cols; ++c)
+        dx[static_cast<std::size_t>(r * cols + c)] = yr[c] * (dyr[c] - dot);
+    }
+  });
 }
 
 // --- the table --------------------------------------------------------------------------------

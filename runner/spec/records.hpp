@@ -179,13 +179,25 @@ struct instrument_record {
 };
 
 /// Everything a backend measured; analysis derives statistics, defects and verdicts from it.
+/// One phase of a run and its wall time on the host (docs/report.md, "phases").
+struct phase_time {
+  std::string name;
+  double ms = 0;
+  friend bool operator==(const phase_time &, const phase_time &) = default;
+};
+
 struct raw_run {
   json environment = json::object(); ///< device_name, driver, runtime, sm_count, l2_bytes,
                                      ///< clocks, other_processes (list or "unknown"), ...
   instrument_record instrument;
   std::vector<correctness_record> correctness;
   std::vector<cell_record> cells;
-  std::vector<json> deviations; ///< {kind, cell?, message} the backend decided (e.g. skipped)
+  std::vector<json> deviations;   ///< {kind, cell?, message} the backend decided (e.g. skipped)
+  std::vector<phase_time> phases; ///< the engine's phases, consecutive, in run order
+  std::vector<phase_time> timing_parts; ///< where the timing phase went (parts of it)
+  /// The outside arms' full tracebacks of their failures ("" when none): written beside the
+  /// report as its arm log (run.arm_log), not part of report.json.
+  std::string arm_log;
 };
 
 /// Progress callbacks; the engine prints, backends only report.

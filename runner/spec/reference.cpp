@@ -1,6 +1,7 @@
 // The float64 reference of LayerNorm and RMSNorm, 16-bit conversions, inputs, poison, compare.
 #include "spec/reference.hpp"
 
+#include "base/parallel.hpp"
 #include "base/rng.hpp"
 #include "prereg/error.hpp"
 
@@ -61,6 +62,9 @@ void check_inputs(operation op, const inputs64 &in, bool backward) {
         fmt::format("reference: inputs do not match shape {}x{}", in.rows, in.cols));
 }
 
+// Rows run in parallel (each row's statistics, y and dx from that row alone); the column sums
+// (dgamma, dbeta) run in parallel over columns, each summing its rows in row order: the same
+// bytes as one thread walking the rows.
 outputs64 layernorm(const inputs64 &in, bool backward) {
   const std::int64_t rows = in.rows, cols = in.cols;
   const double eps = norm_eps(operation::layernorm);
@@ -74,37 +78,49 @@ outputs64 layernorm(const inputs64 &in, bool backward) {
     out.dgamma.assign(cols, 0.0);
     out.dbeta.assign(cols, 0.0);
   }
-  std::vector<double> xhat(cols), dxhat(cols);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const double *x = in.x.data() + r * cols;
-    const double mean = mean_of(x, cols);
-    double var = 0;
-    for (std::int64_t c = 0; c < cols; ++c)
-      var += (x[c] - mean) * (x[c] - mean);
-    var /= static_cast<double>(cols);
-    const double rstd = 1.0 / std::sqrt(var + eps);
-    out.mean[r] = mean;
-    out.rstd[r] = rstd;
-    for (std::int64_t c = 0; c < cols; ++c) {
-      xhat[c] = (x[c] - mean) * rstd;
-      out.y[r * cols + c] = xhat[c] * in.gamma[c] + in.beta[c];
+  parallel_chunks(rows, chunk_for(cols), [&](std::int64_t r0, std::int64_t r1) {
+    std::vector<double> xhat(cols), dxhat(cols);
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const double *x = in.x.data() + r * cols;
+      const double mean = mean_of(x, cols);
+      double var = 0;
+      for (std::int64_t c = 0; c < cols; ++c)
+        var += (x[c] - mean) * (x[c] - mean);
+      var /= static_cast<double>(cols);
+      const double rstd = 1.0 / std::sqrt(var + eps);
+      out.mean[r] = mean;
+      out.rstd[r] = rstd;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        xhat[c] = (x[c] - mean) * rstd;
+        out.y[r * cols + c] = xhat[c] * in.gamma[c] + in.beta[c];
+      }
+      if (!backward)
+        continue;
+      const double *dy = in.dy.data() + r * cols;
+      double m1 = 0, m2 = 0;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        dxhat[c] = dy[c] * in.gamma[c];
+        m1 += dxhat[c];
+        m2 += dxhat[c] * xhat[c];
+      }
+      m1 /= static_cast<double>(cols);
+      m2 /= static_cast<double>(cols);
+      for (std::int64_t c = 0; c < cols; ++c)
+        out.dx[r * cols + c] = rstd * (dxhat[c] - m1 - xhat[c] * m2);
     }
-    if (!backward)
-      continue;
-    const double *dy = in.dy.data() + r * cols;
-    double m1 = 0, m2 = 0;
-    for (std::int64_t c = 0; c < cols; ++c) {
-      dxhat[c] = dy[c] * in.gamma[c];
-      m1 += dxhat[c];
-      m2 += dxhat[c] * xhat[c];
-      out.dgamma[c] += dy[c] * xhat[c];
-      out.dbeta[c] += dy[c];
-    }
-    m1 /= static_cast<double>(cols);
-    m2 /= static_cast<double>(cols);
-    for (std::int64_t c = 0; c < cols; ++c)
-      out.dx[r * cols + c] = rstd * (dxhat[c] - m1 - xhat[c] * m2);
-  }
+  });
+  if (backward)
+    parallel_chunks(cols, chunk_for(rows), [&](std::int64_t c0, std::int64_t c1) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const double *x = in.x.data() + r * cols;
+        const double *dy = in.dy.data() + r * cols;
+        for (std::int64_t c = c0; c < c1; ++c) {
+          const double xhat = (x[c] - out.mean[r]) * out.rstd[r];
+          out.dgamma[c] += dy[c] * xhat;
+          out.dbeta[c] += dy[c];
+        }
+      }
+    });
   return out;
 }
 
@@ -119,28 +135,37 @@ outputs64 rmsnorm(const inputs64 &in, bool backward) {
     out.dx.resize(n);
     out.dgamma.assign(cols, 0.0);
   }
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const double *x = in.x.data() + r * cols;
-    double ms = 0;
-    for (std::int64_t c = 0; c < cols; ++c)
-      ms += x[c] * x[c];
-    ms /= static_cast<double>(cols);
-    const double rstd = 1.0 / std::sqrt(ms + eps);
-    out.rstd[r] = rstd;
-    for (std::int64_t c = 0; c < cols; ++c)
-      out.y[r * cols + c] = x[c] * rstd * in.gamma[c];
-    if (!backward)
-      continue;
-    const double *dy = in.dy.data() + r * cols;
-    double m = 0;
-    for (std::int64_t c = 0; c < cols; ++c) {
-      m += dy[c] * in.gamma[c] * x[c];
-      out.dgamma[c] += dy[c] * x[c] * rstd;
+  parallel_chunks(rows, chunk_for(cols), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const double *x = in.x.data() + r * cols;
+      double ms = 0;
+      for (std::int64_t c = 0; c < cols; ++c)
+        ms += x[c] * x[c];
+      ms /= static_cast<double>(cols);
+      const double rstd = 1.0 / std::sqrt(ms + eps);
+      out.rstd[r] = rstd;
+      for (std::int64_t c = 0; c < cols; ++c)
+        out.y[r * cols + c] = x[c] * rstd * in.gamma[c];
+      if (!backward)
+        continue;
+      const double *dy = in.dy.data() + r * cols;
+      double m = 0;
+      for (std::int64_t c = 0; c < cols; ++c)
+        m += dy[c] * in.gamma[c] * x[c];
+      m /= static_cast<double>(cols);
+      for (std::int64_t c = 0; c < cols; ++c)
+        out.dx[r * cols + c] = rstd * (dy[c] * in.gamma[c] - x[c] * rstd * rstd * m);
     }
-    m /= static_cast<double>(cols);
-    for (std::int64_t c = 0; c < cols; ++c)
-      out.dx[r * cols + c] = rstd * (dy[c] * in.gamma[c] - x[c] * rstd * rstd * m);
-  }
+  });
+  if (backward)
+    parallel_chunks(cols, chunk_for(rows), [&](std::int64_t c0, std::int64_t c1) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const double *x = in.x.data() + r * cols;
+        const double *dy = in.dy.data() + r * cols;
+        for (std::int64_t c = c0; c < c1; ++c)
+          out.dgamma[c] += dy[c] * x[c] * out.rstd[r];
+      }
+    });
   return out;
 }
 
@@ -299,16 +324,19 @@ float bf16_to_float(std::uint16_t h) {
 
 std::vector<std::uint8_t> pack(const std::vector<double> &v, dtype type) {
   std::vector<std::uint8_t> bytes(v.size() * element_bytes(type));
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (type == dtype::fp32) {
-      const float f = static_cast<float>(v[i]);
-      std::memcpy(bytes.data() + 4 * i, &f, 4);
-    } else {
-      const float f = narrow_to_odd(v[i]);
-      const std::uint16_t h = type == dtype::fp16 ? float_to_half(f) : float_to_bf16(f);
-      std::memcpy(bytes.data() + 2 * i, &h, 2);
-    }
-  }
+  parallel_chunks(
+      static_cast<std::int64_t>(v.size()), chunk_for(1), [&](std::int64_t i0, std::int64_t i1) {
+        for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
+          if (type == dtype::fp32) {
+            const float f = static_cast<float>(v[i]);
+            std::memcpy(bytes.data() + 4 * i, &f, 4);
+          } else {
+            const float f = narrow_to_odd(v[i]);
+            const std::uint16_t h = type == dtype::fp16 ? float_to_half(f) : float_to_bf16(f);
+            std::memcpy(bytes.data() + 2 * i, &h, 2);
+          }
+        }
+      });
   return bytes;
 }
 
@@ -318,28 +346,34 @@ std::vector<double> unpack(const std::vector<std::uint8_t> &bytes, dtype type) {
     throw invalid_input(fmt::format("unpack: {} bytes is not a whole number of {} elements",
                                     bytes.size(), to_string(type)));
   std::vector<double> v(bytes.size() / eb);
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (type == dtype::fp32) {
-      float f;
-      std::memcpy(&f, bytes.data() + 4 * i, 4);
-      v[i] = widen(f);
-    } else {
-      std::uint16_t h;
-      std::memcpy(&h, bytes.data() + 2 * i, 2);
-      v[i] = widen(type == dtype::fp16 ? half_to_float(h) : bf16_to_float(h));
-    }
-  }
+  parallel_chunks(
+      static_cast<std::int64_t>(v.size()), chunk_for(1), [&](std::int64_t i0, std::int64_t i1) {
+        for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
+          if (type == dtype::fp32) {
+            float f;
+            std::memcpy(&f, bytes.data() + 4 * i, 4);
+            v[i] = widen(f);
+          } else {
+            std::uint16_t h;
+            std::memcpy(&h, bytes.data() + 2 * i, 2);
+            v[i] = widen(type == dtype::fp16 ? half_to_float(h) : bf16_to_float(h));
+          }
+        }
+      });
   return v;
 }
 
 std::vector<std::uint8_t> poison(std::size_t n, dtype type) {
   std::vector<std::uint8_t> bytes(n * element_bytes(type));
-  for (std::size_t i = 0; i < n; ++i) {
-    if (type == dtype::fp32)
-      std::memcpy(bytes.data() + 4 * i, &poison_fp32, 4);
-    else
-      std::memcpy(bytes.data() + 2 * i, type == dtype::fp16 ? &poison_fp16 : &poison_bf16, 2);
-  }
+  parallel_chunks(
+      static_cast<std::int64_t>(n), chunk_for(1), [&](std::int64_t i0, std::int64_t i1) {
+        for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
+          if (type == dtype::fp32)
+            std::memcpy(bytes.data() + 4 * i, &poison_fp32, 4);
+          else
+            std::memcpy(bytes.data() + 2 * i, type == dtype::fp16 ? &poison_fp16 : &poison_bf16, 2);
+        }
+      });
   return bytes;
 }
 
@@ -352,58 +386,106 @@ bool is_poison(double v) {
          bits == std::bit_cast<std::uint64_t>(widen(bf16_to_float(poison_bf16)));
 }
 
+namespace {
+
+/// One chunk's part of compare(): every reduction is a max, a min or an or, so the chunks'
+/// parts combine to the same result whatever the thread count.
+struct compare_part {
+  double max_abs = 0, max_rel = 0;
+  bool unwritten = false;
+  std::int64_t first_bad = -1;
+  bool same = true, zero = true, ref_zero = true;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  std::int64_t first_diff = -1; ///< first index where out != ref
+};
+
+compare_part compare_chunk(const std::vector<double> &out, const std::vector<double> &ref,
+                           double tolerance, std::int64_t i0, std::int64_t i1) {
+  compare_part p;
+  const double first = out[0];
+  for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
+    bool ok;
+    if (std::isnan(out[i]) || std::isnan(ref[i])) {
+      ok = false;
+      if (is_poison(out[i]))
+        p.unwritten = true;
+    } else {
+      const double err = std::fabs(out[i] - ref[i]);
+      const double rel = err / std::max(std::fabs(ref[i]), std::numeric_limits<double>::min());
+      p.max_abs = std::max(p.max_abs, err);
+      p.max_rel = std::max(p.max_rel, rel);
+      ok = err <= tolerance;
+    }
+    if (!ok && p.first_bad < 0)
+      p.first_bad = static_cast<std::int64_t>(i);
+    p.same = p.same && out[i] == first;
+    p.zero = p.zero && out[i] == 0.0;
+    p.ref_zero = p.ref_zero && ref[i] == 0.0;
+    p.lo = std::min(p.lo, ref[i]);
+    p.hi = std::max(p.hi, ref[i]);
+    if (p.first_diff < 0 && ref[i] != out[i])
+      p.first_diff = static_cast<std::int64_t>(i);
+  }
+  return p;
+}
+
+std::int64_t first_of(std::int64_t a, std::int64_t b) {
+  return a < 0 ? b : b < 0 ? a : std::min(a, b);
+}
+
+} // namespace
+
 comparison compare(const std::vector<double> &out, const std::vector<double> &ref, double rtol,
                    double atol) {
   if (out.size() != ref.size())
     throw invalid_input(
         fmt::format("compare: output has {} elements, reference {}", out.size(), ref.size()));
   comparison c;
+  if (out.empty())
+    return c;
+  const auto n = static_cast<std::int64_t>(out.size());
+  const std::int64_t chunk = chunk_for(1);
   // rtol is relative to the output's largest reference magnitude: a column sum over many rows
   // (dgamma, dbeta) cancels, and its fp32 rounding error scales with the terms, not the result.
-  double scale = 0;
-  for (const double r : ref)
-    if (std::isfinite(r))
-      scale = std::max(scale, std::fabs(r));
+  std::vector<double> scales(static_cast<std::size_t>((n + chunk - 1) / chunk), 0.0);
+  parallel_chunks(n, chunk, [&](std::int64_t i0, std::int64_t i1) {
+    double m = 0;
+    for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i)
+      if (std::isfinite(ref[i]))
+        m = std::max(m, std::fabs(ref[i]));
+    scales[static_cast<std::size_t>(i0 / chunk)] = m;
+  });
+  const double scale = *std::max_element(scales.begin(), scales.end());
   const double tolerance = atol + rtol * scale;
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    bool ok;
-    if (std::isnan(out[i]) || std::isnan(ref[i])) {
-      ok = false;
-      if (is_poison(out[i]))
-        c.unwritten = true;
-    } else {
-      const double err = std::fabs(out[i] - ref[i]);
-      const double rel = err / std::max(std::fabs(ref[i]), std::numeric_limits<double>::min());
-      c.max_abs_error = std::max(c.max_abs_error, err);
-      c.max_rel_error = std::max(c.max_rel_error, rel);
-      ok = err <= tolerance;
-    }
-    if (!ok && c.passed) {
-      c.passed = false;
-      c.first_bad = static_cast<std::int64_t>(i);
-    }
+  std::vector<compare_part> parts(scales.size());
+  parallel_chunks(n, chunk, [&](std::int64_t i0, std::int64_t i1) {
+    parts[static_cast<std::size_t>(i0 / chunk)] = compare_chunk(out, ref, tolerance, i0, i1);
+  });
+  compare_part all;
+  for (const compare_part &p : parts) {
+    all.max_abs = std::max(all.max_abs, p.max_abs);
+    all.max_rel = std::max(all.max_rel, p.max_rel);
+    all.unwritten = all.unwritten || p.unwritten;
+    all.first_bad = first_of(all.first_bad, p.first_bad);
+    all.same = all.same && p.same;
+    all.zero = all.zero && p.zero;
+    all.ref_zero = all.ref_zero && p.ref_zero;
+    all.lo = std::min(all.lo, p.lo);
+    all.hi = std::max(all.hi, p.hi);
+    all.first_diff = first_of(all.first_diff, p.first_diff);
   }
+  c.max_abs_error = all.max_abs;
+  c.max_rel_error = all.max_rel;
+  c.unwritten = all.unwritten;
+  c.passed = all.first_bad < 0;
+  c.first_bad = all.first_bad;
   // A constant or all-zero output is not the answer to a reference that varies, whatever atol.
   if (c.passed && out.size() >= 2) {
-    bool same = true, zero = true, ref_zero = true;
-    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      same = same && out[i] == out[0];
-      zero = zero && out[i] == 0.0;
-      ref_zero = ref_zero && ref[i] == 0.0;
-      lo = std::min(lo, ref[i]);
-      hi = std::max(hi, ref[i]);
-    }
-    const bool varies = hi - lo > rtol * scale && hi > lo;
-    if ((same && varies) || (zero && !ref_zero)) {
+    const bool varies = all.hi - all.lo > rtol * scale && all.hi > all.lo;
+    if ((all.same && varies) || (all.zero && !all.ref_zero)) {
       c.constant = true;
       c.passed = false;
-      c.first_bad = 0;
-      for (std::size_t i = 0; i < out.size(); ++i)
-        if (ref[i] != out[i]) {
-          c.first_bad = static_cast<std::int64_t>(i);
-          break;
-        }
+      c.first_bad = std::max<std::int64_t>(all.first_diff, 0);
     }
   }
   return c;

@@ -68,8 +68,8 @@ expect_exit 0 "run it on the CPU" -- "$PREREG" run "$work/tiny.yaml" --out "$wor
 dir=$(tail -n 1 "$work/out")
 fresh=$dir/report.json
 [ -s "$fresh" ] && pass "fresh report written" || fail "no fresh report at $fresh"
-"$py" -c 'import json,sys; assert json.load(open(sys.argv[1]))["schema_version"] == 4' "$fresh" \
-  && pass "fresh report is schema_version 4" || fail "fresh report is not schema_version 4"
+"$py" -c 'import json,sys; assert json.load(open(sys.argv[1]))["schema_version"] == 5' "$fresh" \
+  && pass "fresh report is schema_version 5" || fail "fresh report is not schema_version 5"
 check "the fresh report" report "$fresh"
 check "the fresh frozen protocol" protocol "$PREREG_STORE"/protocols/*/protocol.json
 

@@ -60,7 +60,12 @@ def planted(report, protocol):
     edit("a cell without median_ms", report, lambda r: r["cells"][0].pop("median_ms"))
     edit("an unknown cell member", report, lambda r: r["cells"][0].__setitem__("note", 1))
     edit("an unknown top-level member", report, lambda r: r.__setitem__("note", 1))
-    edit("schema_version 5", report, lambda r: r.__setitem__("schema_version", 5))
+    edit("schema_version 6", report, lambda r: r.__setitem__("schema_version", 6))
+    if "phases" in report:
+        edit("a phase without ms", report, lambda r: r["phases"]["list"][0].pop("ms"))
+        edit("a negative wall time", report, lambda r: r["phases"].__setitem__("wall_ms", -1))
+        edit("phases in a version-4 report", report,
+             lambda r: r.__setitem__("schema_version", 4))
     edit("a verdict outside the vocabulary", report,
          lambda r: r["predictions"][0].__setitem__("verdict", "maybe"))
     edit("p above 1", report, lambda r: r["predictions"][0]["cells"][0].__setitem__("p", 1.5))

@@ -4,6 +4,7 @@
 #include "report/render/body.hpp"
 #include "report/render/escape.hpp"
 #include "report/render/html_style.hpp"
+#include "report/render/phase_tables.hpp"
 #include "report/render/result_tables.hpp"
 #include "report/render/setup_tables.hpp"
 #include "report/render/svg.hpp"
@@ -225,6 +226,11 @@ std::string correctness_section(const view &v) {
   return out + "</section>\n";
 }
 
+std::string phases_section(const view &v) {
+  return "<section id=\"phases\">\n<h2>Where the time went</h2>\n<p>" + html(phases_line(v)) +
+         "</p>\n" + to_html(phases_table(v)) + "</section>\n";
+}
+
 std::string footer(const view &v) {
   return v.exploratory
              ? "<footer>Rendered by prereg from report.json alone; this EXPLORATORY report is not "
@@ -247,6 +253,8 @@ std::string html_page(const report_document &report) {
     out += profile_section(v);
   out += defects_and_deviations_section(v);
   out += correctness_section(v);
+  if (has_phases(v))
+    out += phases_section(v);
   if (r2)
     out += environment_section(v);
   return out + footer(v);

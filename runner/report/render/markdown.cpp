@@ -5,6 +5,7 @@
 #include "report/render/body.hpp"
 #include "report/render/escape.hpp"
 #include "report/render/format.hpp"
+#include "report/render/phase_tables.hpp"
 #include "report/render/result_tables.hpp"
 #include "report/render/setup_tables.hpp"
 #include "report/render/verdict_tables.hpp"
@@ -239,6 +240,11 @@ std::string correctness_section(const view &v) {
   return out;
 }
 
+std::string phases_section(const view &v) {
+  return "## Where the time went\n\n" + md(phases_line(v)) + "\n\n" + to_markdown(phases_table(v)) +
+         "\n";
+}
+
 std::string footer(const view &v) {
   return v.exploratory ? "---\n\nRendered from report.json alone; this EXPLORATORY report is not "
                          "signed.\n"
@@ -263,6 +269,8 @@ std::string markdown_page(const report_document &report) {
     out += profile_section(v);
   out += defects_and_deviations_section(v);
   out += correctness_section(v);
+  if (has_phases(v))
+    out += phases_section(v);
   if (r2)
     out += environment_and_design_section(v);
   return out + footer(v);

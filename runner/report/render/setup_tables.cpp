@@ -6,6 +6,7 @@
 #include "report/render/format.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -137,6 +138,32 @@ table arms_table_r3(const view &v, bool any_options) {
   return t;
 }
 
+// The outside arms of a protocol body (python or plugin), joined by ", "; "" when none.
+std::string outside_arm_ids(const json &body) {
+  std::string ids;
+  for (const json &a : child(body, "arms"))
+    if (a.contains("python") || a.contains("plugin"))
+      ids += (ids.empty() ? "" : ", ") + text(a, "id", "?");
+  return ids;
+}
+
+// run.isolation in words (docs/report.md): the mode, its layers or the reason, and which outside
+// arms shared the measuring process with the built-in arms.
+std::string isolation_words(const report_isolation &i, const json &body) {
+  std::string out;
+  if (isolation_mode(i) == "none")
+    out = "none: " + i.reason;
+  else
+    out = fmt::format("namespaces ({}){}", fmt::join(i.layers, ", "),
+                      i.reason.empty() ? "" : "; missing: " + i.reason);
+  const std::string ids = outside_arm_ids(body);
+  if (!ids.empty())
+    out += fmt::format("; outside arms ({}) ran in the one measuring process: its samples, "
+                       "environment and correctness records are only as honest as their code",
+                       ids);
+  return out;
+}
+
 } // namespace
 
 table run_table(const view &v) {
@@ -159,6 +186,13 @@ table run_table(const view &v) {
   t.rows.push_back(
       {plain("tool"), plain(fmt::format("{} {}, commit {}, {}", tool.name, tool.version,
                                         tool.git_commit, tool.build_flags))});
+  if (run.isolation) // absent in reports before it: their pages stay as they were
+    t.rows.push_back({plain("isolation"), plain(isolation_words(*run.isolation, *v.body))});
+  if (run.arm_log) {
+    span log = code(run.arm_log->file);
+    log.suffix = " (SHA-256 " + run.arm_log->sha256 + "): the outside arms' tracebacks";
+    t.rows.push_back({plain("arm log"), log});
+  }
   return t;
 }
 

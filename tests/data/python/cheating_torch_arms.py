@@ -30,3 +30,20 @@ def layernorm_side_stream(t):
         # No torch.cuda.current_stream().wait_stream(side): the window closes before this ends.
 
     return step
+
+
+_cache = {}  # layernorm_cached: outputs keyed by the input buffer's address
+
+
+def layernorm_cached(t):
+    """Caching: computes the forward once per input buffer and copies the stored result on every
+    later call, whatever the buffer now holds (the spot checks of timed outputs catch it)."""
+    shape, eps = (int(t.cols),), float(t.eps)
+
+    def step():
+        key = t.x.data_ptr()
+        if key not in _cache:
+            _cache[key] = F.layer_norm(t.x, shape, t.gamma, t.beta, eps)
+        t.y.copy_(_cache[key])
+
+    return step
