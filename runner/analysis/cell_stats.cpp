@@ -37,8 +37,7 @@ cell_statistics summarise(const cell_record &cell, const protocol &proto, const 
   out.statistic_ms = statistic(s, proto.analysis.statistic);
   out.spearman_rho = spearman_vs_index(s);
   out.peak_bytes = cell.peak_bytes;
-  out.bytes_per_step =
-      bytes_per_step(proto.op, proto.type, cell.key.pass, cell.key.rows, cell.key.cols, arm.repeat);
+  out.bytes_per_step = bytes_per_step(proto.op, proto.type, cell.key, arm.repeat);
   out.gbps = gbps(out.bytes_per_step, out.statistic_ms);
   out.pct_ceiling = pct_ceiling(out.gbps, instrument.ceiling_gbps);
   out.unstable = is_unstable(out.iqr_ms, out.median_ms, proto.analysis.unstable_iqr_ratio);

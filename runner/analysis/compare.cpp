@@ -36,7 +36,8 @@ double median_inplace(std::vector<double> &x) {
   return quantile_sorted(middle, 0.5);
 }
 
-using cell_id = std::tuple<std::string, std::string, std::int64_t, std::int64_t>;
+/// arm, pass, rows, cols and, over named axes, the shape label (rows, cols then 0).
+using cell_id = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::string>;
 
 std::uint64_t rotl1(std::uint64_t x) { return (x << 1) | (x >> 63); }
 
@@ -50,6 +51,8 @@ std::uint64_t fnv1a64(const std::string &s) {
 }
 
 std::string label(const cell_id &k) {
+  if (!std::get<4>(k).empty())
+    return fmt::format("{}|{}|{}", std::get<0>(k), std::get<1>(k), std::get<4>(k));
   return fmt::format("{}|{}|{}x{}", std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k));
 }
 
@@ -82,7 +85,9 @@ side read_side(const report_document &report, const std::string &who) {
       throw invalid_input(fmt::format("{}: cells[{}] has {} samples, more than the protocol limit "
                                       "of {} repetitions",
                                       who, i, c.samples_ms.size(), max_repetitions));
-    cell_id k{c.key.arm, std::string(to_string(c.key.pass)), c.key.rows, c.key.cols};
+    cell_id k{c.key.arm, std::string(to_string(c.key.pass)), c.key.rows, c.key.cols,
+              c.key.named() ? shape_label(c.key) : std::string()};
+
     if (!s.cells.emplace(k, &c.samples_ms).second)
       throw invalid_input(fmt::format("{}: cells[{}] repeats cell {}", who, i, label(k)));
     s.order.push_back(k);
@@ -100,6 +105,22 @@ report_document parse_side(const json &report, const std::string &who) {
 }
 
 json key_json(const cell_id &k) {
+  if (!std::get<4>(k).empty()) { // the label "a=1 b=2" back to the key's shape
+    cell_key key;
+    std::string_view rest = std::get<4>(k);
+    while (!rest.empty()) {
+      const auto space = rest.find(' ');
+      const std::string_view item = rest.substr(0, space);
+      const auto eq = item.find('=');
+      key.shape.push_back(
+          {std::string(item.substr(0, eq)), std::stoll(std::string(item.substr(eq + 1)))});
+      rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+    }
+    json j = shape_json(key);
+    j["arm"] = std::get<0>(k);
+    j["pass"] = std::get<1>(k);
+    return j;
+  }
   return {{"arm", std::get<0>(k)},
           {"pass", std::get<1>(k)},
           {"rows", std::get<2>(k)},

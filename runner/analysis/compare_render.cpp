@@ -78,6 +78,12 @@ std::string header_text(const json &cmp) {
 
 /// "arm pass rowsxcols" of a compared cell.
 std::string cell_text(const json &c) {
+  if (c.contains("shape")) {
+    cell_key k;
+    if (read_shape_json(c, true, k).empty())
+      return fmt::format("{} {} {}", c.at("arm").get<std::string>(),
+                         c.at("pass").get<std::string>(), shape_label(k));
+  }
   return fmt::format("{} {} {}x{}", c.at("arm").get<std::string>(), c.at("pass").get<std::string>(),
                      c.at("rows").get<std::int64_t>(), c.at("cols").get<std::int64_t>());
 }

@@ -29,8 +29,12 @@ std::uint64_t region_seed(const cell_key &key, const std::string &label) {
   };
   mix(key.arm);
   mix(to_string(key.pass));
-  mix(std::to_string(key.rows));
-  mix(std::to_string(key.cols));
+  if (key.named()) // a named shape mixes its label (rows x cols keep their two numbers)
+    mix(shape_label(key));
+  else {
+    mix(std::to_string(key.rows));
+    mix(std::to_string(key.cols));
+  }
   mix(label);
   return stream_seed(h, stream_id::bootstrap);
 }

@@ -31,15 +31,11 @@ struct arm_cell {
   double kernels = 0;   // ... median of per-sample kernel counts
 };
 
-/// One selected cell of a prediction: the arms vary, the shape does not.
-struct cell_shape {
-  pass_kind pass = pass_kind::fwd;
-  std::int64_t rows = 0;
-  std::int64_t cols = 0;
-};
+/// One selected cell of a prediction: the arms vary, the shape does not (a key without arm).
+using cell_shape = cell_key;
 
-std::string shape_label(pass_kind pass, std::int64_t rows, std::int64_t cols) {
-  return fmt::format("{} {}x{}", to_string(pass), rows, cols);
+std::string pass_shape_label(const cell_shape &cell) {
+  return fmt::format("{} {}", to_string(cell.pass), shape_label(cell));
 }
 
 const cell_record *find_record(const raw_run &run, const cell_key &key) {
@@ -175,10 +171,10 @@ bool prepare_arms(std::vector<arm_cell> &arms, const protocol &proto, const raw_
                   int analysis, std::vector<std::string> &blocked) {
   bool all_sampled = true;
   for (auto &a : arms) {
-    const cell_key key{a.spec->id, cell.pass, cell.rows, cell.cols};
+    cell_key key = cell;
+    key.arm = a.spec->id;
     a.record = find_record(run, key);
-    a.bytes_per_step =
-        bytes_per_step(proto.op, proto.type, cell.pass, cell.rows, cell.cols, a.spec->repeat);
+    a.bytes_per_step = bytes_per_step(proto.op, proto.type, key, a.spec->repeat);
     for (auto &p : problems(proto, run, a, key, where, analysis))
       blocked.push_back(std::move(p));
     missing_metrics(a, check, where, blocked);
@@ -283,9 +279,9 @@ struct judgement {
 cell_p judge_cell(std::vector<arm_cell> &arms, const protocol &proto, const prediction_check &check,
                   const raw_run &run, rng &gen, const cell_shape &cell, int analysis,
                   judgement &j) {
-  const std::string where = shape_label(cell.pass, cell.rows, cell.cols);
+  const std::string where = pass_shape_label(cell);
   const std::size_t blocked_before = j.blocked.size();
-  cell_p cp{cell.pass, cell.rows, cell.cols, std::nullopt};
+  cell_p cp{cell.pass, cell.rows, cell.cols, std::nullopt, cell.shape};
   if (!prepare_arms(arms, proto, run, check, cell, where, analysis, j.blocked))
     return cp;
   const double p = bootstrap_p(arms, proto, check, run, gen);
@@ -342,11 +338,13 @@ prediction_result evaluate_prediction(const protocol &proto, const prediction_sp
   std::vector<arm_cell> arms = involved_arm_cells(proto, spec, check);
   prediction_result result{spec.id, spec.claim, spec.expect, verdict_kind::inconclusive, {}, {}};
   judgement j;
+  const std::vector<cell_key> shapes = protocol_shapes(proto);
   for (const pass_kind pass : spec.at.passes)
-    for (const std::int64_t rows : spec.at.rows)
-      for (const std::int64_t cols : spec.at.cols)
-        result.cells.push_back(
-            judge_cell(arms, proto, check, run, gen, cell_shape{pass, rows, cols}, analysis, j));
+    for (cell_shape cell : shapes) {
+      cell.pass = pass;
+      if (selects(proto, spec.at, cell))
+        result.cells.push_back(judge_cell(arms, proto, check, run, gen, cell, analysis, j));
+    }
   decide(result, j, proto.analysis.confidence);
   return result;
 }

@@ -25,10 +25,11 @@ struct protocol;
 /// One buffer set of one cell, as an outside arm sees it at setup.
 struct outside_call {
   const operation_desc *op = nullptr;
-  std::string device;          ///< "cpu" | "cuda"
-  int device_ordinal = 0;      ///< the CUDA ordinal (cuda)
-  void *const *data = nullptr; ///< one pointer per tensor of op, null where unused
-  std::int64_t rows = 0, cols = 0;
+  std::string device;              ///< "cpu" | "cuda"
+  int device_ordinal = 0;          ///< the CUDA ordinal (cuda)
+  void *const *data = nullptr;     ///< one pointer per tensor of op, null where unused
+  std::int64_t rows = 0, cols = 0; ///< flat_rows_cols of the cell (records.hpp)
+  shape extents;                   ///< the cell's shape, in the operation's axis order
   dtype type = dtype::fp32;
   pass_kind pass = pass_kind::fwd;
   double eps = 0;

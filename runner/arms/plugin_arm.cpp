@@ -143,7 +143,7 @@ DLDataType dl_type(dtype t) {
 
 dl_set::dl_set(const outside_call &call) {
   const operation_desc &op = *call.op;
-  const shape s = op.shape_of(call.rows, call.cols);
+  const shape &s = call.extents;
   const std::size_t n = op.tensors.size();
   names.reserve(n);
   shapes.resize(n);

@@ -77,6 +77,13 @@ PyObject *call_meta(python_runtime &rt, const outside_call &call) {
   };
   put("rows", api.PyLong_FromLongLong(call.rows));
   put("cols", api.PyLong_FromLongLong(call.cols));
+  PyObject *axes = api.PyDict_New();
+  for (std::size_t a = 0; a < call.op->axes.size() && a < call.extents.extents.size(); ++a) {
+    PyObject *v = api.PyLong_FromLongLong(call.extents.extents[a]);
+    api.PyDict_SetItemString(axes, call.op->axes[a].c_str(), v);
+    api.Py_DecRef(v);
+  }
+  put("axes", axes);
   put("dtype", rt.str(std::string(to_string(call.type))));
   put("eps", api.PyFloat_FromDouble(call.eps));
   put("pass_", rt.str(std::string(to_string(call.pass))));
@@ -251,7 +258,7 @@ public:
     api.Py_DecRef(r);
     return std::make_unique<python_instance>(tt, step, regions, call.device, call.device_ordinal,
                                              crash_message(m_id, label, "step"),
-                                             cell_key{m_id, call.pass, call.rows, call.cols});
+                                             key_of(m_id, call.pass, *call.op, call.extents));
   }
 
   json environment() const override {

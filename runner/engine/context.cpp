@@ -82,10 +82,10 @@ void run_context::bind_outside(std::size_t i) {
     it = loaded.emplace(a.spec->id, plan.load_outside(*a.spec)).first;
   a.outside = it->second;
   a.info = &a.outside->info();
-  if (auto why = cannot_run(*a.info, k.pass, k.rows, k.cols, proto.type))
+  const auto [rows, cols] = flat_rows_cols(k);
+  if (auto why = cannot_run(*a.info, k.pass, rows, cols, proto.type))
     skip[i] = *why;
-  else if (auto why2 =
-               device_cannot_run(dev, op, *a.info, *a.spec, k.pass, k.rows, k.cols, proto.type))
+  else if (auto why2 = device_cannot_run(dev, op, *a.info, *a.spec, k, proto.type))
     skip[i] = *why2;
 }
 
@@ -97,7 +97,7 @@ std::vector<std::vector<std::size_t>> run_context::groups() const {
     const cell_key &k = plan.cells[i];
     auto g = std::find_if(out.begin(), out.end(), [&](const auto &grp) {
       const cell_key &o = plan.cells[grp.front()];
-      return o.pass == k.pass && o.rows == k.rows && o.cols == k.cols;
+      return o.pass == k.pass && o.same_shape(k);
     });
     if (g == out.end()) {
       out.emplace_back();

@@ -23,16 +23,16 @@ public:
 
   /// Every shape in first-appearance order, then the records in plan order.
   void run() {
-    for (const auto &[rows, cols] : shapes())
-      check_shape(rows, cols);
+    for (const cell_key &s : shapes())
+      check_shape(s);
     for (auto &r : m_records)
       if (r)
         m_ctx.raw.correctness.push_back(std::move(*r));
   }
 
 private:
-  [[nodiscard]] std::vector<std::pair<std::int64_t, std::int64_t>> shapes() const;
-  void check_shape(std::int64_t rows, std::int64_t cols);
+  [[nodiscard]] std::vector<cell_key> shapes() const;
+  void check_shape(const cell_key &shape_key);
   void check_group(const std::vector<std::size_t> &g, const shape &s, const host_tensors &t);
   bool check_group_on_device(const std::vector<std::size_t> &g, const shape &s, std::uint64_t seed);
   void check_cells(const std::vector<std::size_t> &g, const shape &s, const buffer_set &set,
@@ -52,12 +52,13 @@ private:
   std::vector<std::optional<correctness_record>> m_records; ///< per plan cell
 };
 
-std::vector<std::pair<std::int64_t, std::int64_t>> correctness_gate::shapes() const {
-  std::vector<std::pair<std::int64_t, std::int64_t>> shapes;
+std::vector<cell_key> correctness_gate::shapes() const {
+  std::vector<cell_key> shapes;
   for (const auto &g : m_groups) {
     const cell_key &k = m_ctx.plan.cells[g.front()];
-    if (std::find(shapes.begin(), shapes.end(), std::pair{k.rows, k.cols}) == shapes.end())
-      shapes.emplace_back(k.rows, k.cols);
+    if (std::none_of(shapes.begin(), shapes.end(),
+                     [&](const cell_key &s) { return s.same_shape(k); }))
+      shapes.push_back(k);
   }
   return shapes;
 }
@@ -65,20 +66,20 @@ std::vector<std::pair<std::int64_t, std::int64_t>> correctness_gate::shapes() co
 /// A shape's inputs are drawn from one seed, for fwd+bwd when the shape has a fwd+bwd group (its
 /// forward outputs are the fwd pass's): on the device per group where it computes the
 /// reference, else once on the host with the host's reference.
-void correctness_gate::check_shape(std::int64_t rows, std::int64_t cols) {
+void correctness_gate::check_shape(const cell_key &shape_key) {
   std::vector<const std::vector<std::size_t> *> mine;
   pass_kind widest = pass_kind::fwd;
   for (const auto &g : m_groups) {
     const cell_key &k = m_ctx.plan.cells[g.front()];
-    if (k.rows != rows || k.cols != cols)
+    if (!k.same_shape(shape_key))
       continue;
     mine.push_back(&g);
     if (k.pass == pass_kind::fwd_bwd)
       widest = pass_kind::fwd_bwd;
   }
   const operation_desc &op = m_ctx.op;
-  const shape s = op.shape_of(rows, cols);
-  const std::uint64_t seed = reference::cell_seed(m_ctx.plan.seed, widest, rows, cols);
+  const shape s = key_shape(op, shape_key);
+  const std::uint64_t seed = shape_seed(m_ctx.plan.seed, widest, shape_key);
   std::optional<host_tensors> t; // made when a group needs the host's reference
   for (std::size_t k = 0; k < mine.size(); ++k) {
     if (m_checks != nullptr && check_group_on_device(*mine[k], s, seed))
@@ -193,8 +194,8 @@ std::optional<correctness_record> correctness_gate::check_one(std::size_t i, con
   std::vector<invocation> inv;
   bool capturing = false;
   try {
-    inv.push_back(make_invocation(m_ctx.op, set, key.rows, key.cols, m_ctx.proto.type, key.pass,
-                                  arm, dev, *alloc));
+    inv.push_back(
+        make_invocation(m_ctx.op, set, key, m_ctx.proto.type, key.pass, arm, dev, *alloc));
     const auto step = [&] { run_step(arm, key.pass, inv, 1, *alloc, dev.stream()); };
     if (arm.spec->launch == launch_mode::graph) {
       if (!capture_first_call(i, step, *alloc, capturing))

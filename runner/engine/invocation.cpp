@@ -7,22 +7,23 @@
 
 #include <string>
 #include <string_view>
+#include <tuple>
 
 namespace prereg::engine_detail {
 namespace {
 
 /// An outside arm's setup on buffer set `b`.
-invocation bind_outside_arm(const operation_desc &op, const buffer_set &b, std::int64_t rows,
-                            std::int64_t cols, dtype type, pass_kind pass, const bound_arm &arm,
-                            device &dev, step_allocator &alloc) {
+invocation bind_outside_arm(const operation_desc &op, const buffer_set &b, const cell_key &k,
+                            dtype type, pass_kind pass, const bound_arm &arm, device &dev,
+                            step_allocator &alloc) {
   invocation v;
   outside_call call;
   call.op = &op;
   call.device = std::string(dev.kind());
   call.device_ordinal = dev.ordinal();
   call.data = b.data();
-  call.rows = rows;
-  call.cols = cols;
+  std::tie(call.rows, call.cols) = flat_rows_cols(k);
+  call.extents = key_shape(op, k);
   call.type = type;
   call.pass = pass;
   call.eps = op.eps;
@@ -36,11 +37,12 @@ invocation bind_outside_arm(const operation_desc &op, const buffer_set &b, std::
 
 } // namespace
 
-invocation make_invocation(const operation_desc &op, const buffer_set &b, std::int64_t rows,
-                           std::int64_t cols, dtype type, pass_kind pass, const bound_arm &arm,
-                           device &dev, step_allocator &alloc) {
+invocation make_invocation(const operation_desc &op, const buffer_set &b, const cell_key &k,
+                           dtype type, pass_kind pass, const bound_arm &arm, device &dev,
+                           step_allocator &alloc) {
   if (arm.outside)
-    return bind_outside_arm(op, b, rows, cols, type, pass, arm, dev, alloc);
+    return bind_outside_arm(op, b, k, type, pass, arm, dev, alloc);
+  const auto [rows, cols] = flat_rows_cols(k);
   invocation v;
   v.args.data = b.data();
   v.args.count = b.size();

@@ -31,10 +31,10 @@ struct bound_arm {
 
 /// Binds `arm` to buffer set `b`: the pointers for a built-in arm; the setup of an outside arm
 /// (throws what the arm's setup threw).
+/// `k` gives the shape (its pass is `pass`).
 [[nodiscard]] invocation make_invocation(const operation_desc &op, const buffer_set &b,
-                                         std::int64_t rows, std::int64_t cols, dtype type,
-                                         pass_kind pass, const bound_arm &arm, device &dev,
-                                         step_allocator &alloc);
+                                         const cell_key &k, dtype type, pass_kind pass,
+                                         const bound_arm &arm, device &dev, step_allocator &alloc);
 
 /// One step: `repeat` invocations (forward, then backward for fwd+bwd), each on its own set.
 void run_step(const bound_arm &arm, pass_kind pass, const std::vector<invocation> &sets,

@@ -30,6 +30,10 @@ struct engine_hooks {
 device_cannot_run(const device &dev, const operation_desc &op, const arm_info &arm,
                   const arm_spec &spec, pass_kind pass, std::int64_t rows, std::int64_t cols,
                   dtype type);
+/// The same for cell `k` (its shape may be over named axes).
+[[nodiscard]] std::optional<std::string>
+device_cannot_run(const device &dev, const operation_desc &op, const arm_info &arm,
+                  const arm_spec &spec, const cell_key &k, dtype type);
 
 /// Measures `plan` on `dev`: the correctness gate of every cell's arm x pass x shape on fresh
 /// random inputs with poisoned outputs, the instrument (timer, flush, ceiling, floor, clock),

@@ -18,13 +18,21 @@ std::optional<std::string> device_cannot_run(const device &dev, const operation_
                                              const arm_info &arm, const arm_spec &spec,
                                              pass_kind pass, std::int64_t rows, std::int64_t cols,
                                              dtype type) {
+  return device_cannot_run(dev, op, arm, spec, cell_key{{}, pass, rows, cols, {}}, type);
+}
+
+std::optional<std::string> device_cannot_run(const device &dev, const operation_desc &op,
+                                             const arm_info &arm, const arm_spec &spec,
+                                             const cell_key &k, dtype type) {
   using engine_detail::rotation_blocks;
+  const pass_kind pass = k.pass;
+  const auto [rows, cols] = flat_rows_cols(k);
   if (auto why = dev.cannot_take(arm, pass, rows, cols))
     return why;
   if (spec.launch == launch_mode::graph)
     if (auto why = dev.cannot_capture())
       return fmt::format("launch: graph: {}", *why);
-  const shape s = op.shape_of(rows, cols);
+  const shape s = key_shape(op, k);
   const auto sets =
       static_cast<double>(rotation_blocks * std::max<std::int64_t>(spec.repeat, 1) + 1);
   const auto set = static_cast<long double>(engine_detail::set_bytes(op, type, pass, s));
@@ -41,10 +49,10 @@ std::optional<std::string> device_cannot_run(const device &dev, const operation_
   const auto budget = static_cast<long double>(dev.memory_budget());
   if (need <= budget)
     return std::nullopt;
-  return fmt::format("{} {}x{} needs about {:.2f} GiB ({} buffer set(s) of {:.3f} GiB, {:.3f} GiB "
+  return fmt::format("{} {} needs about {:.2f} GiB ({} buffer set(s) of {:.3f} GiB, {:.3f} GiB "
                      "the arm allocates, {:.3f} GiB instrument{}), more than the {:.2f} GiB the "
                      "{} device allows a cell",
-                     arm.name, rows, cols, static_cast<double>(need) / gib, sets,
+                     arm.name, shape_label(k), static_cast<double>(need) / gib, sets,
                      static_cast<double>(set) / gib, static_cast<double>(scratch) / gib,
                      static_cast<double>(instrument) / gib,
                      dev.kind() == "cpu" ? fmt::format(", {:.3f} GiB float64 reference",

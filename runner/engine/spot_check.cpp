@@ -72,7 +72,7 @@ const spot_data &group_timing::spot_for(std::int64_t slot) {
     spot_data d;
     d.slot = slot;
     const std::uint64_t seed =
-        reference::cell_seed(m_ctx.plan.seed, m_pass, m_k0.rows, m_k0.cols) ^
+        shape_seed(m_ctx.plan.seed, m_pass, m_k0) ^
         rng(m_group_seed ^ spot_stream ^ static_cast<std::uint64_t>(slot + 1)).next();
     if (spot_on_device(d, seed)) {
       m_spot = std::move(d);

@@ -32,7 +32,7 @@ void time_cells(run_context &ctx) {
 group_timing::group_timing(run_context &ctx, timing_totals &totals,
                            const std::vector<std::size_t> &group, std::uint64_t group_index)
     : m_ctx(ctx), m_totals(totals), m_k0(ctx.plan.cells[group.front()]), m_pass(m_k0.pass),
-      m_shape(ctx.op.shape_of(m_k0.rows, m_k0.cols)) {
+      m_shape(key_shape(ctx.op, m_k0)) {
   for (std::size_t i : group) {
     cell_state c;
     c.index = i;
@@ -93,6 +93,11 @@ bool group_timing::allocate_sets() {
 /// Fills the inputs of `set` with fresh random values (never zeros) from `seed`.
 void group_timing::fill_inputs(const buffer_set &set, std::uint64_t seed) {
   const operation_desc &op = m_ctx.op;
+  // A row of a per-row offset: cols, or over named axes the tensor's innermost dim.
+  const auto row_length = [&](const tensor_desc &d) {
+    return m_k0.named() ? m_shape.extents.at(static_cast<std::size_t>(op.axis_of(d.dims.back())))
+                        : m_k0.cols;
+  };
   for (std::size_t t = 0; t < op.tensors.size(); ++t) {
     const tensor_desc &d = op.tensors[t];
     if (d.role != tensor_role::input || !op.used_in(t, m_pass))
@@ -100,7 +105,7 @@ void group_timing::fill_inputs(const buffer_set &set, std::uint64_t seed) {
     const bool per_row = d.dist.row_offset != 0 && d.dims.size() >= 2;
     m_ctx.dev.fill_uniform(set.at(t), static_cast<std::size_t>(op.elements(t, m_shape)),
                            element_type(op, t, m_ctx.proto.type), d.dist.lo, d.dist.hi, seed + t,
-                           per_row ? m_k0.cols : 0, d.dist.row_offset);
+                           per_row ? row_length(d) : 0, d.dist.row_offset);
   }
 }
 
@@ -119,8 +124,8 @@ void group_timing::bind_invocations() {
       for (std::int64_t b = 0; b < rotation_blocks; ++b)
         for (std::int64_t k = 0; k < m_repeat; ++k)
           per_block[static_cast<std::size_t>(b)].push_back(
-              make_invocation(m_ctx.op, set_of(b, k), m_k0.rows, m_k0.cols, m_ctx.proto.type,
-                              m_pass, m_ctx.arms[c.index], m_ctx.dev, *c.alloc));
+              make_invocation(m_ctx.op, set_of(b, k), m_k0, m_ctx.proto.type, m_pass,
+                              m_ctx.arms[c.index], m_ctx.dev, *c.alloc));
     } catch (const std::exception &e) {
       for (auto &blk : per_block)
         blk.clear();

@@ -19,11 +19,15 @@ constexpr std::array<std::string_view, 21> cell_members_v1{
     "bound",        "flags",        "error"};
 constexpr auto cell_members_v2 = joined(
     cell_members_v1, std::array<std::string_view, 2>{"clock_mhz", "harness_bytes_in_window"});
-/// Versions 3 and 4 (kernel_clock and region_kernels are read only from version 4).
+/// Versions 3 and 4 (kernel_clock and region_kernels are read only from version 4); the
+/// named-axes version adds `shape` (and drops rows, cols: read_cell checks which it has).
 constexpr auto cell_members_v3 = joined(
     cell_members_v2,
     std::array<std::string_view, 7>{"first_call_ms", "warmup_calls", "off_window_ms",
                                     "kernel_clock", "regions", "region_shares", "region_kernels"});
+
+constexpr auto cell_members_named =
+    joined(cell_members_v3, std::array<std::string_view, 1>{"shape"});
 
 /// "has N values for M samples" unless `size` is `samples`.
 void check_per_sample(const node &n, std::size_t size, std::size_t samples) {
@@ -190,12 +194,18 @@ void read_cell_v3(const node &n, report_cell &c) {
 } // namespace
 
 report_cell read_cell(const node &n, int version) {
-  if (version >= 3)
+  const bool named = version >= report_schema_version_named;
+  if (named)
+    n.only_of(cell_members_named);
+  else if (version >= 3)
     n.only_of(cell_members_v3);
   else if (version >= 2)
     n.only_of(cell_members_v2);
   else
     n.only_of(cell_members_v1);
+  if (named != n.has("shape"))
+    n.fail(named ? fmt::format("has no shape (a version-{} cell names its axes)", version)
+                 : fmt::format("has a shape (a version-{} member)", report_schema_version_named));
   report_cell c = read_cell_v1(n);
   if (version >= 2) { // the clock after the cell and the harness's bytes in a window
     c.clock_mhz = n["clock_mhz"].number_or_null();

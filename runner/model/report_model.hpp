@@ -18,6 +18,10 @@ namespace prereg {
 
 /// The schema_version new reports are written with.
 inline constexpr int report_schema_version = 5;
+/// The schema_version of a report whose operation's axes are not exactly (rows, cols): its cell
+/// keys name the shape as `shape: [{axis, extent}, ...]` (docs/report.md, "Cell keys"); a
+/// rows x cols report keeps report_schema_version. Always the newest version this build reads.
+inline constexpr int report_schema_version_named = report_schema_version + 1;
 /// The oldest schema_version the parser reads (version 1: cells carry no clock_mhz and no
 /// harness_bytes_in_window; before version 3 no first_call_ms, warmup_calls, off_window_ms;
 /// before version 4 no kernel clock: no cells[].kernel_clock, no instrument.kernel_*; before
@@ -217,6 +221,7 @@ struct cell_p {
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   std::optional<double> p;
+  std::vector<axis_extent> shape; ///< over named axes (rows, cols then 0), as in cell_key
 };
 
 /// One predictions[] entry: the judgement of one prediction.

@@ -26,7 +26,15 @@ pass_kind node::pass() const {
 }
 
 cell_key read_key(const node &n) {
-  return {n["arm"].str(), n["pass"].pass(), n["rows"].integer(), n["cols"].integer()};
+  cell_key k{n["arm"].str(), n["pass"].pass(), 0, 0, {}};
+  if (n.has("shape")) {
+    if (const std::string why = read_shape_json(n.value(), true, k); !why.empty())
+      n.fail(why);
+    return k;
+  }
+  k.rows = n["rows"].integer();
+  k.cols = n["cols"].integer();
+  return k;
 }
 
 } // namespace model_detail
@@ -139,8 +147,8 @@ report_instrument read_instrument(const node &n, int version) {
 }
 
 report_correctness read_correctness(const node &n) {
-  n.only({"arm", "pass", "rows", "cols", "max_abs_error", "max_rel_error", "unwritten", "passed",
-          "detail"});
+  n.only({"arm", "pass", "rows", "cols", "shape", "max_abs_error", "max_rel_error", "unwritten",
+          "passed", "detail"});
   report_correctness c;
   c.key = read_key(n);
   c.max_abs_error = n["max_abs_error"].number_or_null();
@@ -170,8 +178,14 @@ prediction_result read_prediction(const node &n) {
   const node cells = n["cells"];
   for (std::size_t i = 0; i < cells.array_size(); ++i) {
     const node c = cells.at(i);
-    c.only({"pass", "rows", "cols", "p"});
-    cell_p cp{c["pass"].pass(), c["rows"].integer(), c["cols"].integer(), std::nullopt};
+    c.only({"pass", "rows", "cols", "shape", "p"});
+    cell_p cp{c["pass"].pass(), 0, 0, std::nullopt, {}};
+    cell_key shape{"", cp.pass, 0, 0, {}};
+    if (const std::string why = read_shape_json(c.value(), c.has("shape"), shape); !why.empty())
+      c.fail(why);
+    cp.rows = shape.rows;
+    cp.cols = shape.cols;
+    cp.shape = std::move(shape.shape);
     if (const node p = c["p"]; !p.value().is_null())
       cp.p = p.number();
     r.cells.push_back(cp);
@@ -186,7 +200,7 @@ report_defect read_defect(const node &n) {
   d.code = n["code"].str();
   if (n.has("cell")) {
     const node c = n["cell"];
-    c.only({"arm", "pass", "rows", "cols"});
+    c.only({"arm", "pass", "rows", "cols", "shape"});
     d.cell = read_key(c);
   }
   d.message = n["message"].str();
@@ -201,7 +215,7 @@ report_deviation read_deviation(const node &n) {
   d.message = n["message"].str();
   if (n.has("cell")) {
     const node c = n["cell"];
-    c.only({"arm", "pass", "rows", "cols"});
+    c.only({"arm", "pass", "rows", "cols", "shape"});
     d.cell = read_key(c);
   }
   for (const auto &[k, v] : n.value().items())
@@ -241,9 +255,9 @@ report_phases read_phases(const node &n, int schema_version) {
 int read_schema_version(const node &root) {
   const node v = root["schema_version"];
   const std::int64_t version = v.integer();
-  if (version < report_schema_version_min || version > report_schema_version)
+  if (version < report_schema_version_min || version > report_schema_version_named)
     v.fail(fmt::format("is {}; this build reads versions {} to {}", version,
-                       report_schema_version_min, report_schema_version));
+                       report_schema_version_min, report_schema_version_named));
   return static_cast<int>(version);
 }
 
@@ -316,7 +330,7 @@ report_document report_from_json(const json &root, const std::string &where, uns
 cell_key cell_key_from_json(const json &j, const std::string &path, const std::string &where) {
   const report_fault fault(where);
   const node n(j, path, fault);
-  n.only({"arm", "pass", "rows", "cols"});
+  n.only({"arm", "pass", "rows", "cols", "shape"});
   return read_key(n);
 }
 

@@ -26,8 +26,9 @@ namespace {
 json key_members(json j, const cell_key &k) {
   j["arm"] = k.arm;
   j["pass"] = std::string(to_string(k.pass));
-  j["rows"] = k.rows;
-  j["cols"] = k.cols;
+  const json shape = shape_json(k); // named: the lifetime of the items() range below
+  for (const auto &[name, value] : shape.items())
+    j[name] = value;
   return j;
 }
 
@@ -204,11 +205,12 @@ json to_json(const report_cell &c) {
 
 json to_json(const prediction_result &r) {
   json cells = json::array();
-  for (const auto &c : r.cells)
-    cells.push_back({{"pass", std::string(to_string(c.pass))},
-                     {"rows", c.rows},
-                     {"cols", c.cols},
-                     {"p", c.p ? json(*c.p) : json(nullptr)}});
+  for (const auto &c : r.cells) {
+    json j = shape_json(cell_key{"", c.pass, c.rows, c.cols, c.shape});
+    j["pass"] = std::string(to_string(c.pass));
+    j["p"] = c.p ? json(*c.p) : json(nullptr);
+    cells.push_back(std::move(j));
+  }
   return {{"id", r.id},         {"claim", r.claim},
           {"expect", r.expect}, {"verdict", std::string(to_string(r.verdict))},
           {"cells", cells},     {"reason", r.reason}};

@@ -169,7 +169,8 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   const protocol &proto = fp.proto;
   const auto stats = compute_cell_statistics(proto, raw);
   report_document r;
-  r.schema_version = report_schema_version;
+  // Over named axes the cell keys name their shape: the named-axes version (docs/report.md).
+  r.schema_version = proto.axes.empty() ? report_schema_version : report_schema_version_named;
   r.tool = {"prereg",
             build_info::version,
             build_info::git_commit,

@@ -79,6 +79,11 @@ cell_key plan_cell(const json_node &c) {
   cell_key k;
   k.arm = c["arm"].str();
   k.pass = c["pass"].str() == "fwd" ? pass_kind::fwd : pass_kind::fwd_bwd;
+  if (c.has("shape")) {
+    if (const std::string why = read_shape_json(c.value(), true, k); !why.empty())
+      c.fail(why);
+    return k;
+  }
   k.rows = static_cast<std::int64_t>(strict_count(c["rows"]));
   k.cols = static_cast<std::int64_t>(strict_count(c["cols"]));
   return k;

@@ -94,11 +94,16 @@ cell_key planned_key(const json_node &n, const std::vector<cell_key> &cells) {
   if (pass.str() != "fwd" && pass.str() != "fwd+bwd")
     pass.fail("is not a pass");
   k.pass = pass.str() == "fwd" ? pass_kind::fwd : pass_kind::fwd_bwd;
-  const json &rows = n["rows"].value(), &cols = n["cols"].value();
-  if (!rows.is_number_integer() || !cols.is_number_integer())
-    n.fail("has a non-integer shape");
-  k.rows = rows.get<std::int64_t>();
-  k.cols = cols.get<std::int64_t>();
+  if (n.has("shape")) {
+    if (const std::string why = read_shape_json(n.value(), true, k); !why.empty())
+      n.fail(why);
+  } else {
+    const json &rows = n["rows"].value(), &cols = n["cols"].value();
+    if (!rows.is_number_integer() || !cols.is_number_integer())
+      n.fail("has a non-integer shape");
+    k.rows = rows.get<std::int64_t>();
+    k.cols = cols.get<std::int64_t>();
+  }
   if (std::find(cells.begin(), cells.end(), k) == cells.end())
     n.fail("is not a planned cell");
   return k;

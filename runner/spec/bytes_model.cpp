@@ -41,6 +41,19 @@ std::uint64_t bytes_per_step(const std::string &op, dtype type, pass_kind pass, 
                      static_cast<std::uint64_t>(repeat));
 }
 
+std::uint64_t bytes_per_step(const std::string &op, dtype type, const cell_key &k,
+                             std::int64_t repeat) {
+  if (!k.named())
+    return bytes_per_step(op, type, k.pass, k.rows, k.cols, repeat);
+  if (repeat < 1)
+    throw invalid_input(fmt::format("repeat {} is below 1", repeat));
+  const operation_desc *d = find_operation(op);
+  if (d == nullptr)
+    throw invalid_input(fmt::format("the bytes model knows no operation '{}'", op));
+  return checked_mul(d->bytes_per_invocation(type, k.pass, key_shape(*d, k)),
+                     static_cast<std::uint64_t>(repeat));
+}
+
 double gbps(std::uint64_t bytes, double time_ms) {
   if (!(time_ms > 0.0) || !std::isfinite(time_ms))
     return std::numeric_limits<double>::quiet_NaN();

@@ -2,6 +2,8 @@
 // time (docs/analysis.md, "Bytes model").
 #pragma once
 
+#include "spec/records.hpp"
+
 #include "prereg/arm.hpp"
 
 #include <cstdint>
@@ -16,6 +18,9 @@ namespace prereg {
 /// Bytes one timed step moves: `repeat` invocations (repeat >= 1).
 [[nodiscard]] std::uint64_t bytes_per_step(const std::string &op, dtype type, pass_kind pass,
                                            std::int64_t rows, std::int64_t cols,
+                                           std::int64_t repeat);
+/// Bytes one timed step of cell `k` moves (its pass and shape, named axes included).
+[[nodiscard]] std::uint64_t bytes_per_step(const std::string &op, dtype type, const cell_key &k,
                                            std::int64_t repeat);
 /// bytes / (time_ms * 1e-3) / 1e9 [GB/s]; NaN unless time_ms > 0 and finite.
 [[nodiscard]] double gbps(std::uint64_t bytes, double time_ms);

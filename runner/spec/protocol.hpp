@@ -53,6 +53,18 @@ struct cell_selector {
   std::vector<std::int64_t> rows;
   std::vector<std::int64_t> cols;
   std::vector<pass_kind> passes;
+  /// Over named axes (protocol::axes non-empty): per axis, in the operation's order, the
+  /// extents selected (rows and cols then empty).
+  std::vector<std::vector<std::int64_t>> named;
+  /// How many shapes it selects (passes aside).
+  [[nodiscard]] std::size_t shapes() const {
+    if (named.empty())
+      return rows.size() * cols.size();
+    std::size_t n = 1;
+    for (const auto &a : named)
+      n *= a.size();
+    return n;
+  }
 };
 
 struct prediction_spec {
@@ -109,6 +121,24 @@ struct protocol {
   std::vector<std::int64_t> cols;
   std::vector<pass_kind> passes;
   std::optional<std::pair<std::int64_t, std::int64_t>> operating_point; ///< rows, cols
+  /// An operation whose axes are not exactly (rows, cols): each axis and its extents, in the
+  /// operation's axis order (`rows`, `cols` and `operating_point` then empty); the shapes are
+  /// their product, the first axis outermost.
+  struct named_axis {
+    std::string name;
+    std::vector<std::int64_t> extents;
+  };
+  std::vector<named_axis> axes;
+  std::vector<std::int64_t> named_operating_point; ///< over `axes`: one extent per axis, or empty
+  /// How many shapes the protocol has (rows x cols, or the named axes' product).
+  [[nodiscard]] std::size_t shape_count() const {
+    if (axes.empty())
+      return rows.size() * cols.size();
+    std::size_t n = 1;
+    for (const auto &a : axes)
+      n *= a.extents.size();
+    return n;
+  }
   std::vector<arm_spec> arms;
   measurement_spec measurement;
   analysis_spec analysis;

@@ -34,9 +34,6 @@ const operation_desc &as_outside_operation(const node &n, std::int64_t schema, p
   const operation_desc *op = find_outside_operation(p.op);
   if (op == nullptr)
     op = &outside_placeholder(p.op);
-  if (op->axes != std::vector<std::string>{"rows", "cols"})
-    fail(n, fmt::format("operation {} has axes {}; this build's protocols hold rows and cols only",
-                        op->name, joined(op->axes)));
   return *op;
 }
 
@@ -70,19 +67,38 @@ std::vector<std::int64_t> as_extents(const node &n, std::string_view what) {
   return out;
 }
 
+bool rows_cols(const std::vector<std::string> &axes) {
+  return axes == std::vector<std::string>{"rows", "cols"};
+}
+
+// The axes a protocol's extents are read over: the operation's; for the stand-in of an
+// operation file not loaded in this process, the axes as the protocol writes them.
+std::vector<std::string> axes_of(const node &extents, const operation_desc &op) {
+  if (!op.outside || !op.tensors.empty() || extents.k != node::kind::mapping)
+    return op.axes;
+  std::vector<std::string> written;
+  for (const auto &[key, value] : extents.entries)
+    written.push_back(key.value);
+  return written.size() == 2 &&
+                 std::find(written.begin(), written.end(), "rows") != written.end() &&
+                 std::find(written.begin(), written.end(), "cols") != written.end()
+             ? op.axes
+             : written;
+}
+
 // The key that holds the extents: prereg: 1 `shapes`, prereg: 2 `axes`.
 std::string extents_key(const protocol &p) { return p.schema == 1 ? "shapes" : "axes"; }
 
 // prereg: 2: every axis of the operation, and no other, before the keys are read.
-void check_axes(const node &axes, const operation_desc &op) {
+void check_axes(const node &axes, const operation_desc &op, const std::vector<std::string> &names) {
   for (const auto &[key, value] : axes.entries)
-    if (std::find(op.axes.begin(), op.axes.end(), key.value) == op.axes.end())
+    if (std::find(names.begin(), names.end(), key.value) == names.end())
       fail(key, fmt::format("unknown axis '{}' in axes: operation {} has axes {}",
-                            message_excerpt(key.value), op.name, joined(op.axes)));
-  for (const auto &axis : op.axes)
+                            message_excerpt(key.value), op.name, joined(names)));
+  for (const auto &axis : names)
     if (axes.find(axis) == nullptr)
       fail(axes, fmt::format("missing axis '{}' in axes: operation {} has axes {}", axis, op.name,
-                             joined(op.axes)));
+                             joined(names)));
 }
 
 } // namespace
@@ -100,11 +116,17 @@ const operation_desc &read_operation(const fields &top, protocol &p) {
 
 const node &read_extents(const fields &top, const operation_desc &op, protocol &p) {
   const std::string extents = extents_key(p);
-  const std::vector<std::string_view> axis_keys(op.axes.begin(), op.axes.end());
   const node &shapes_node = top.required(extents);
+  const std::vector<std::string> names = axes_of(shapes_node, op);
+  const std::vector<std::string_view> axis_keys(names.begin(), names.end());
   if (p.schema == 2 && shapes_node.k == node::kind::mapping)
-    check_axes(shapes_node, op);
+    check_axes(shapes_node, op, names);
   const fields shapes(shapes_node, extents, axis_keys);
+  if (!rows_cols(names)) {
+    for (const auto &axis : names)
+      p.axes.push_back({axis, as_extents(shapes.required(axis), extents + "." + axis)});
+    return shapes_node;
+  }
   p.rows = as_extents(shapes.required("rows"), extents + ".rows");
   p.cols = as_extents(shapes.required("cols"), extents + ".cols");
   return shapes_node;
@@ -122,11 +144,34 @@ void read_passes(const fields &top, const operation_desc &op, protocol &p) {
   }
 }
 
+namespace {
+
+// The operating point over named axes: every axis, each an extent the protocol lists.
+void read_named_point(const node &n, protocol &p) {
+  std::vector<std::string_view> keys;
+  for (const auto &a : p.axes)
+    keys.push_back(a.name);
+  const fields point(n, "operating_point", keys);
+  for (const auto &a : p.axes) {
+    const node &v = point.required(a.name);
+    const auto extent = as_int(v, "operating_point." + a.name, 1, max_extent);
+    if (std::find(a.extents.begin(), a.extents.end(), extent) == a.extents.end())
+      fail(v, fmt::format("operating_point.{} {} is not in axes.{}", a.name, extent, a.name));
+    p.named_operating_point.push_back(extent);
+  }
+}
+
+} // namespace
+
 void read_operating_point(const fields &top, const operation_desc &op, protocol &p) {
   const node *op_node = top.optional("operating_point");
   if (op_node == nullptr || op_node->k == node::kind::null)
     return;
   const std::string extents = extents_key(p);
+  if (!p.axes.empty()) {
+    read_named_point(*op_node, p);
+    return;
+  }
   const fields point(*op_node, "operating_point",
                      std::vector<std::string_view>(op.axes.begin(), op.axes.end()));
   const node &r = point.required("rows");
@@ -141,6 +186,18 @@ void read_operating_point(const fields &top, const operation_desc &op, protocol 
 }
 
 void check_cells(const node &extents, const protocol &p) {
+  if (!p.axes.empty()) {
+    long double cells = static_cast<long double>(p.arms.size() * p.passes.size());
+    std::string product = fmt::format("{} arms x {} passes", p.arms.size(), p.passes.size());
+    for (const auto &a : p.axes) {
+      cells *= static_cast<long double>(a.extents.size());
+      product += fmt::format(" x {} {}", a.extents.size(), a.name);
+    }
+    if (cells > static_cast<long double>(max_cells))
+      fail(extents, fmt::format("too many cells: {} = {:.0f}, more than the limit of {}", product,
+                                static_cast<double>(cells), max_cells));
+    return;
+  }
   const auto cells =
       static_cast<std::int64_t>(p.arms.size() * p.passes.size() * p.rows.size() * p.cols.size());
   if (cells > max_cells)

@@ -1,5 +1,6 @@
 // The lower bounds on a protocol's measuring and analysis time (protocol_budget.hpp).
 #include "spec/protocol_budget.hpp"
+#include "spec/records.hpp"
 
 #include <fmt/format.h>
 
@@ -12,10 +13,15 @@ namespace {
 // and to say how long one refused by count would take. Assumptions (docs/hardening.md): every
 // timed or warm-up invocation takes at least 1 us and moves at least 2 (fwd) or 5 (fwd+bwd)
 // [rows, cols] tensors at 10 TB/s on cuda or 1 TB/s on cpu, faster than any device today;
-// cache flushes, correctness checks and the analysis are not counted.
+// cache flushes, correctness checks and the analysis are not counted. Over named axes (no
+// rows x cols) the tensors' sizes are the operation's, unknown here: only the 1 us floor counts.
 constexpr double assumed_floor_s = 1e-6;
 
 double assumed_bytes_per_s(const std::string &device) { return device == "cuda" ? 10e12 : 1e12; }
+
+double shape_elements(const cell_key &k) {
+  return k.named() ? 0.0 : static_cast<double>(k.rows) * static_cast<double>(k.cols);
+}
 
 } // namespace
 
@@ -37,15 +43,13 @@ double estimated_seconds(const protocol &p) {
   double total = 0;
   for (const auto &arm : p.arms)
     for (const auto pass : p.passes)
-      for (const auto rows : p.rows)
-        for (const auto cols : p.cols) {
-          const double tensors = pass == pass_kind::fwd ? 2 : 5;
-          const double bytes =
-              tensors * static_cast<double>(rows) * static_cast<double>(cols) * element;
-          const double per_invocation = std::max(assumed_floor_s, bytes / bandwidth);
-          total += per_invocation * static_cast<double>(arm.repeat) *
-                   static_cast<double>(p.measurement.repetitions + p.measurement.warmup);
-        }
+      for (const auto &k : protocol_shapes(p)) {
+        const double tensors = pass == pass_kind::fwd ? 2 : 5;
+        const double bytes = tensors * shape_elements(k) * element;
+        const double per_invocation = std::max(assumed_floor_s, bytes / bandwidth);
+        total += per_invocation * static_cast<double>(arm.repeat) *
+                 static_cast<double>(p.measurement.repetitions + p.measurement.warmup);
+      }
   return total;
 }
 

@@ -9,8 +9,7 @@ namespace {
 // At `reps` (measurement.repetitions): too many invocations, or too long to measure.
 void check_measuring_budget(const node &reps, const protocol &p) {
   std::int64_t invocations = 0;
-  const auto per_arm_cells =
-      static_cast<std::int64_t>(p.passes.size() * p.rows.size() * p.cols.size());
+  const auto per_arm_cells = static_cast<std::int64_t>(p.passes.size() * p.shape_count());
   std::int64_t repeat_sum = 0;
   for (const auto &a : p.arms)
     repeat_sum += a.repeat;

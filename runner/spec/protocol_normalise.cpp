@@ -44,14 +44,44 @@ json arm_json(const arm_spec &a, std::int64_t schema) {
   return arm;
 }
 
-json predictions_json(const std::vector<prediction_spec> &predictions) {
+// `at` with every list explicit: rows, cols and pass, or each named axis and pass.
+json at_json(const protocol &p, const cell_selector &at) {
+  json out = {{"pass", passes_json(at.passes)}};
+  if (p.axes.empty()) {
+    out["rows"] = at.rows;
+    out["cols"] = at.cols;
+  }
+  for (std::size_t i = 0; i < p.axes.size() && i < at.named.size(); ++i)
+    out[p.axes[i].name] = at.named[i];
+  return out;
+}
+
+// The extents: {rows, cols} or {axis: [...]} over named axes.
+json shapes_json(const protocol &p) {
+  if (p.axes.empty())
+    return {{"rows", p.rows}, {"cols", p.cols}};
+  json out = json::object();
+  for (const auto &a : p.axes)
+    out[a.name] = a.extents;
+  return out;
+}
+
+json operating_point_json(const protocol &p) {
+  if (p.operating_point)
+    return {{"rows", p.operating_point->first}, {"cols", p.operating_point->second}};
+  if (p.named_operating_point.empty())
+    return nullptr;
+  json out = json::object();
+  for (std::size_t i = 0; i < p.axes.size(); ++i)
+    out[p.axes[i].name] = p.named_operating_point.at(i);
+  return out;
+}
+
+json predictions_json(const protocol &p, const std::vector<prediction_spec> &predictions) {
   json out = json::array();
   for (const auto &s : predictions)
     out.push_back(
-        {{"id", s.id},
-         {"claim", s.claim},
-         {"at", {{"rows", s.at.rows}, {"cols", s.at.cols}, {"pass", passes_json(s.at.passes)}}},
-         {"expect", s.expect}});
+        {{"id", s.id}, {"claim", s.claim}, {"at", at_json(p, s.at)}, {"expect", s.expect}});
   return out;
 }
 
@@ -61,9 +91,7 @@ json to_json(const protocol &p) {
   json arms = json::array();
   for (const auto &a : p.arms)
     arms.push_back(arm_json(a, p.schema));
-  json operating_point = nullptr;
-  if (p.operating_point)
-    operating_point = {{"rows", p.operating_point->first}, {"cols", p.operating_point->second}};
+  const json operating_point = operating_point_json(p);
   json out = {
       {"prereg", p.schema},
       {"id", p.id},
@@ -72,7 +100,7 @@ json to_json(const protocol &p) {
       {"device", p.device},
       {"operation", p.op},
       {"dtype", std::string(to_string(p.type))},
-      {"shapes", {{"rows", p.rows}, {"cols", p.cols}}},
+      {"shapes", shapes_json(p)},
       {"passes", passes_json(p.passes)},
       {"operating_point", operating_point},
       {"arms", arms},
@@ -87,7 +115,7 @@ json to_json(const protocol &p) {
         {"bootstrap_resamples", p.analysis.bootstrap_resamples},
         {"unstable_iqr_ratio", p.analysis.unstable_iqr_ratio}}},
       {"correctness", {{"rtol", p.correctness.rtol}, {"atol", p.correctness.atol}}},
-      {"predictions", predictions_json(p.predictions)},
+      {"predictions", predictions_json(p, p.predictions)},
   };
   if (!p.op_file.empty()) // an operation file's: absent otherwise, so every earlier hash stays
     out["operation"] = {{"python", p.op_file}, {"name", p.op}};

@@ -58,22 +58,37 @@ std::string show_pass(const pass_kind &p) { return std::string(to_string(p)); }
 
 // `at`: every dimension defaults to all of the protocol's values.
 cell_selector read_at(const fields &pred, const operation_desc &op, const protocol &p) {
-  cell_selector out{p.rows, p.cols, p.passes};
+  cell_selector out{p.rows, p.cols, p.passes, {}};
+  for (const auto &a : p.axes)
+    out.named.push_back(a.extents);
   const node *at_node = pred.optional("at");
   if (at_node == nullptr)
     return out;
   std::vector<std::string_view> at_keys(op.axes.begin(), op.axes.end());
+  if (!p.axes.empty()) {
+    at_keys.clear();
+    for (const auto &a : p.axes)
+      at_keys.push_back(a.name);
+  }
   at_keys.push_back("pass");
   const fields at(*at_node, pred.path("at"), at_keys);
+  out.passes = select<pass_kind>(
+      at.optional("pass"), p.passes, at.path("pass"),
+      [&](const node &n) { return as_pass(n, at.path("pass")); }, show_pass);
+  for (std::size_t i = 0; i < p.axes.size(); ++i) {
+    const std::string &axis = p.axes[i].name;
+    out.named[i] = select<std::int64_t>(
+        at.optional(axis), p.axes[i].extents, at.path(axis),
+        [&](const node &n) { return as_int(n, at.path(axis), 1, max_extent); }, show_int);
+  }
+  if (!p.axes.empty())
+    return out;
   out.rows = select<std::int64_t>(
       at.optional("rows"), p.rows, at.path("rows"),
       [&](const node &n) { return as_int(n, at.path("rows"), 1, max_extent); }, show_int);
   out.cols = select<std::int64_t>(
       at.optional("cols"), p.cols, at.path("cols"),
       [&](const node &n) { return as_int(n, at.path("cols"), 1, max_extent); }, show_int);
-  out.passes = select<pass_kind>(
-      at.optional("pass"), p.passes, at.path("pass"),
-      [&](const node &n) { return as_pass(n, at.path("pass")); }, show_pass);
   return out;
 }
 
@@ -145,10 +160,9 @@ prediction_spec read_prediction(const node &item, std::size_t i, const operation
   const node &expect_node = pred.required("expect");
   s.expect = as_text(expect_node, pred.path("expect"), max_expect_bytes);
   const std::size_t involved = parse_expect(s, expect_node, p, arm_ids);
-  analysis_s +=
-      static_cast<double>(s.at.passes.size() * s.at.rows.size() * s.at.cols.size() * involved) *
-      static_cast<double>(p.analysis.bootstrap_resamples) *
-      static_cast<double>(p.measurement.repetitions) * assumed_resample_s;
+  analysis_s += static_cast<double>(s.at.passes.size() * s.at.shapes() * involved) *
+                static_cast<double>(p.analysis.bootstrap_resamples) *
+                static_cast<double>(p.measurement.repetitions) * assumed_resample_s;
   return s;
 }
 

@@ -4,6 +4,7 @@
 
 #include "base/json.hpp"
 #include "prereg/arm.hpp"
+#include "spec/operation.hpp"
 #include "spec/protocol.hpp"
 
 #include <cmath>
@@ -19,19 +20,70 @@
 
 namespace prereg {
 
+/// One axis of a cell's shape: its name and its extent.
+struct axis_extent {
+  std::string axis;
+  std::int64_t extent = 0;
+  friend bool operator==(const axis_extent &, const axis_extent &) = default;
+};
+
 /// One cell of the experiment: an arm of the protocol, a pass and a shape.
+/// The shape of an operation whose axes are exactly (rows, cols) is `rows`, `cols` (`shape`
+/// empty); any other operation's is `shape`, every axis in the operation's order (`rows` and
+/// `cols` then 0). docs/report.md, "Cell keys".
 struct cell_key {
   std::string arm; ///< the protocol's arm id (not the kernel name)
   pass_kind pass = pass_kind::fwd;
   std::int64_t rows = 0;
   std::int64_t cols = 0;
+  std::vector<axis_extent> shape; ///< named axes (non-empty only off rows x cols)
   friend bool operator==(const cell_key &, const cell_key &) = default;
+  /// Whether the shape is over named axes (not rows x cols).
+  [[nodiscard]] bool named() const { return !shape.empty(); }
+  /// The same shape (pass and arm aside).
+  [[nodiscard]] bool same_shape(const cell_key &o) const {
+    return rows == o.rows && cols == o.cols && shape == o.shape;
+  }
 };
 
-/// {"arm", "pass", "rows", "cols"}: a cell as reports, deviations and defects name it.
+/// {"arm", "pass", "rows", "cols"} or, over named axes, {"arm", "pass", "shape": [{"axis",
+/// "extent"}, ...]}: a cell as reports, deviations and defects name it.
 [[nodiscard]] json to_json(const cell_key &k);
-/// "ARM PASS ROWSxCOLS", for messages.
+/// The shape's members alone: {"rows", "cols"} or {"shape": [...]}.
+[[nodiscard]] json shape_json(const cell_key &k);
+/// Reads a shape's members (as shape_json writes them) into `k`; returns what is wrong, or "".
+/// `expect_named`: the shape must be a "shape" list (else rows, cols).
+[[nodiscard]] std::string read_shape_json(const json &j, bool expect_named, cell_key &k);
+/// The shape as a label: "ROWSxCOLS" or "a=1 b=2 c=3" (axis order).
+[[nodiscard]] std::string shape_label(const cell_key &k);
+/// "ARM PASS ROWSxCOLS" or "ARM PASS a=1 b=2", for messages and report labels.
 [[nodiscard]] std::string cell_label(const cell_key &k);
+
+/// The shape of `k` as the descriptor's extents (in `op`'s axis order); throws logic_error
+/// when the key's axes are not the operation's.
+[[nodiscard]] shape key_shape(const operation_desc &op, const cell_key &k);
+/// The key of arm `arm`, pass `pass` at shape `s` of `op` (rows, cols where the operation's
+/// axes are exactly those, else named).
+[[nodiscard]] cell_key key_of(std::string arm, pass_kind pass, const operation_desc &op,
+                              const shape &s);
+/// The cell's shape seen as rows x cols, as arms see it (`rows`, `cols` of their call): itself
+/// for a rows x cols operation; over named axes, rows the product of every axis but the last,
+/// cols the last (docs/operations.md, "Axes").
+[[nodiscard]] std::pair<std::int64_t, std::int64_t> flat_rows_cols(const cell_key &k);
+/// The seed of a shape's random inputs: reference::cell_seed for rows x cols; over named axes
+/// the same fold over every extent in axis order.
+[[nodiscard]] std::uint64_t shape_seed(std::uint64_t plan_seed, pass_kind pass, const cell_key &k);
+
+/// The protocol's shapes in plan order (rows x cols, or the named axes' product, the first
+/// axis outermost), as keys without arm (pass fwd).
+[[nodiscard]] std::vector<cell_key> protocol_shapes(const protocol &p);
+/// Whether `at` selects pass `k.pass` and the shape of `k` of protocol `p`.
+[[nodiscard]] bool selects(const protocol &p, const cell_selector &at, const cell_key &k);
+
+/// Throws invalid_input (exit 2) for a protocol over named axes (an operation whose axes are not
+/// exactly rows, cols): `check` validates it, but `freeze` and `try` refuse it until the report
+/// pages render such cells (docs/operations.md, "Limits").
+void refuse_named_axes(const protocol &p);
 
 /// What the engine asks a backend to do: the protocol, the cells that can run (in protocol
 /// order: arms x passes x rows x cols), and the seed for arm order and random inputs.

@@ -12,11 +12,14 @@ namespace prereg {
 
 std::vector<cell_key> all_cells(const protocol &p) {
   std::vector<cell_key> cells;
+  const std::vector<cell_key> shapes = protocol_shapes(p);
   for (const auto &arm : p.arms)
     for (const auto pass : p.passes)
-      for (const auto rows : p.rows)
-        for (const auto cols : p.cols)
-          cells.push_back({arm.id, pass, rows, cols});
+      for (cell_key k : shapes) {
+        k.arm = arm.id;
+        k.pass = pass;
+        cells.push_back(std::move(k));
+      }
   return cells;
 }
 
@@ -66,9 +69,8 @@ shard_spec shard_from_json(const json &j, const std::string &where) {
 std::vector<shape_group> shape_groups(const protocol &p) {
   std::vector<shape_group> groups;
   for (const auto &c : all_cells(p)) {
-    const auto it = std::find_if(groups.begin(), groups.end(), [&](const shape_group &g) {
-      return g.pass == c.pass && g.rows == c.rows && g.cols == c.cols;
-    });
+    const auto it = std::find_if(groups.begin(), groups.end(),
+                                 [&](const shape_group &g) { return g.holds(c); });
     if (it != groups.end())
       it->cells.push_back(c);
     else
@@ -89,9 +91,8 @@ std::vector<cell_key> shard_cells(const protocol &p, const shard_spec &s) {
                                     to_string(s), groups.size(), s.count));
   std::vector<cell_key> out;
   for (const auto &c : all_cells(p)) {
-    const auto it = std::find_if(groups.begin(), groups.end(), [&](const shape_group &g) {
-      return g.pass == c.pass && g.rows == c.rows && g.cols == c.cols;
-    });
+    const auto it = std::find_if(groups.begin(), groups.end(),
+                                 [&](const shape_group &g) { return g.holds(c); });
     if (shard_of_group(static_cast<std::size_t>(it - groups.begin()), s.count) == s.index)
       out.push_back(c);
   }

@@ -38,6 +38,10 @@ struct shape_group {
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   std::vector<cell_key> cells; ///< in plan order
+  /// Whether cell `c` belongs to the group (its pass and shape, named axes included).
+  [[nodiscard]] bool holds(const cell_key &c) const {
+    return c.pass == pass && !cells.empty() && cells.front().same_shape(c);
+  }
 };
 
 /// The shape groups of `p`, in plan order of their first cell (passes, then rows, then cols).

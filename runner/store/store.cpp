@@ -9,6 +9,7 @@
 #include "crypto/signed_json.hpp"
 #include "prereg/build_info.hpp"
 #include "prereg/error.hpp"
+#include "spec/records.hpp"
 #include "spec/registry.hpp"
 
 #include <fmt/format.h>
@@ -127,6 +128,7 @@ std::string project_relative(const fs::path &project, const fs::path &file) {
 /// never loaded here; the descriptor is the one `check`/`freeze` registered from a keyless child.
 json frozen_operation_entry(const protocol &p, const fs::path &source_dir,
                             const fs::path &project) {
+  refuse_named_axes(p);
   const fs::path file =
       outside_file(source_dir.empty() ? fs::current_path() : source_dir, p.op_file);
   const std::string digest = outside_file_sha256(file, "operation " + p.op);
