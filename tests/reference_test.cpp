@@ -321,7 +321,9 @@ host_tensors reference_with(int threads, const operation_desc &op, std::int64_t 
 }
 
 bool same_bytes(const std::vector<double> &a, const std::vector<double> &b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+  // An empty vector's data() may be null, which memcmp must not be given (UBSan).
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
 }
 
 } // namespace
