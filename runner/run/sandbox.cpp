@@ -87,18 +87,20 @@ bool enter_user_and_mount(std::string &reason) {
 /// The folders outside code may write: scratch and caches (Python, torch.compile, Triton, CUDA).
 std::vector<fs::path> scratch_folders() {
   std::vector<fs::path> out = {"/tmp", "/var/tmp", "/dev/shm"};
+  std::error_code ec;
+  // A cache folder the tools would create on first use is created now, where the user may
+  // (Triton makes ~/.triton on its first compile: under a read-only home it could not).
+  const auto cache = [&](fs::path p) {
+    fs::create_directories(p, ec);
+    out.push_back(std::move(p));
+  };
   for (const char *var : {"TMPDIR", "XDG_CACHE_HOME", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR",
                           "CUDA_CACHE_PATH"})
     if (const char *v = std::getenv(var); v != nullptr && *v == '/')
-      out.emplace_back(v);
+      cache(v);
   if (const char *home = std::getenv("HOME"); home != nullptr && *home == '/')
     for (const char *sub : {".cache", ".triton", ".nv"})
-      out.push_back(fs::path(home) / sub);
-  // A cache folder the tools would create on first use is created now (Triton makes ~/.triton
-  // on its first compile: under a read-only home it could not), where the user may.
-  std::error_code ec;
-  for (std::size_t i = 3; i < out.size(); ++i)
-    fs::create_directories(out[i], ec);
+      cache(fs::path(home) / sub);
   std::erase_if(out, [&](const fs::path &p) { return !fs::is_directory(p, ec); });
   return out;
 }
