@@ -3,7 +3,8 @@
 # float64 reference and two numpy arms) is checked, frozen, run and audited; its cells are keyed
 # by shape (schema_version 6), its bytes follow the declared formula, its predictions select by
 # axis name and are judged; its pages lay out one block per d and one column per (b, n) and pass
-# the browser check; compare reads two of its reports, and two shards of it merge and audit.
+# the browser check; try runs it unfrozen; compare reads two of its reports, and two shards of it
+# merge and audit.
 source "$(dirname "$0")/lib.bash"
 py=${PREREG_TEST_PYTHON:-/usr/bin/python3}
 export PREREG_PYTHON=$py
@@ -57,6 +58,14 @@ case $rc in
   77) echo "skipped: the browser check (no chromium or node)" ;;
   *) fail "browser check: $(grep -E '^FAIL|FAILED' "$work/browser" | head -5)" ;;
 esac
+
+# try runs it unfrozen: an EXPLORATORY report over the same cells, its pages drawn alike.
+expect_exit 0 "try the protocol file" -- "$PREREG" try "$work/ex/rotary_cpu.yaml" --out "$work/exploratory" --quiet
+tdir=$(tail -n 1 "$work/out")
+[ "$(json_get "$tdir" "(r['exploratory'], r['schema_version'], len(r['cells']))")" = "(True, 6, 16)" ] \
+  && grep -qF '| arm | b=1 n=64 | b=1 n=256 | b=4 n=64 |' "$tdir/report.md" \
+  && pass "  ... an exploratory schema_version 6 report of 16 cells, its pages by shape" \
+  || fail "try: $(json_get "$tdir" "(r.get('exploratory'), r['schema_version'], len(r['cells']))")"
 
 # compare reads two reports over named axes, cell by cell.
 expect_exit 0 "a second run" -- "$PREREG" run "$hash" --out "$out" --quiet
