@@ -333,10 +333,11 @@ TEST_CASE("hostile or sparse report.json renders safely") {
 TEST_CASE("sample pages for the browser check") {
   const char *dir = std::getenv("PREREG_REPORT_SAMPLES");
   // Each sample as renderer 1 drew it, as renderer 2 draws it, (CPU) as a prereg try, with
-  // outside arms as renderer 3 draws them, and (CUDA) as renderer 4 draws it.
+  // outside arms as renderer 3 draws them, (CUDA) as renderer 4 draws it, and a CPU run over
+  // named axes b, n, d (schema_version 6) as it was written.
   for (const std::string name :
        {"cuda_layernorm", "cpu_rmsnorm", "cuda_layernorm_r2", "cpu_rmsnorm_r2",
-        "cpu_rmsnorm_exploratory", "cpu_outside_r3", "cuda_layernorm_r4"}) {
+        "cpu_rmsnorm_exploratory", "cpu_outside_r3", "cuda_layernorm_r4", "cpu_rotary_named"}) {
     json r = name == "cpu_outside_r3" ? sample_with_outside_arms(3)
                                       : sample(name.substr(0, name.find('_', 5)) + ".json");
     if (name.ends_with("_r2") || name.ends_with("_exploratory"))
@@ -641,4 +642,84 @@ TEST_CASE("renderer 4: a cell excluded from verdicts is never fastest, has no sp
     CHECK(md3.find("Excluded from every verdict") == std::string::npos);
     CHECK(table_row(md3, "## Summary", "fused_graph").find("fastest") != std::string::npos);
   }
+}
+
+TEST_CASE("the pages of a report over named axes: a block per d, a column per (b, n)") {
+  const json r = sample("cpu_rotary.json"); // examples/operations/rotary_cpu.yaml, run on a CPU
+  const std::string md = prereg::render_markdown(r);
+  const std::string page = prereg::render_html(r);
+  CHECK(md.find("\n### fwd, d = 64\n") != std::string::npos);
+  CHECK(md.find("\n### fwd, d = 128 (operating point: b=4 n=256)\n") != std::string::npos);
+  CHECK(count(md, "| arm | b=1 n=64 | b=1 n=256 | b=4 n=64 | **b=4 n=256** ◀ operating point |") ==
+        3); // time, % of the ceiling, peak memory at d = 128
+  CHECK(md.find("| shapes | b 1, 4 × n 64, 256 × d 64, 128 |") != std::string::npos);
+  CHECK(md.find("| operating point | b=4 n=256 d=128 |") != std::string::npos);
+  CHECK(md.find("Speedup over `eager` (its median / the arm's), fwd, d 128;") != std::string::npos);
+  CHECK(md.find("at b 4; n 256; d 128; pass fwd") != std::string::npos);
+  CHECK(md.find("| fwd b=4 n=256 d=128 |") != std::string::npos);
+  CHECK(md.find("rows") == std::string::npos); // nothing speaks of rows and cols
+  CHECK(md.find("cols") == std::string::npos);
+  const auto svgs = charts(page);
+  REQUIRE(svgs.size() == 8); // summary: time, speedup; per d: time, % of ceiling, peak
+  for (const auto &svg : svgs) {
+    CHECK(svg.find("rows (log scale") == std::string::npos);
+    CHECK(count(svg, "class=\"alabel\">b, n (d = ") == 1);
+    CHECK(count(svg, ">b=4 n=256</text>") == 1); // the x labels are the shapes
+  }
+  CHECK(
+      svgs[0].find("<title id=\"summary-time-fwd-128-t\">Time per step · fwd · d = 128</title>") !=
+      std::string::npos);
+  CHECK(page.find("One x position per shape") != std::string::npos);
+  CHECK(page.find("Every pass and d is under Results.") != std::string::npos);
+}
+
+TEST_CASE("the pages of an operation of one named axis: one block, a column per extent") {
+  json r = sample("cpu_rotary.json");
+  // The same report cut to one axis n: the cells at b = 1, d = 64, keyed by n alone.
+  const auto cut = [](json &list, const char *member) {
+    json kept = json::array();
+    for (json item : list) {
+      json &key = member == nullptr ? item : item[member];
+      if (!key.is_object())
+        continue;
+      const json &shape = key["shape"];
+      if (shape[0]["extent"] != 1 || shape[2]["extent"] != 64)
+        continue;
+      key["shape"] = json::array({shape[1]});
+      kept.push_back(item);
+    }
+    list = kept;
+  };
+  cut(r["cells"], nullptr);
+  cut(r["correctness"], nullptr);
+  cut(r["defects"], "cell");
+  r["predictions"] = json::array();
+  json &body = r["protocol"]["body"];
+  body["predictions"] = json::array();
+  body["axes"] = json::parse(R"({"n": [64, 256]})");
+  body["operating_point"] = json::parse(R"({"n": 256})");
+  r["protocol"]["freeze"].erase("operation");
+  REQUIRE(r["cells"].size() == 4);
+  const std::string md = prereg::render_markdown(r);
+  CHECK(md.find("| arm | n=64 | **n=256** ◀ operating point |") != std::string::npos);
+  CHECK(md.find("### fwd (operating point: n=256)\n") != std::string::npos);
+  CHECK(md.find("| shapes | n 64, 256 |") != std::string::npos);
+  const std::string page = prereg::render_html(r);
+  CHECK(page.find("class=\"alabel\">n</text>") != std::string::npos);
+  CHECK(page.find("Time per step · fwd</title>") != std::string::npos);
+}
+
+TEST_CASE("a report whose cells name different axes still renders (the audit fails it)") {
+  for (const char *odd : {R"([{"axis": "q", "extent": 3}])",
+                          R"([{"axis": "q", "extent": 3}, {"axis": "b", "extent": 1},
+                              {"axis": "n", "extent": 64}, {"axis": "d", "extent": 64}])"})
+    for (const std::size_t at : {std::size_t{0}, std::size_t{5}}) {
+      json r = sample("cpu_rotary.json");
+      r["cells"][at]["shape"] = json::parse(odd);
+      std::string md, page;
+      CHECK_NOTHROW(md = prereg::render_markdown(r));
+      CHECK_NOTHROW(page = prereg::render_html(r));
+      CHECK(md.find("## Results: fwd") != std::string::npos);
+      CHECK(page.find("</html>") != std::string::npos);
+    }
 }

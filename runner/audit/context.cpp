@@ -234,8 +234,7 @@ raw_run audit_context::raw() const {
       doc(report_part::schema_version | report_part::environment | report_part::instrument |
           report_part::correctness | report_part::cells);
   const protocol p = proto();
-  const auto plan =
-      static_cast<std::size_t>(p.arms.size() * p.passes.size() * p.rows.size() * p.cols.size());
+  const auto plan = static_cast<std::size_t>(p.arms.size() * p.passes.size() * p.shape_count());
   if (d.cells.size() > plan)
     fail(fmt::format("the report holds {} cells, more than the protocol's {}", d.cells.size(),
                      plan));

@@ -39,7 +39,6 @@ frozen_protocol tried_protocol(const std::string &target) {
   if (!fp.proto.op_file.empty()) { // an operation file, read as freeze reads it
     op = &load_operation_here(fp.proto, dir);
     fp.proto = parse_protocol(fp.source, target);
-    refuse_named_axes(fp.proto);
   }
   fp.body = to_json(fp.proto);
   fp.canonical = canonical_json(fp.body);

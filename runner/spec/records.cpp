@@ -180,19 +180,3 @@ std::uint64_t shape_seed(std::uint64_t plan_seed, pass_kind pass, const cell_key
 }
 
 } // namespace prereg
-
-namespace prereg {
-
-void refuse_named_axes(const protocol &p) {
-  if (p.axes.empty())
-    return;
-  std::string names;
-  for (const auto &a : p.axes)
-    names += (names.empty() ? "" : ", ") + a.name;
-  throw invalid_input(fmt::format("operation {} has axes {}: this build validates a protocol over "
-                                  "axes other than rows, cols but does not freeze or run it yet "
-                                  "(docs/operations.md, Limits)",
-                                  p.op, names));
-}
-
-} // namespace prereg

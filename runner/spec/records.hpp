@@ -80,11 +80,6 @@ struct cell_key {
 /// Whether `at` selects pass `k.pass` and the shape of `k` of protocol `p`.
 [[nodiscard]] bool selects(const protocol &p, const cell_selector &at, const cell_key &k);
 
-/// Throws invalid_input (exit 2) for a protocol over named axes (an operation whose axes are not
-/// exactly rows, cols): `check` validates it, but `freeze` and `try` refuse it until the report
-/// pages render such cells (docs/operations.md, "Limits").
-void refuse_named_axes(const protocol &p);
-
 /// What the engine asks a backend to do: the protocol, the cells that can run (in protocol
 /// order: arms x passes x rows x cols), and the seed for arm order and random inputs.
 class outside_arm;

@@ -128,7 +128,6 @@ std::string project_relative(const fs::path &project, const fs::path &file) {
 /// never loaded here; the descriptor is the one `check`/`freeze` registered from a keyless child.
 json frozen_operation_entry(const protocol &p, const fs::path &source_dir,
                             const fs::path &project) {
-  refuse_named_axes(p);
   const fs::path file =
       outside_file(source_dir.empty() ? fs::current_path() : source_dir, p.op_file);
   const std::string digest = outside_file_sha256(file, "operation " + p.op);

@@ -85,7 +85,11 @@ function checkDom(dom, check) {
     for (const svg of charts.filter((c) => attr(c.slice(0, c.indexOf('>') + 1), 'data-kind') === 'speedup')) {
       const id = attr(svg.slice(0, svg.indexOf('>') + 1), 'id');
       const winners = [...svg.matchAll(/<circle\b[^>]*\bclass="winner"/g)].length;
-      const xs = new Set([...svg.matchAll(/<g class="pt[^"]*"><title>[^<]*?· \S+ (\d+)×\d+ ·/g)].map((m) => m[1]));
+      // A point's x: its rows in "ARM · PASS ROWS×COLS ·", or over named axes its whole shape in
+      // "ARM · PASS b=4 n=256 d=128 ·" (one chart holds one extent of the last axis).
+      const xs = new Set([...svg.matchAll(
+        /<g class="pt[^"]*"><title>[^<]*?· \S+ (?:(\d+)×\d+|((?:[a-z][a-z0-9_]*=\d+ )*[a-z][a-z0-9_]*=\d+)) ·/g)]
+        .map((m) => m[1] ?? m[2]));
       // Renderer 4: no ring where every arm drawn at those rows is flagged (excluded cells are
       // not drawn), so at most one per rows.
       const ok = renderer >= 4 ? winners <= xs.size : winners > 0 && winners === xs.size;

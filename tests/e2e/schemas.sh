@@ -1,8 +1,9 @@
 # The JSON Schemas of docs/schema/ hold for every committed report and protocol, the test
 # reports, `prereg canon` of every shipped and example protocol (protocols/, tests/data/protocols/)
 # and a report made here by a CPU run; every committed merged report and a replication report made
-# here hold for merged-report.schema.json, and each format is rejected by the other's schema; and
-# planted-bad documents are rejected. Skipped (77) only without python3-jsonschema.
+# here hold for merged-report.schema.json, and each format is rejected by the other's schema; a
+# report over named axes (schema_version 6) holds; and planted-bad documents are rejected.
+# Skipped (77) only without python3-jsonschema.
 source "$(dirname "$0")/lib.bash"
 py=/usr/bin/python3
 schemas=$PREREG_SOURCE_DIR/docs/schema
@@ -29,6 +30,16 @@ check "committed reports and their protocol bodies (and the merged schema reject
 [ "${#merged[@]}" -ge 1 ] && pass "${#merged[@]} committed merged report(s) found" || fail "committed merged reports missing"
 check "committed merged reports (and the run report schema rejects each)" merged "${merged[@]}"
 check "test reports" report tests/data/reports/*.json
+# A report over named axes (schema_version 6, shape keys: tests/data/reports/cpu_rotary.json, a
+# CPU run of examples/operations/rotary_cpu.yaml) is among them; planted-bad copies are rejected.
+"$py" -c 'import json,sys; assert json.load(open(sys.argv[1]))["schema_version"] == 6' \
+  tests/data/reports/cpu_rotary.json && pass "a test report over named axes is schema_version 6" \
+  || fail "tests/data/reports/cpu_rotary.json is not schema_version 6"
+if "$py" "$validate" "$schemas" --planted-named tests/data/reports/cpu_rotary.json >"$work/val" 2>&1; then
+  pass "every planted-bad copy of the named report is rejected ($(grep -c '^ok' "$work/val") checks)"
+else
+  fail "planted-bad copies of the named report"; grep -v '^ok' "$work/val" | sed 's/^/    /' | head -10
+fi
 check "frozen protocols in .prereg" protocol .prereg/protocols/*/protocol.json
 
 mkdir -p "$work/canon"

@@ -60,7 +60,8 @@ def planted(report, protocol):
     edit("a cell without median_ms", report, lambda r: r["cells"][0].pop("median_ms"))
     edit("an unknown cell member", report, lambda r: r["cells"][0].__setitem__("note", 1))
     edit("an unknown top-level member", report, lambda r: r.__setitem__("note", 1))
-    edit("schema_version 6", report, lambda r: r.__setitem__("schema_version", 6))
+    edit("schema_version 6 with rows x cols keys", report,
+         lambda r: r.__setitem__("schema_version", 6))
     if "phases" in report:
         edit("a phase without ms", report, lambda r: r["phases"]["list"][0].pop("ms"))
         edit("a negative wall time", report, lambda r: r["phases"].__setitem__("wall_ms", -1))
@@ -116,6 +117,41 @@ def planted(report, protocol):
          lambda p: p.__setitem__("prereg", 2), "protocol")
     edit("a prereg: 1 arm with options", protocol,
          lambda p: p["arms"][0].__setitem__("options", {}), "protocol")
+    return out
+
+
+def planted_named(report):
+    """(what, document) pairs over a schema_version 6 report (named axes) that the run report's
+    schema must reject."""
+    out = []
+
+    def edit(what, fn):
+        d = copy.deepcopy(report)
+        fn(d)
+        out.append((what, d))
+
+    def flat(key):  # rows, cols in place of the shape
+        key.pop("shape")
+        key.update({"rows": 4, "cols": 8})
+
+    edit("a named report's cell keyed by rows and cols", lambda r: flat(r["cells"][0]))
+    edit("a named report's correctness record keyed by rows and cols",
+         lambda r: flat(r["correctness"][0]))
+    edit("a named report's prediction cell keyed by rows and cols",
+         lambda r: flat(r["predictions"][0]["cells"][0]))
+    edit("a cell with both a shape and rows, cols",
+         lambda r: r["cells"][0].update({"rows": 4, "cols": 8}))
+    edit("shape keys in a version-5 report", lambda r: r.__setitem__("schema_version", 5))
+    edit("a shape extent of 0", lambda r: r["cells"][0]["shape"][0].__setitem__("extent", 0))
+    edit("a shape axis named with an upper-case letter",
+         lambda r: r["cells"][0]["shape"][0].__setitem__("axis", "B"))
+    edit("an empty shape", lambda r: r["cells"][0].__setitem__("shape", []))
+    edit("a defect cell keyed by rows and cols in a named report",
+         lambda r: r["defects"].append({"code": "drift", "message": "m",
+                                        "cell": {"arm": "a", "pass": "fwd", "rows": 4, "cols": 8},
+                                        "evidence": {"spearman_rho": 0.9, "n": 30}}))
+    edit("a named protocol whose at misses pass",
+         lambda r: r["protocol"]["body"]["predictions"][0]["at"].pop("pass"))
     return out
 
 
@@ -191,6 +227,18 @@ def main(argv):
         for what, kind, doc in planted(report, protocol):
             v = validators["report"] if kind == "report" else protocol_validator(validators, doc)
             if problems(v, doc):
+                print("ok - rejected: " + what)
+            else:
+                print("FAIL - accepted: " + what)
+                failures += 1
+        return 1 if failures else 0
+    if argv[2] == "--planted-named":
+        with open(argv[3], encoding="utf-8") as f:
+            report = json.load(f)
+        assert report["schema_version"] == 6, "the base report must be a named one"
+        assert not problems(validators["report"], report), "the base report must be valid"
+        for what, doc in planted_named(report):
+            if problems(validators["report"], doc):
                 print("ok - rejected: " + what)
             else:
                 print("FAIL - accepted: " + what)

@@ -18,6 +18,17 @@ std::string mb_tick(double mb) {
   return mb < 1.0 ? fmt::format("{:g}", mb) : fmt::format("{:.0f}", mb);
 }
 
+// Over named axes: the x axis' shapes and title ("b, n (d = 64)").
+void name_xs(chart &c, const view &v, std::int64_t cols) {
+  for (const auto r : v.rows)
+    c.x_names.push_back(row_text(v, r));
+  const std::size_t lead = v.axis_names.size() == 1 ? 1 : v.axis_names.size() - 1;
+  c.x_title =
+      join({v.axis_names.begin(), v.axis_names.begin() + static_cast<std::ptrdiff_t>(lead)}, ", ");
+  if (const std::string block = block_text(v, cols, " = "); !block.empty())
+    c.x_title += " (" + block + ")";
+}
+
 // The chart's frame by kind: title, y axis, reference line, ticks; no series yet.
 chart chart_frame(const view &v, const std::string &pass, std::int64_t cols,
                   const std::string &kind) {
@@ -26,27 +37,33 @@ chart chart_frame(const view &v, const std::string &pass, std::int64_t cols,
   c.pass = pass;
   c.cols = cols;
   c.xs = v.rows;
+  if (is_named(v))
+    name_xs(c, v, cols);
   if (v.op && v.op->second == cols)
     c.op_x = v.op->first;
+  // "pass · cols 1024"; over named axes "pass · d = 64" (one axis: the pass alone)
+  std::string where = pass;
+  if (const std::string block = block_text(v, cols, is_named(v) ? " = " : " "); !block.empty())
+    where += " · " + block;
   if (kind == "time") {
-    c.title = fmt::format("Time per step · {} · cols {}", pass, cols);
+    c.title = fmt::format("Time per step · {}", where);
     c.y_label = "median time per step (log)";
     c.tick_text = time_tick;
   } else if (kind == "pct") {
-    c.title = fmt::format("% of copy ceiling · {} · cols {}", pass, cols);
+    c.title = fmt::format("% of copy ceiling · {}", where);
     c.y_label = "% of measured ceiling";
     c.log_y = false;
     c.reference_y = 100.0;
     c.reference_label = "ceiling";
     c.tick_text = pct_tick;
   } else if (kind == "speedup") {
-    c.title = fmt::format("Speedup over {} · {} · cols {}", v.arms.front(), pass, cols);
+    c.title = fmt::format("Speedup over {} · {}", v.arms.front(), where);
     c.y_label = "baseline median / arm median (log)";
     c.reference_y = 1.0;
     c.reference_label = "baseline";
     c.tick_text = ratio_tick;
   } else {
-    c.title = fmt::format("Peak memory · {} · cols {}", pass, cols);
+    c.title = fmt::format("Peak memory · {}", where);
     c.y_label = "peak MB (log)";
     c.tick_text = mb_tick;
   }
@@ -55,7 +72,7 @@ chart chart_frame(const view &v, const std::string &pass, std::int64_t cols,
 
 std::string point_title(const report_cell &cell, const std::string &what) {
   std::string t = fmt::format("{} · {} {} · {}", cell.key.arm, to_string(cell.key.pass),
-                              shape_text(cell.key.rows, cell.key.cols), what);
+                              key_shape_text(cell.key), what);
   t += fmt::format(" · n = {}", cell.n);
   if (!cell.flags.empty())
     t += " · flags: " + join(cell.flags, ", ");

@@ -29,7 +29,8 @@ struct series {
   std::string note;
 };
 
-/// One chart: rows on a log x axis, one kind of value on y, one series per arm.
+/// One chart: rows on a log x axis (over named axes: the shapes, evenly spaced), one kind of
+/// value on y, one series per arm.
 struct chart {
   std::string kind; ///< time | pct | peak | speedup
   std::string title;
@@ -38,6 +39,10 @@ struct chart {
   std::string pass;
   std::int64_t cols = 0;
   std::vector<std::int64_t> xs;
+  /// Over named axes: one label per x (xs are then 0, 1, ...: an evenly spaced axis of shapes,
+  /// not a log axis of rows) and the axis' title; empty for rows x cols.
+  std::vector<std::string> x_names;
+  std::string x_title;
   std::optional<std::int64_t> op_x;
   std::optional<double> reference_y; ///< a dashed line (100% of the ceiling)
   std::string reference_label;

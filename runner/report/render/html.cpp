@@ -94,6 +94,11 @@ std::string chart_figure(const view &v, const std::string &pass, std::int64_t co
   return "<figure>" + render_chart(make_chart(v, pass, cols, kind), id) + "</figure>\n";
 }
 
+// Over named axes, what a results block stands for: the last axis (one axis: its shape).
+std::string named_blocks(const view &v) {
+  return v.axis_names.size() == 1 ? std::string("shape") : v.axis_names.back();
+}
+
 // Renderer 2: above the fold, the verdicts (badges), time per arm vs rows, and the speedup
 // over the first arm with the fastest arm per shape ringed; the environment goes last.
 // (The verdicts are the badges just above; their table stays under Predictions.)
@@ -107,10 +112,12 @@ std::string summary_section(const view &v) {
         out += chart_figure(v, pass, cols, kind, "summary");
     out += "</div>\n<p class=\"caption\">Time per step (median, whiskers q1 to q3) and the "
            "speedup over " +
-           html(v.arms.front()) +
-           " (its median / the arm's) per rows; a ring marks the fastest arm at each shape" +
+           html(v.arms.front()) + " (its median / the arm's) per " +
+           std::string(is_named(v) ? "shape" : "rows") +
+           "; a ring marks the fastest arm at each shape" +
            std::string(v.renderer >= 4 ? " (of the arms neither excluded nor flagged)" : "") +
-           ". Every pass and cols is under Results.</p>\n";
+           ". Every pass and " + (is_named(v) ? named_blocks(v) : std::string("cols")) +
+           " is under Results.</p>\n";
     const auto excluded = excluded_notes(v, cols);
     if (!excluded.empty()) {
       out += "<p class=\"excluded\">Excluded from every verdict, never fastest, not drawn:</p>\n"
@@ -165,7 +172,9 @@ std::string results_block(const view &v, const std::string &pass, std::int64_t c
   out += "<div class=\"charts\">\n";
   for (const char *kind : {"time", "pct", "peak"})
     out += chart_figure(v, pass, cols, kind, "chart");
-  out += "</div>\n<p class=\"caption\">Log-scaled rows; whiskers span the IQR (q1 to q3); "
+  out += "</div>\n<p class=\"caption\">" +
+         std::string(is_named(v) ? "One x position per shape" : "Log-scaled rows") +
+         "; whiskers span the IQR (q1 to q3); "
          "hollow markers are unstable cells" +
          html(unstable_rule) +
          (v.op && v.op->second == cols ? "; the shaded band is the operating point" : "") +

@@ -72,9 +72,10 @@ std::string summary_section(const view &v) {
   const std::int64_t cols = summary_cols(v);
   std::string out = "## Summary\n\n";
   for (const auto &pass : v.passes) {
-    out += fmt::format("Speedup over {} (its median / the arm's), {}, cols {}; the fastest arm "
+    out += fmt::format("Speedup over {} (its median / the arm's), {}{}; the fastest arm "
                        "per shape in bold{}:\n\n",
-                       md_code(v.arms.front()), md(pass), cols,
+                       md_code(v.arms.front()), md(pass),
+                       md(v.axis_names.size() == 1 ? "" : ", " + block_text(v, cols, " ")),
                        v.renderer >= 4 ? " (of the arms neither excluded nor flagged ⚠)" : "");
     out += to_markdown(speedup_table(v, pass, cols)) + "\n";
   }
@@ -138,10 +139,9 @@ std::string region_events_table(const report_document &report) {
   for (const report_cell &c : report.cells)
     for (const region_share &r : c.region_shares)
       out += fmt::format("| {} | {} | {} | {} | {} | {} .. {} | {} |\n", md_code(c.key.arm),
-                         md(std::string(to_string(c.key.pass))),
-                         md(shape_text(c.key.rows, c.key.cols)), md_code(r.label),
-                         pct_or_na(r.share_pct), pct_or_na(r.lo_pct), pct_or_na(r.hi_pct),
-                         region_median_text(c.regions_ms, r.label));
+                         md(std::string(to_string(c.key.pass))), md(key_shape_text(c.key)),
+                         md_code(r.label), pct_or_na(r.share_pct), pct_or_na(r.lo_pct),
+                         pct_or_na(r.hi_pct), region_median_text(c.regions_ms, r.label));
   return out + "\n";
 }
 
@@ -161,9 +161,8 @@ std::string region_kernels_table(const report_document &report) {
       if (!r.kernel)
         continue;
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} .. {} | {} |\n", md_code(c.key.arm),
-                         md(std::string(to_string(c.key.pass))),
-                         md(shape_text(c.key.rows, c.key.cols)), md_code(r.label),
-                         pct_or_na(r.share_pct), pct_or_na(r.kernel_share_pct),
+                         md(std::string(to_string(c.key.pass))), md(key_shape_text(c.key)),
+                         md_code(r.label), pct_or_na(r.share_pct), pct_or_na(r.kernel_share_pct),
                          pct_or_na(r.kernel_lo_pct), pct_or_na(r.kernel_hi_pct),
                          region_median_text(c.region_kernels_ms, r.label));
     }

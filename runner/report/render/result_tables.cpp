@@ -16,7 +16,7 @@ namespace {
 table results_header(const view &v, std::int64_t cols, std::string cls, bool mark_op) {
   table t{{plain("arm")}, {false}, {}, true, std::move(cls)};
   for (const auto r : v.rows) {
-    span h = plain(fmt::format("{}", r));
+    span h = plain(row_text(v, r));
     if (mark_op && is_op_column(v, r, cols)) {
       h.strong = true;
       h.suffix = " ◀ operating point";
@@ -92,7 +92,7 @@ void add_profile_rows(table &t, const report_cell &c, std::size_t per_cell) {
   std::stable_sort(names.begin(), names.end(),
                    [](const auto *a, const auto *b) { return a->share_pct > b->share_pct; });
   const std::string where =
-      fmt::format("{} {} {}", c.key.arm, to_string(c.key.pass), shape_text(c.key.rows, c.key.cols));
+      fmt::format("{} {} {}", c.key.arm, to_string(c.key.pass), key_shape_text(c.key));
   double gap = 0;
   if (const auto g = finite(c.kernel_clock->gap_share_pct))
     gap = *g;
@@ -212,7 +212,9 @@ std::vector<std::pair<std::string, std::string>> flag_notes(const view &v, const
         continue;
       if (cell->flags.empty())
         continue;
-      std::string note = fmt::format("{} rows: {}", r, join(cell->flags, ", "));
+      std::string note =
+          is_named(v) ? fmt::format("{}: {}", shape_text(v, r, cols), join(cell->flags, ", "))
+                      : fmt::format("{} rows: {}", r, join(cell->flags, ", "));
       note += fmt::format(" (n = {})", cell->n);
       if (cell->error && !cell->error->empty())
         note += " — " + *cell->error;
@@ -228,7 +230,7 @@ std::vector<std::pair<std::string, std::string>> excluded_notes(const view &v, s
       for (const auto r : v.rows)
         if (const report_cell *cell = find_cell(v, arm, pass, r, cols))
           if (const std::string *why = excluded_reason(v, *cell))
-            out.emplace_back(arm, fmt::format("{} {}: {}", pass, shape_text(r, cols), *why));
+            out.emplace_back(arm, fmt::format("{} {}: {}", pass, shape_text(v, r, cols), *why));
   return out;
 }
 

@@ -164,6 +164,18 @@ std::string isolation_words(const report_isolation &i, const json &body) {
   return out;
 }
 
+// "rows 1, 2 × cols 3", or over named axes each axis' extents in the operation's order.
+std::string shapes_text(const view &v) {
+  const json &e = extents(*v.body);
+  if (!is_named(v))
+    return fmt::format("rows {} × cols {}", list_text(child(e, "rows")),
+                       list_text(child(e, "cols")));
+  std::vector<std::string> parts;
+  for (const auto &axis : v.axis_names)
+    parts.push_back(axis + " " + list_text(child(e, axis)));
+  return join(parts, " × ");
+}
+
 } // namespace
 
 table run_table(const view &v) {
@@ -252,12 +264,10 @@ table design_table(const view &v) {
   t.rows.push_back({plain("device"), plain(text(b, "device", "?"))});
   t.rows.push_back({plain("operation"), plain(fmt::format("{}, {}", text(b, "operation", "?"),
                                                           text(b, "dtype", "?")))});
-  t.rows.push_back(
-      {plain("shapes"), plain(fmt::format("rows {} × cols {}", list_text(child(extents(b), "rows")),
-                                          list_text(child(extents(b), "cols"))))});
+  t.rows.push_back({plain("shapes"), plain(shapes_text(v))});
   t.rows.push_back({plain("passes"), plain(list_text(child(b, "passes")))});
   t.rows.push_back({plain("operating point"),
-                    plain(v.op ? shape_text(v.op->first, v.op->second) : std::string("none"))});
+                    plain(v.op ? shape_text(v, v.op->first, v.op->second) : std::string("none"))});
   t.rows.push_back(
       {plain("measurement"),
        plain(fmt::format("{} repetitions after {} warm-up steps, cache flush {}, {} order",

@@ -97,15 +97,21 @@ legend_layout lay_out_legend(const chart &c) {
   return l;
 }
 
-// Rows on a log scale, padded on both sides.
+// Rows on a log scale, padded on both sides; over named axes, shape i of n at the middle of the
+// i-th of n equal slots.
 struct x_scale {
   double x0 = 0, x1 = 1;
+  std::size_t slots = 0; ///< named axes: how many shapes; 0: the log scale
   [[nodiscard]] double operator()(double x) const {
+    if (slots > 0)
+      return left + (x + 0.5) / static_cast<double>(slots) * plot_w;
     return left + (std::log10(x) - x0) / (x1 - x0) * plot_w;
   }
 };
 
 x_scale make_x_scale(const chart &c) {
+  if (!c.x_names.empty())
+    return {0, 1, c.x_names.size()};
   const auto [xmin_it, xmax_it] = std::minmax_element(c.xs.begin(), c.xs.end());
   const double xl = std::log10(static_cast<double>(std::max<std::int64_t>(*xmin_it, 1)));
   const double xh = std::log10(static_cast<double>(std::max<std::int64_t>(*xmax_it, 1)));
@@ -223,7 +229,8 @@ std::string x_labels(const chart &c, const x_scale &px) {
   std::string out;
   double last_right = -1e9;
   for (const auto x : c.xs) {
-    const std::string label = fmt::format("{}", x);
+    const std::string label =
+        c.x_names.empty() ? fmt::format("{}", x) : c.x_names.at(static_cast<std::size_t>(x));
     const double X = px(static_cast<double>(x));
     const double half = 3.4 * static_cast<double>(label.size());
     if (X - half < last_right + 4)
@@ -243,9 +250,13 @@ std::string axes(const chart &c, const x_scale &px, const y_scale &py) {
     out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", num(left - 5),
                        num(py(t) + 4), html(c.tick_text(t)));
   out += x_labels(c, px);
-  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"alabel\">rows "
-                     "(log scale; cols = {})</text>",
-                     num(left + plot_w / 2), num(bottom + 33), c.cols);
+  if (c.x_names.empty())
+    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"alabel\">rows "
+                       "(log scale; cols = {})</text>",
+                       num(left + plot_w / 2), num(bottom + 33), c.cols);
+  else
+    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"alabel\">{}</text>",
+                       num(left + plot_w / 2), num(bottom + 33), html(c.x_title));
   out += fmt::format("<text transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\" "
                      "class=\"alabel\">{}</text>",
                      num(top + plot_h / 2), html(c.y_label));

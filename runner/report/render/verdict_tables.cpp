@@ -14,9 +14,14 @@
 namespace prereg::render {
 namespace {
 
-std::string at_text(const json &at) {
+// Over named axes, each axis in the operation's order, then the pass.
+std::string at_text(const view &v, const json &at) {
+  std::vector<std::string> keys{"rows", "cols"};
+  if (is_named(v))
+    keys = v.axis_names;
+  keys.emplace_back("pass");
   std::vector<std::string> parts;
-  for (const char *k : {"rows", "cols", "pass"})
+  for (const auto &k : keys)
     if (at.is_object() && at.contains(k))
       parts.push_back(fmt::format("{} {}", k, list_text(at[k])));
   return parts.empty() ? std::string("every cell") : join(parts, "; ");
@@ -32,8 +37,7 @@ const json &spec_json(const view &v, const std::string &id) {
 std::string cell_ref_text(const std::optional<cell_key> &cell) {
   if (!cell)
     return "whole run";
-  return fmt::format("{} {} {}", cell->arm, to_string(cell->pass),
-                     shape_text(cell->rows, cell->cols));
+  return fmt::format("{} {} {}", cell->arm, to_string(cell->pass), key_shape_text(*cell));
 }
 
 std::string evidence_text(const json &evidence) {
@@ -54,7 +58,7 @@ struct arm_checks {
 std::string failure_text(const report_correctness &c) {
   std::string f =
       fmt::format("{} {} {}: max abs error {}, max rel error {}", c.key.arm, to_string(c.key.pass),
-                  shape_text(c.key.rows, c.key.cols), error_text(finite(c.max_abs_error)),
+                  key_shape_text(c.key), error_text(finite(c.max_abs_error)),
                   error_text(finite(c.max_rel_error)));
   if (c.unwritten)
     f += ", some output unwritten";
@@ -88,7 +92,7 @@ std::vector<span> per_arm_row(const std::pair<std::string, std::string> &key, co
 } // namespace
 
 std::string prediction_at(const view &v, const std::string &id) {
-  return at_text(child(spec_json(v, id), "at"));
+  return at_text(v, child(spec_json(v, id), "at"));
 }
 
 table prediction_summary(const view &v) {
@@ -110,7 +114,8 @@ table prediction_summary(const view &v) {
 table prediction_cells(const prediction_result &p) {
   table t{{plain("cell"), plain("p")}, {false, true}, {}, false, "pcells"};
   for (const cell_p &c : p.cells)
-    t.rows.push_back({plain(fmt::format("{} {}", to_string(c.pass), shape_text(c.rows, c.cols))),
+    t.rows.push_back({plain(fmt::format("{} {}", to_string(c.pass),
+                                        key_shape_text({"", c.pass, c.rows, c.cols, c.shape}))),
                       plain(p_text(c.p))});
   return t;
 }

@@ -72,6 +72,100 @@ std::string exclusion_of(const report_document &report, const report_cell &c) {
   return join(why, ", ");
 }
 
+// Over named axes: the operation's axes in order, from the cells' keys, else the freeze record's
+// descriptor, else the body's axes (when they are not rows, cols); empty for rows x cols.
+std::vector<std::string> named_axes(const report_document &report) {
+  std::vector<std::string> names;
+  for (const report_cell &c : report.cells)
+    if (c.key.named()) {
+      for (const auto &a : c.key.shape)
+        names.push_back(a.axis);
+      return names;
+    }
+  for (const json &a :
+       child(child(child(report.protocol.freeze, "operation"), "descriptor"), "axes"))
+    if (a.is_string())
+      names.push_back(a.get<std::string>());
+  if (const json &axes = child(report.protocol.body, "axes"); names.empty() && axes.is_object())
+    for (const auto &[axis, values] : axes.items())
+      names.push_back(axis);
+  if (names.size() == 2 && std::find(names.begin(), names.end(), "rows") != names.end() &&
+      std::find(names.begin(), names.end(), "cols") != names.end())
+    names.clear();
+  return names;
+}
+
+// A named shape split into its leading extents (every axis but the last) and its last extent; an
+// operation of one axis: that axis, and 0.
+std::pair<std::vector<std::int64_t>, std::int64_t> split_shape(const std::vector<std::int64_t> &e) {
+  if (e.size() == 1)
+    return {e, 0};
+  return {std::vector<std::int64_t>(e.begin(), e.end() - 1), e.back()};
+}
+
+// A key's extents; a rows x cols key in a named report (not a valid report, still drawn): rows,
+// cols.
+std::vector<std::int64_t> extents_of(const cell_key &k) {
+  if (!k.named())
+    return {k.rows, k.cols};
+  std::vector<std::int64_t> e;
+  for (const auto &a : k.shape)
+    e.push_back(a.extent);
+  return e;
+}
+
+// Every combination of the body's extents of the given axes, the first outermost.
+void body_shapes(const view &v, std::size_t axis, std::vector<std::int64_t> &shape,
+                 std::vector<std::vector<std::int64_t>> &out) {
+  if (axis == v.axis_names.size()) {
+    out.push_back(shape);
+    return;
+  }
+  for (const json &e : child(child(*v.body, "axes"), v.axis_names[axis]))
+    if (e.is_number_integer()) {
+      shape.push_back(e.get<std::int64_t>());
+      body_shapes(v, axis + 1, shape, out);
+      shape.pop_back();
+    }
+}
+
+// Over named axes: the leading extents and last extents the body declares and the cells name,
+// sorted, and the operating point.
+void read_named_shapes(view &v, const report_document &report) {
+  std::vector<std::vector<std::int64_t>> shapes;
+  std::vector<std::int64_t> scratch;
+  body_shapes(v, 0, scratch, shapes);
+  for (const report_cell &c : report.cells)
+    shapes.push_back(extents_of(c.key));
+  for (const auto &s : shapes) {
+    auto [lead, last] = split_shape(s);
+    add_unique(v.leading, lead);
+    add_unique(v.cols, last);
+  }
+  std::sort(v.leading.begin(), v.leading.end());
+  for (std::size_t i = 0; i < v.leading.size(); ++i)
+    v.rows.push_back(static_cast<std::int64_t>(i));
+  std::vector<std::int64_t> op;
+  for (const auto &axis : v.axis_names)
+    if (const auto e = integer(child(*v.body, "operating_point"), axis))
+      op.push_back(*e);
+  if (!op.empty() && op.size() == v.axis_names.size()) {
+    auto [lead, last] = split_shape(op);
+    const auto it = std::find(v.leading.begin(), v.leading.end(), lead);
+    if (it != v.leading.end())
+      v.op = {it - v.leading.begin(), last};
+  }
+}
+
+cell_id id_of(const view &v, const cell_key &k) {
+  std::string pass(to_string(k.pass));
+  if (!is_named(v))
+    return {k.arm, std::move(pass), k.rows, k.cols};
+  auto [lead, last] = split_shape(extents_of(k));
+  const auto it = std::find(v.leading.begin(), v.leading.end(), lead);
+  return {k.arm, std::move(pass), it - v.leading.begin(), last};
+}
+
 } // namespace
 
 view make_view(const report_document &report) {
@@ -80,14 +174,17 @@ view make_view(const report_document &report) {
   v.body = &report.protocol.body;
   v.renderer = report.tool.renderer;
   v.exploratory = report.exploratory;
+  v.axis_names = named_axes(report);
   read_body(v, *v.body);
+  if (is_named(v))
+    read_named_shapes(v, report);
   read_memory_billing(v, report.environment);
   for (const report_cell &c : report.cells) {
-    cell_id k{c.key.arm, std::string(to_string(c.key.pass)), c.key.rows, c.key.cols};
+    cell_id k = id_of(v, c.key);
     add_unique(v.arms, std::get<0>(k));
     add_unique(v.passes, std::get<1>(k));
-    add_unique(v.rows, c.key.rows);
-    add_unique(v.cols, c.key.cols);
+    add_unique(v.rows, std::get<2>(k));
+    add_unique(v.cols, std::get<3>(k));
     if (v.renderer >= 4)
       if (std::string why = exclusion_of(report, c); !why.empty())
         v.excluded.emplace(k, std::move(why));
@@ -118,8 +215,7 @@ std::optional<double> best_median(const view &v, const std::string &pass, std::i
 }
 
 const std::string *excluded_reason(const view &v, const report_cell &cell) {
-  const auto it = v.excluded.find(
-      {cell.key.arm, std::string(to_string(cell.key.pass)), cell.key.rows, cell.key.cols});
+  const auto it = v.excluded.find(id_of(v, cell.key));
   return it == v.excluded.end() ? nullptr : &it->second;
 }
 
@@ -129,6 +225,38 @@ bool has_flag(const report_cell &cell, std::string_view flag) {
 
 std::string shape_text(std::int64_t rows, std::int64_t cols) {
   return fmt::format("{}×{}", rows, cols);
+}
+
+bool is_named(const view &v) { return !v.axis_names.empty(); }
+
+std::string key_shape_text(const cell_key &k) {
+  return k.named() ? shape_label(k) : shape_text(k.rows, k.cols);
+}
+
+std::string row_text(const view &v, std::int64_t rows) {
+  if (!is_named(v))
+    return fmt::format("{}", rows);
+  const auto &lead = v.leading.at(static_cast<std::size_t>(rows));
+  std::string out;
+  for (std::size_t i = 0; i < lead.size(); ++i)
+    out += fmt::format("{}{}={}", i == 0 ? "" : " ",
+                       i < v.axis_names.size() ? v.axis_names[i] : std::string("?"), lead[i]);
+  return out;
+}
+
+std::string block_text(const view &v, std::int64_t cols, std::string_view sep) {
+  if (!is_named(v))
+    return fmt::format("cols{}{}", sep, cols);
+  if (v.axis_names.size() == 1)
+    return "";
+  return fmt::format("{}{}{}", v.axis_names.back(), sep, cols);
+}
+
+std::string shape_text(const view &v, std::int64_t rows, std::int64_t cols) {
+  if (!is_named(v))
+    return shape_text(rows, cols);
+  const std::string block = block_text(v, cols, "=");
+  return row_text(v, rows) + (block.empty() ? "" : " " + block);
 }
 
 bool is_op_column(const view &v, std::int64_t rows, std::int64_t cols) {
@@ -145,6 +273,13 @@ bool has_kernel_clock(const view &v) {
 }
 
 std::string cols_heading(const view &v, const std::string &pass, std::int64_t cols) {
+  if (is_named(v)) {
+    const std::string block = block_text(v, cols, " = ");
+    return pass + (block.empty() ? "" : ", " + block) +
+           (v.op && v.op->second == cols
+                ? fmt::format(" (operating point: {})", row_text(v, v.op->first))
+                : std::string());
+  }
   return fmt::format("{}, cols = {}", pass, cols) +
          (v.op && v.op->second == cols ? fmt::format(" (operating point: {} rows)", v.op->first)
                                        : std::string());

@@ -16,7 +16,8 @@
 
 namespace prereg::render {
 
-/// A cell's key as the view finds it: arm, pass name, rows, cols.
+/// A cell's key as the view finds it: arm, pass name, rows, cols. Over named axes, "rows" is the
+/// index of the cell's leading extents in view::leading and "cols" the last axis' extent.
 using cell_id = std::tuple<std::string, std::string, std::int64_t, std::int64_t>;
 
 /// One report arranged for rendering; borrows the report it is made from.
@@ -36,6 +37,12 @@ struct view {
   /// Renderer 4: the cells excluded from verdicts (analysis 2's rules, docs/analysis.md), with
   /// why in a few words; never "fastest", never plotted, shown as excluded.
   std::map<cell_id, std::string> excluded;
+  /// Over named axes (docs/report.md, "Pages of named axes"): the operation's axes in order;
+  /// empty for rows x cols. The view's `rows` are then indices into `leading`, each the extents
+  /// of every axis but the last (sorted), and its `cols` the last axis' extents; an operation of
+  /// one axis has that axis as its leading extents and `cols` {0}.
+  std::vector<std::string> axis_names;
+  std::vector<std::vector<std::int64_t>> leading;
   int renderer = 1;         ///< the report's tool.renderer: which layout to reproduce
   bool exploratory = false; ///< `prereg try`: never confirmatory
 };
@@ -62,6 +69,22 @@ struct view {
 
 /// "rows×cols".
 [[nodiscard]] std::string shape_text(std::int64_t rows, std::int64_t cols);
+
+/// Whether the view is over named axes (not rows x cols).
+[[nodiscard]] bool is_named(const view &v);
+
+/// A cell key's shape as the pages write it: "rows×cols", or "b=2 n=8 d=64" over named axes.
+[[nodiscard]] std::string key_shape_text(const cell_key &k);
+
+/// A shape of the view: "rows×cols", or over named axes "b=2 n=8 d=64".
+[[nodiscard]] std::string shape_text(const view &v, std::int64_t rows, std::int64_t cols);
+
+/// A results column (one of the view's rows): "128", or over named axes "b=2 n=8".
+[[nodiscard]] std::string row_text(const view &v, std::int64_t rows);
+
+/// A results block (one of the view's cols) joined by `sep`: "cols" sep "1024", or over named
+/// axes "d" sep "64" (empty for an operation of one axis).
+[[nodiscard]] std::string block_text(const view &v, std::int64_t cols, std::string_view sep);
 
 /// True if (rows, cols) is the protocol's operating point.
 [[nodiscard]] bool is_op_column(const view &v, std::int64_t rows, std::int64_t cols);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -98,13 +99,38 @@ merged_table verdicts_table(const json &m, bool replication) {
   return verdicts;
 }
 
+// A named cell's shape as "b=1 n=64 d=64" (docs/report.md, "Cell keys").
+std::string shape_text(const json &shape) {
+  std::string out;
+  for (const auto &a : shape)
+    if (a.is_object() && a.contains("axis") && a["axis"].is_string() && a.contains("extent") &&
+        a["extent"].is_number_integer())
+      out += fmt::format("{}{}={}", out.empty() ? "" : " ", a["axis"].get<std::string>(),
+                         a["extent"].get<std::int64_t>());
+  return out;
+}
+
+// Over named axes one "shape" column in place of rows and cols (rows x cols pages unchanged).
 merged_table cells_table(const json &m) {
+  const json &all = m.at("cells");
+  const bool named =
+      std::any_of(all.begin(), all.end(), [](const json &c) { return c.contains("shape"); });
   merged_table cells{"Cells", {"arm", "pass", "rows", "cols", "n", "median ms", "GB/s"}, {}};
-  for (const auto &c : m.at("cells"))
-    cells.rows.push_back({c.value("arm", ""), c.value("pass", ""),
-                          std::to_string(c.value("rows", 0)), std::to_string(c.value("cols", 0)),
-                          std::to_string(c.value("n", 0)), number(c.at("median_ms"), "{:.4f}"),
-                          number(c.at("gbps"), "{:.1f}")});
+  if (named)
+    cells.header = {"arm", "pass", "shape", "n", "median ms", "GB/s"};
+  for (const auto &c : all) {
+    std::vector<std::string> row{c.value("arm", ""), c.value("pass", "")};
+    if (named) {
+      row.push_back(c.contains("shape") && c["shape"].is_array() ? shape_text(c["shape"]) : "");
+    } else {
+      row.push_back(std::to_string(c.value("rows", 0)));
+      row.push_back(std::to_string(c.value("cols", 0)));
+    }
+    for (std::string x : {std::to_string(c.value("n", 0)), number(c.at("median_ms"), "{:.4f}"),
+                          number(c.at("gbps"), "{:.1f}")})
+      row.push_back(std::move(x));
+    cells.rows.push_back(std::move(row));
+  }
   return cells;
 }
 

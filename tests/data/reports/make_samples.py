@@ -8,6 +8,10 @@ prediction p values come from a Python bootstrap (random.Random), not from prere
 xoshiro256** stream, and the hashes and signatures are stand-ins.
 
 Run from this folder: python3 make_samples.py   (writes cuda_layernorm.json, cpu_rmsnorm.json)
+
+cpu_rotary.json is not made here: it is the report.json of a real CPU `prereg run` of
+examples/operations/rotary_cpu.yaml (an operation over named axes b, n, d: schema_version 6,
+shape keys), copied as it was written, for the pages and the schema test of named axes.
 """
 import hashlib
 import json
