@@ -17,6 +17,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -187,6 +188,27 @@ TEST_CASE("the stopping rule's check is seeded and its replay finds a count it d
   CHECK(first.lo_ms <= first.median_ms);
   CHECK(first.hi_ms >= first.median_ms);
   REQUIRE(precise_enough(rule, first, 10));
+  // The counted medians are the definition's: each resample's ranks sorted, its R-7 median.
+  for (const std::size_t n : {std::size_t{7}, std::size_t{10}}) {
+    const auto noisy = unstable_samples(0.2, 12);
+    std::vector<double> x(noisy.begin(), noisy.begin() + static_cast<std::ptrdiff_t>(n));
+    x[3] = 0.7; // not only two values
+    std::vector<double> sorted = x;
+    std::sort(sorted.begin(), sorted.end());
+    rng draw(seed ^ (static_cast<std::uint64_t>(n) * 0x9e3779b97f4a7c15ULL));
+    std::vector<double> medians;
+    for (std::int64_t b = 0; b < stop_resamples; ++b) {
+      std::vector<double> one;
+      for (std::size_t j = 0; j < n; ++j)
+        one.push_back(sorted[draw.below(n)]);
+      medians.push_back(median(one));
+    }
+    std::sort(medians.begin(), medians.end());
+    const auto fast = stop_check(x, 0.9, seed);
+    CHECK(fast.lo_ms == quantile_sorted(medians, 0.05));
+    CHECK(fast.hi_ms == quantile_sorted(medians, 0.95));
+    CHECK(fast.median_ms == median(x));
+  }
   const stop_record ok{"precision", first.rel_ci, first.lo_ms, first.hi_ms, 0.1};
   CHECK(stop_replay_problem(rule, 0.95, seed, std::span(steady).first(10), ok, false).empty());
   // Twelve samples when the rule was met at ten: the count is not the rule's.

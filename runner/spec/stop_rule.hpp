@@ -29,7 +29,8 @@ struct stop_precision {
 [[nodiscard]] std::uint64_t stop_seed(std::uint64_t plan_seed, const cell_key &k);
 
 /// The percentile-bootstrap interval (at `confidence`) of the median of `samples` (n >= 2):
-/// stop_resamples resamples of n indices drawn by rng(seed ^ n x 0x9e3779b97f4a7c15).below(n).
+/// stop_resamples resamples, each n ranks of the sorted samples drawn by
+/// rng(seed ^ n x 0x9e3779b97f4a7c15).below(n), and the R-7 median of each.
 [[nodiscard]] stop_precision stop_check(std::span<const double> samples, double confidence,
                                         std::uint64_t seed);
 
