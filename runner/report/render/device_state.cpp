@@ -2,6 +2,7 @@
 // cell drawn as inline SVG (no script).
 #include "report/render/device_state.hpp"
 
+#include "base/stats.hpp"
 #include "report/render/escape.hpp"
 #include "report/render/format.hpp"
 #include "report/render/table.hpp"
@@ -102,7 +103,7 @@ double y_of(double v, double lo, double hi, double y0, double h) {
 
 /// A polyline of one quantity (its finite values) over the samples in band [y0, y0 + h].
 std::string line_of(const report_cell &c, double device_state_sample::*m, double y0, double h,
-                    const char *cls) {
+                    const char *cls, const char *colour) {
   const auto v = finite_of(c, m);
   if (v.empty())
     return "";
@@ -112,7 +113,20 @@ std::string line_of(const report_cell &c, double device_state_sample::*m, double
     if (std::isfinite(c.states[i].*m))
       pts += fmt::format("{:.1f},{:.1f} ", x_of(i, c.states.size()),
                          y_of(c.states[i].*m, *lo, *hi, y0, h));
-  return fmt::format("<polyline class=\"{}\" fill=\"none\" points=\"{}\"/>", cls, pts);
+  return fmt::format("<polyline class=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.2\" "
+                     "points=\"{}\"/>",
+                     cls, colour, pts);
+}
+
+/// The top of the samples' axis: the largest sample, or q3 + 3 IQR when a sample lies beyond
+/// it (far-out samples are drawn hollow at the top, so that one outlier does not flatten the
+/// rest).
+double plot_top(const std::vector<double> &s) {
+  const double top = *std::max_element(s.begin(), s.end());
+  if (s.size() < 4)
+    return top;
+  const double fence = q3(s) + 3.0 * iqr(s);
+  return fence > 0 && fence < top ? fence : top;
 }
 
 /// One cell's strip: its samples (dots; throttled ones red) above, the SM clock and the power
@@ -121,22 +135,28 @@ std::string strip(const report_cell &c) {
   const std::size_t n = c.samples_ms.size();
   if (n == 0)
     return "";
-  const auto [lo, hi] = std::minmax_element(c.samples_ms.begin(), c.samples_ms.end());
+  const double lo = *std::min_element(c.samples_ms.begin(), c.samples_ms.end());
+  const double hi = plot_top(c.samples_ms);
   const auto bad = throttled_samples(c);
   std::string svg = fmt::format("<svg class=\"strip\" width=\"{:g}\" height=\"{:g}\" "
                                 "role=\"img\" xmlns=\"http://www.w3.org/2000/svg\">",
                                 strip_w, top_h + strip_h);
   for (std::size_t i = 0; i < n; ++i) {
     const bool red = std::find(bad.begin(), bad.end(), i) != bad.end();
-    svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"1.6\" fill=\"{}\"><title>sample "
-                       "{}: {}</title></circle>",
-                       x_of(i, n), y_of(c.samples_ms[i], *lo, *hi, 0, top_h),
-                       red ? "#c0392b" : "#2c3e50", i, html(time_text(c.samples_ms[i])));
+    const bool above = c.samples_ms[i] > hi; // drawn hollow at the top
+    svg += fmt::format(
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"1.6\" fill=\"{}\" stroke=\"{}\"><title>sample "
+        "{}: {}</title></circle>",
+        x_of(i, n), y_of(std::min(c.samples_ms[i], hi), lo, hi, 0, top_h),
+        above ? "none"
+        : red ? "#c0392b"
+              : "#2c3e50",
+        red ? "#c0392b" : "#2c3e50", i, html(time_text(c.samples_ms[i])));
   }
   svg += fmt::format("<line x1=\"0\" x2=\"{:g}\" y1=\"{:g}\" y2=\"{:g}\" stroke=\"#ccc\"/>",
                      strip_w, top_h, top_h);
-  svg += line_of(c, &device_state_sample::sm_mhz, top_h, strip_h, "sm");
-  svg += line_of(c, &device_state_sample::power_w, top_h, strip_h, "power");
+  svg += line_of(c, &device_state_sample::sm_mhz, top_h, strip_h, "sm", "#2980b9");
+  svg += line_of(c, &device_state_sample::power_w, top_h, strip_h, "power", "#e67e22");
   return svg + "</svg>";
 }
 
@@ -169,9 +189,10 @@ std::string device_state_html(const report_document &r) {
     if (c.states.empty())
       continue;
     out += "<figure class=\"strip\">" + strip(c) + "<figcaption><code>" + html(cell_label(c.key)) +
-           "</code>: samples (red: throttled) " + html(range_text(c.samples_ms, "ms")) +
-           "; under them SM clock (" +
-           html(range_text(finite_of(c, &device_state_sample::sm_mhz), "MHz")) + ") and power (" +
+           "</code>: samples (red: throttled; hollow at the top: beyond q3 + 3 IQR) " +
+           html(range_text(c.samples_ms, "ms")) + "; under them SM clock (blue, " +
+           html(range_text(finite_of(c, &device_state_sample::sm_mhz), "MHz")) +
+           ") and power (orange, " +
            html(range_text(finite_of(c, &device_state_sample::power_w), "W")) +
            "), each on its own scale</figcaption></figure>\n";
   }
