@@ -59,6 +59,11 @@ for c in r["cells"]:
 parts = [p["name"] for p in r["phases"]["timing"]]
 assert "stopping rule" in parts and "device state" not in parts, parts
 PY
+if /usr/bin/python3 -c 'import jsonschema' 2>/dev/null; then
+  /usr/bin/python3 "$PREREG_SOURCE_DIR/tests/schemas/validate.py" "$PREREG_SOURCE_DIR/docs/schema" \
+    report "$dir/report.json" >"$work/val" 2>&1 && pass "the schema 7 report holds for report.schema.json" \
+    || fail "report.schema.json: $(grep -v '^ok' "$work/val" | head -3)"
+fi
 grep -q "## Device state and stopping" "$dir/report.md" && pass "report.md has the device-state section" \
   || fail "report.md lacks the device-state section"
 grep -q "until the median's interval is within 0.05" "$dir/report.md" && pass "the design table states the rule" \
