@@ -62,6 +62,9 @@ struct fake_plants {
   /// Every other window (instrument, warm-up) reports no kernels.
   std::function<window_kernels(const cell_key &, std::size_t i)> kernels;
   std::uint64_t kernel_records_dropped = 0;
+  /// A planted state reader: the device's state after a cell's i-th kept sample; unset: the
+  /// fake has no state reader.
+  std::function<device_state_sample(const cell_key &, std::size_t i)> states;
 
   /// A clean instrument: 1000 GB/s ceiling, 1 ns timer, 64 MiB flush over a 16 MiB cache.
   static instrument_record default_instrument() {
@@ -262,6 +265,21 @@ public:
   }
   [[nodiscard]] std::uint64_t kernel_records_dropped() override {
     return m_plants.kernel_records_dropped;
+  }
+  [[nodiscard]] std::optional<std::string> state_reader(std::string &why_not) override {
+    if (!m_plants.states) {
+      why_not = "the fake device has no state reader";
+      return std::nullopt;
+    }
+    return "fake NVML";
+  }
+  [[nodiscard]] device_state_sample read_state() override {
+    if (!m_plants.states || !m_state->last)
+      return {}; // the instrument's cost readings
+    for (const auto &[key, n] : m_state->taken)
+      if (key == *m_state->last)
+        return m_plants.states(key, n - 1);
+    return {};
   }
   [[nodiscard]] void *stream() const override { return nullptr; }
   [[nodiscard]] std::optional<std::string> cannot_capture() const override {

@@ -3,6 +3,7 @@
 #include "analysis/defects.hpp"
 
 #include "prereg/error.hpp"
+#include "spec/device_state.hpp"
 
 #include <fmt/format.h>
 
@@ -274,6 +275,35 @@ std::optional<report_defect> graph_under_kernel_clock(std::string_view code, con
                      {{"samples", with}, {"max_graph_kernels", most}});
 }
 
+// The device's own account (NVML's clocks-event reasons, read after each sample's window) that
+// power or heat held its clocks down: those samples were not taken at the clocks the others were.
+std::optional<report_defect> throttled(std::string_view code, const cell_view &c) {
+  json samples = json::array();
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < c.cell.states.size(); ++i) {
+    const auto &r = c.cell.states[i].reasons;
+    if (r && (*r & throttle_reason_mask) != 0) {
+      samples.push_back(i);
+      seen |= *r & throttle_reason_mask;
+    }
+  }
+  if (samples.empty())
+    return std::nullopt;
+  std::string list;
+  for (std::size_t k = 0; k < samples.size() && k < 8; ++k) {
+    if (k > 0)
+      list += ", ";
+    list += std::to_string(samples[k].get<std::size_t>());
+  }
+  if (samples.size() > 8)
+    list += ", ...";
+  return cell_defect(
+      code, c.cell.key,
+      fmt::format("{}: the device throttled ({}) in {} of {} samples (samples {})", c.where,
+                  throttle_reason_names(seen), samples.size(), c.cell.states.size(), list),
+      {{"samples", samples}, {"reasons", throttle_reason_names(seen)}, {"reason_bits", seen}});
+}
+
 // ---- the table, in the contract's order --------------------------------------------------------
 
 struct detector {
@@ -282,7 +312,7 @@ struct detector {
   cell_detector cell = nullptr; ///< a cell-level code, applied to each cell in order
 };
 
-constexpr std::array<detector, 16> detectors{{
+constexpr std::array<detector, 17> detectors{{
     {"above-ceiling", nullptr, above_ceiling},
     {"unstable-cell", nullptr, unstable_cell},
     {"harness-allocation", nullptr, harness_allocation},
@@ -299,6 +329,7 @@ constexpr std::array<detector, 16> detectors{{
     {"kernel-above-step", nullptr, kernel_above_step},
     {"no-arm-kernel", nullptr, no_arm_kernel},
     {"graph-under-kernel-clock", nullptr, graph_under_kernel_clock},
+    {"throttled", nullptr, throttled},
 }};
 
 constexpr std::array<std::string_view, detectors.size()> codes = [] {

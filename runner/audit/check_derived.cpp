@@ -64,7 +64,8 @@ bool derivable_from_cells(std::string_view code, int schema_version) {
          (schema_version >= 2 && (code == "clock-throttle" || code == "harness-allocation")) ||
          (schema_version >= 3 && code == "off-window-work") ||
          (schema_version >= 4 && (code == "kernel-records-dropped" || code == "kernel-above-step" ||
-                                  code == "no-arm-kernel" || code == "graph-under-kernel-clock"));
+                                  code == "no-arm-kernel" || code == "graph-under-kernel-clock")) ||
+         (schema_version >= 7 && code == "throttled"); // the device's state per sample
 }
 
 /// Codes whose every input is in the report itself, so the audit requires them too.
@@ -111,6 +112,7 @@ std::string check_statistics(const audit_context &ctx) {
   std::string line = fmt::format("{} cells ({} samples): every statistic recomputed from "
                                  "samples_ms equals the report's",
                                  raw.cells.size(), samples);
+  line += check_stop_rule(ctx);
   // Schema 5: the recorded phases add up to the run's wall time (docs/audit.md).
   if (const auto &phases = ctx.doc(report_part::phases).phases) {
     if (const std::string why = phases_problem(*phases); !why.empty())

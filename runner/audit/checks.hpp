@@ -29,6 +29,9 @@ namespace prereg::audit_detail {
 [[nodiscard]] std::string check_statistics(const audit_context &ctx);
 /// `verdicts`: the seeded bootstrap gives the report's predictions[].
 [[nodiscard]] std::string check_verdicts(const audit_context &ctx);
+/// Part of `statistics` (check_stop.cpp): under a stopping rule every cell's count and stop
+/// record replay from its samples; no stop record without a rule. "; ..." to append, or "".
+[[nodiscard]] std::string check_stop_rule(const audit_context &ctx);
 /// `defects`: every derivable defect recomputes, and none the raw data does not give.
 [[nodiscard]] std::string check_defects(const audit_context &ctx);
 

@@ -7,6 +7,7 @@
 #include "device/device.hpp"
 #include "device/instrument.hpp"
 #include "device/nvml.hpp"
+#include "device/nvml_state.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>
@@ -438,6 +439,16 @@ public:
   [[nodiscard]] std::uint64_t kernel_records_dropped() override {
     return kernel_tracer::instance().dropped();
   }
+  [[nodiscard]] std::optional<std::string> state_reader(std::string &why_not) override {
+    if (!m_state)
+      m_state = nvml_state_reader::open(m_bus, m_ordinal, why_not);
+    if (!m_state)
+      return std::nullopt;
+    return m_state->describe();
+  }
+  [[nodiscard]] device_state_sample read_state() override {
+    return m_state ? m_state->read() : device_state_sample{};
+  }
   [[nodiscard]] region_mark_fn region_marker() override {
     if (!kernel_tracer::instance().enabled())
       return nullptr;
@@ -554,6 +565,7 @@ private:
   int m_sms = 0;
   std::size_t m_l2 = 0;
   std::string m_bus;
+  std::unique_ptr<nvml_state_reader> m_state; ///< NVML's clocks, power and reasons, once opened
   cudaStream_t m_stream = nullptr;
   cudaEvent_t m_start = nullptr;
   cudaEvent_t m_stop = nullptr;

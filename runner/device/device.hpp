@@ -9,6 +9,7 @@
 #include "base/json.hpp"
 #include "device/device_checks.hpp"
 #include "prereg/arm.hpp"
+#include "spec/records.hpp"
 #include "spec/registry.hpp"
 
 #include <cstddef>
@@ -181,6 +182,17 @@ public:
   [[nodiscard]] virtual std::uint64_t kernel_records_dropped() { return 0; }
   /// The region mark of this device while its kernel clock is on, else null.
   [[nodiscard]] virtual region_mark_fn region_marker() { return nullptr; }
+
+  // --- the device's state (clocks, power, throttling; docs/engine.md, "Device state") --------
+  /// Opens the device's state reader; returns what it is ("NVML 580.95.05 (libnvidia-ml.so.1)"),
+  /// or nullopt with `why_not` set where there is none (the CPU; no loadable NVML).
+  [[nodiscard]] virtual std::optional<std::string> state_reader(std::string &why_not) {
+    why_not = "this device has no state reader";
+    return std::nullopt;
+  }
+  /// One reading of the clocks, power, temperature and clocks-event reasons now (outside every
+  /// window); members the reader could not read are NaN / nullopt.
+  [[nodiscard]] virtual device_state_sample read_state() { return {}; }
 
   // --- capture ------------------------------------------------------------------------------
   /// Why this device cannot capture a step (graph launch), or nullopt if it can.

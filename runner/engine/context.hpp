@@ -37,6 +37,7 @@ struct run_context {
   std::map<std::string, std::shared_ptr<outside_arm>> loaded; ///< outside arms by arm id
   std::vector<double> first_call_ms; ///< per plan cell: the correctness run's host time
   double idle_drain_ms = std::numeric_limits<double>::quiet_NaN();
+  bool state_on = false; ///< the device's state is read after every kept sample
   raw_run raw;
 
   /// The (pass, rows, cols) groups of runnable cells, in plan order; cells in arm order.

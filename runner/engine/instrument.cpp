@@ -3,6 +3,7 @@
 
 #include "base/stats.hpp"
 
+#include <chrono>
 #include <functional>
 #include <limits>
 #include <string>
@@ -143,6 +144,27 @@ void measure_idle_drain(run_context &ctx) {
   }
 }
 
+/// The device's state reader (docs/engine.md, "Device state"): what it is, or "unknown: WHY";
+/// its cost, the median host time of 9 readings [ms], as environment.device_state_read_ms.
+void open_state_reader(run_context &ctx) {
+  std::string why_not;
+  const auto reader = ctx.dev.state_reader(why_not);
+  if (!reader) {
+    ctx.raw.environment["device_state"] = "unknown: " + why_not;
+    return;
+  }
+  ctx.raw.environment["device_state"] = *reader;
+  std::vector<double> cost;
+  for (int i = 0; i < 9; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    (void)ctx.dev.read_state();
+    cost.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  ctx.raw.environment["device_state_read_ms"] = median(cost);
+  ctx.state_on = true;
+}
+
 } // namespace
 
 void calibrate(run_context &ctx) {
@@ -154,6 +176,7 @@ void calibrate(run_context &ctx) {
   ctx.raw.instrument.clock_start_mhz = ctx.dev.clock_mhz();
   start_kernel_clock(ctx, ctx.proto.measurement.l2_flush, ip);
   measure_idle_drain(ctx);
+  open_state_reader(ctx);
 }
 
 } // namespace prereg::engine_detail

@@ -3,8 +3,10 @@
 // shuffled per repetition by the run's seeded generator (interleaved).
 #include "base/stats.hpp"
 #include "engine/timing.hpp"
+#include "spec/stop_rule.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 namespace prereg::engine_detail {
@@ -39,18 +41,20 @@ bool group_timing::warming(const cell_state &c) const {
 }
 
 void group_timing::run_sequential() {
-  const std::int64_t reps = m_ctx.proto.measurement.repetitions;
+  const std::int64_t reps = m_ctx.proto.measurement.repetitions; // stop.max under a rule
   for (std::size_t ci = 0; ci < m_cells.size(); ++ci) {
     while (warming(m_cells[ci]))
       window(ci, false, -1);
-    for (std::int64_t r = 0; r < reps; ++r)
+    for (std::int64_t r = 0; r < reps && !m_cells[ci].failed; ++r) {
       window(ci, true, spot_slot(r));
+      if (stop_now(m_cells[ci]))
+        break;
+    }
     finish(m_cells[ci]);
   }
 }
 
 void group_timing::run_interleaved() {
-  const std::int64_t reps = m_ctx.proto.measurement.repetitions;
   for (bool any = true; any;) { // rounds in arm order
     any = false;
     for (std::size_t ci = 0; ci < m_cells.size(); ++ci)
@@ -59,12 +63,25 @@ void group_timing::run_interleaved() {
         any = true;
       }
   }
+  if (m_ctx.proto.measurement.stop)
+    run_interleaved_stop();
+  else
+    run_interleaved_fixed();
+}
+
+/// One round's order: arm order shuffled by Fisher-Yates with the run's one generator.
+static void shuffle_round(std::vector<std::size_t> &idx, rng &order) {
+  for (std::size_t j = 0; j < idx.size(); ++j)
+    idx[j] = j;
+  for (std::size_t j = idx.size(); j > 1; --j)
+    std::swap(idx[j - 1], idx[order.below(j)]);
+}
+
+void group_timing::run_interleaved_fixed() {
+  const std::int64_t reps = m_ctx.proto.measurement.repetitions;
   std::vector<std::size_t> idx(m_cells.size());
   for (std::int64_t r = 0; r < reps; ++r) {
-    for (std::size_t j = 0; j < idx.size(); ++j)
-      idx[j] = j;
-    for (std::size_t j = idx.size(); j > 1; --j) // Fisher-Yates, one generator per run
-      std::swap(idx[j - 1], idx[m_totals.order.below(j)]);
+    shuffle_round(idx, m_totals.order);
     for (const std::size_t ci : idx) {
       window(ci, true, spot_slot(r));
       if (r + 1 == reps)
@@ -74,6 +91,58 @@ void group_timing::run_interleaved() {
   if (reps == 0)
     for (auto &c : m_cells)
       finish(c);
+}
+
+/// Under a stopping rule: rounds as under fixed repetitions (every cell stays in the shuffle,
+/// so the order does not depend on when cells stop), each cell sampled until it stops or fails;
+/// a cell is finished when it stops, a failed one after the last round.
+void group_timing::run_interleaved_stop() {
+  std::vector<std::size_t> idx(m_cells.size());
+  std::vector<bool> done(m_cells.size(), false);
+  for (std::int64_t r = 0; std::find(done.begin(), done.end(), false) != done.end(); ++r) {
+    shuffle_round(idx, m_totals.order);
+    for (const std::size_t ci : idx) {
+      if (done[ci] || m_cells[ci].failed) {
+        done[ci] = true;
+        continue;
+      }
+      window(ci, true, spot_slot(r));
+      if (stop_now(m_cells[ci])) {
+        done[ci] = true;
+        finish(m_cells[ci]);
+      }
+    }
+  }
+  for (auto &c : m_cells)
+    if (c.failed)
+      finish(c);
+}
+
+bool group_timing::stop_now(cell_state &c) {
+  const auto &rule = m_ctx.proto.measurement.stop;
+  if (!rule || c.failed)
+    return false;
+  const stopwatch sw(m_totals.parts.stopping_rule);
+  const std::vector<double> &s = c.record.samples_ms;
+  const std::size_t n = s.size();
+  if (n < static_cast<std::size_t>(rule->min))
+    return false;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - c.first_sample).count();
+  const stop_precision p =
+      stop_check(s, m_ctx.proto.analysis.confidence, stop_seed(m_ctx.plan.seed, c.record.key));
+  std::string reason;
+  if (precise_enough(*rule, p, n))
+    reason = "precision";
+  else if (n >= static_cast<std::size_t>(rule->max))
+    reason = "max";
+  else if (seconds >= rule->max_seconds)
+    reason = "max_seconds";
+  else
+    return false;
+  c.stopped = true;
+  c.record.stop = stop_record{reason, p.rel_ci, p.lo_ms, p.hi_ms, seconds};
+  return true;
 }
 
 } // namespace prereg::engine_detail

@@ -47,7 +47,9 @@ std::string mutation(const operation_desc &op, std::size_t t, dtype et,
 
 /// The spot-checked repetitions of this group (the same for every arm): seeded, and the last.
 void group_timing::choose_spots() {
-  const std::int64_t reps = m_ctx.proto.measurement.repetitions;
+  // Under a stopping rule the spots lie among the stop.min samples every cell takes.
+  const auto &stop = m_ctx.proto.measurement.stop;
+  const std::int64_t reps = stop ? stop->min : m_ctx.proto.measurement.repetitions;
   if (reps > 0) {
     rng pick(m_group_seed ^ spot_stream);
     for (int m = 0; m + 1 < spot_checks_per_cell; ++m)

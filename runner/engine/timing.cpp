@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace prereg::engine_detail {
 
@@ -27,6 +28,10 @@ void time_cells(run_context &ctx) {
   ctx.raw.timing_parts = {{"group setup", p.group_setup},     {"warm-up windows", p.warmup_windows},
                           {"timed windows", p.timed_windows}, {"input refresh", p.input_refresh},
                           {"spot checks", p.spot_checks},     {"kernel records", p.kernel_records}};
+  if (ctx.state_on) // parts of their own only where they ran: earlier reports' lists stay
+    ctx.raw.timing_parts.push_back({"device state", p.device_state});
+  if (ctx.proto.measurement.stop)
+    ctx.raw.timing_parts.push_back({"stopping rule", p.stopping_rule});
 }
 
 group_timing::group_timing(run_context &ctx, timing_totals &totals,
@@ -204,6 +209,14 @@ void group_timing::finish(cell_state &c) {
       fail(c, e, "clock read after the cell");
     }
   }
+  if (m_ctx.proto.measurement.stop && !c.record.stop) // a failed cell's samples ended early
+    c.record.stop = stop_record{
+        "error", std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN(),
+        std::numeric_limits<double>::quiet_NaN(),
+        c.samples == 0
+            ? 0.0
+            : std::chrono::duration<double>(std::chrono::steady_clock::now() - c.first_sample)
+                  .count()};
   c.record.peak_bytes = c.alloc->peak();
   for (const auto &blk : m_args[static_cast<std::size_t>(&c - m_cells.data())])
     for (const auto &v : blk) // an outside arm's own allocator

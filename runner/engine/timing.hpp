@@ -32,6 +32,8 @@ struct cell_state {
   std::int64_t calls = 0;                             ///< windows so far (block = calls % 2)
   std::int64_t samples = 0;                           ///< kept samples so far
   bool failed = false;
+  bool stopped = false; ///< the stopping rule ended its samples (always false without one)
+  std::chrono::steady_clock::time_point first_sample; ///< its first kept window's start
 };
 
 /// One spot check's data: fresh inputs and their float64 reference, on the host (the inputs'
@@ -59,6 +61,8 @@ struct timing_parts {
   double input_refresh = 0;  ///< each window's poison copy and fresh inputs
   double spot_checks = 0;    ///< the spot checks' inputs, references and comparisons
   double kernel_records = 0; ///< the kernel clock's records taken from the device
+  double device_state = 0;   ///< the device's state read after each kept sample
+  double stopping_rule = 0;  ///< the stopping rule's precision checks
 };
 
 /// Adds the wall time of its own lifetime to `total` [ms].
@@ -119,6 +123,11 @@ private:
   [[nodiscard]] bool warming(const cell_state &c) const;
   void run_sequential();
   void run_interleaved();
+  void run_interleaved_fixed();
+  void run_interleaved_stop();
+  /// Under a stopping rule, after a kept sample: whether cell `c` stops now (then its stop
+  /// record is set). Always false without a rule.
+  bool stop_now(cell_state &c);
   // One window (window.cpp).
   void window(std::size_t ci, bool keep, std::int64_t slot);
   void load_window(std::size_t ci, std::int64_t block, const spot_data *d);

@@ -16,6 +16,8 @@ void group_timing::window(std::size_t ci, bool keep, std::int64_t slot) {
   try {
     if (m_pending.size() >= 256)
       collect(); // host work before the flush is queued, never between it and the window
+    if (keep && c.samples == 0)
+      c.first_sample = std::chrono::steady_clock::now();
     if (keep && m_ctx.hooks.on_sample)
       m_ctx.hooks.on_sample(c.record.key);
     if (!keep && m_ctx.hooks.on_warmup)
@@ -43,6 +45,10 @@ void group_timing::window(std::size_t ci, bool keep, std::int64_t slot) {
     std::optional<double> drained; // first: host work before it would hide pending work
     if (keep)
       drained = dev.drain();
+    if (keep && m_ctx.state_on) { // the device's state as the window left it
+      const stopwatch sw(m_totals.parts.device_state);
+      c.record.states.push_back(dev.read_state());
+    }
     for (const auto &v : m_args[ci][static_cast<std::size_t>(block)])
       if (v.bound)
         v.bound->after_window();

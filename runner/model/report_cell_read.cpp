@@ -4,6 +4,7 @@
 #include "model/report_reader.hpp"
 
 #include "prereg/error.hpp"
+#include "spec/device_state.hpp"
 
 #include <fmt/format.h>
 
@@ -28,6 +29,9 @@ constexpr auto cell_members_v3 = joined(
 
 constexpr auto cell_members_named =
     joined(cell_members_v3, std::array<std::string_view, 1>{"shape"});
+/// Version 7: either key form, and the device's state and the stop record.
+constexpr auto cell_members_state =
+    joined(cell_members_named, std::array<std::string_view, 2>{"states", "stop"});
 
 /// "has N values for M samples" unless `size` is `samples`.
 void check_per_sample(const node &n, std::size_t size, std::size_t samples) {
@@ -191,11 +195,29 @@ void read_cell_v3(const node &n, report_cell &c) {
   read_regions(n, c);
 }
 
+/// Version 7's members: the device's state per sample and the stop record.
+void read_cell_v7(const node &n, report_cell &c) {
+  if (n.has("states"))
+    if (const std::string bad =
+            read_states_json(n["states"].value(), c.samples_ms.size(), c.states);
+        !bad.empty())
+      n["states"].fail(bad);
+  if (n.has("stop")) {
+    c.stop.emplace();
+    if (const std::string bad = read_stop_json(n["stop"].value(), *c.stop); !bad.empty())
+      n["stop"].fail(bad);
+  }
+}
+
 } // namespace
 
 report_cell read_cell(const node &n, int version) {
-  const bool named = version >= report_schema_version_named;
-  if (named)
+  // Version 7 cells name their shape either way (the report's operation decides); 6 always.
+  const bool named = version == report_schema_version_named ||
+                     (version >= report_schema_version_state && n.has("shape"));
+  if (version >= report_schema_version_state)
+    n.only_of(cell_members_state);
+  else if (named)
     n.only_of(cell_members_named);
   else if (version >= 3)
     n.only_of(cell_members_v3);
@@ -203,7 +225,7 @@ report_cell read_cell(const node &n, int version) {
     n.only_of(cell_members_v2);
   else
     n.only_of(cell_members_v1);
-  if (named != n.has("shape"))
+  if (version <= report_schema_version_named && named != n.has("shape"))
     n.fail(named ? fmt::format("has no shape (a version-{} cell names its axes)", version)
                  : fmt::format("has a shape (a version-{} member)", report_schema_version_named));
   report_cell c = read_cell_v1(n);
@@ -215,6 +237,8 @@ report_cell read_cell(const node &n, int version) {
     read_cell_v3(n, c);
   if (version >= 4 && n.has("kernel_clock"))
     c.kernel_clock = read_kernel_clock(n["kernel_clock"], c.samples_ms.size());
+  if (version >= report_schema_version_state)
+    read_cell_v7(n, c);
   if (!c.region_kernels_ms.empty() && (version < 4 || !c.kernel_clock))
     n["region_kernels"].fail(version < 4 ? "is a version-4 member"
                                          : "is there without the cell's kernel_clock");

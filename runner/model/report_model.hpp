@@ -20,8 +20,13 @@ namespace prereg {
 inline constexpr int report_schema_version = 5;
 /// The schema_version of a report whose operation's axes are not exactly (rows, cols): its cell
 /// keys name the shape as `shape: [{axis, extent}, ...]` (docs/report.md, "Cell keys"); a
-/// rows x cols report keeps report_schema_version. Always the newest version this build reads.
+/// rows x cols report keeps report_schema_version.
 inline constexpr int report_schema_version_named = report_schema_version + 1;
+/// The schema_version of a report whose cells carry the device's state per sample or a stopping
+/// rule's stop record (docs/report.md, "Device state and stopping"): version 5's or 6's cells
+/// (rows x cols, or a `shape`) plus `states` and `stop`. A report with neither keeps 5 or 6.
+/// Always the newest version this build reads.
+inline constexpr int report_schema_version_state = report_schema_version_named + 1;
 /// The oldest schema_version the parser reads (version 1: cells carry no clock_mhz and no
 /// harness_bytes_in_window; before version 3 no first_call_ms, warmup_calls, off_window_ms;
 /// before version 4 no kernel clock: no cells[].kernel_clock, no instrument.kernel_*; before
@@ -210,6 +215,11 @@ struct report_cell {
   /// Version 4, only with the kernel clock's region marks: label -> kernel ms per sample (raw,
   /// JSON `region_kernels`); every label is one of regions_ms's.
   std::map<std::string, std::vector<double>> region_kernels_ms;
+  /// Version 7: the device's state after each sample (raw, JSON `states`); empty (absent)
+  /// where the device had no state reader.
+  std::vector<device_state_sample> states;
+  /// Version 7, under a stopping rule: why the cell stopped (JSON `stop`).
+  std::optional<stop_record> stop;
 };
 
 /// One correctness[] entry. NaN stands for null.

@@ -255,9 +255,9 @@ report_phases read_phases(const node &n, int schema_version) {
 int read_schema_version(const node &root) {
   const node v = root["schema_version"];
   const std::int64_t version = v.integer();
-  if (version < report_schema_version_min || version > report_schema_version_named)
+  if (version < report_schema_version_min || version > report_schema_version_state)
     v.fail(fmt::format("is {}; this build reads versions {} to {}", version,
-                       report_schema_version_min, report_schema_version_named));
+                       report_schema_version_min, report_schema_version_state));
   return static_cast<int>(version);
 }
 

@@ -2,6 +2,8 @@
 // report_document's JSON is the signed payload).
 #include "model/report_model.hpp"
 
+#include "spec/device_state.hpp"
+
 #include <algorithm>
 
 namespace prereg {
@@ -106,6 +108,10 @@ void add_later_members(json &j, const report_cell &c) {
     j["region_kernels"] = c.region_kernels_ms;
   if (!c.region_shares.empty())
     j["region_shares"] = region_shares_json(c.region_shares);
+  if (!c.states.empty()) // version 7
+    j["states"] = states_json(c.states);
+  if (c.stop)
+    j["stop"] = stop_json(*c.stop);
 }
 
 json instrument_json(const report_instrument &in, int schema_version) {

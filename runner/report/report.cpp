@@ -89,6 +89,10 @@ report_cell to_report_cell(const cell_record &cell, const cell_statistics &stats
   }
   if (schema_version >= 4)
     c.region_kernels_ms = cell.region_kernels_ms;
+  if (schema_version >= report_schema_version_state) {
+    c.states = cell.states;
+    c.stop = cell.stop;
+  }
   if (schema_version >= 4 && stats.kernel) {
     const kernel_statistics &k = *stats.kernel;
     report_kernel_clock kc;
@@ -159,6 +163,8 @@ raw_run report_to_raw(const report_document &r) {
     }
     rec.regions_ms = c.regions_ms;
     rec.region_kernels_ms = c.region_kernels_ms;
+    rec.states = c.states;
+    rec.stop = c.stop;
     raw.cells.push_back(std::move(rec));
   }
   return raw;
@@ -171,6 +177,10 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   report_document r;
   // Over named axes the cell keys name their shape: the named-axes version (docs/report.md).
   r.schema_version = proto.axes.empty() ? report_schema_version : report_schema_version_named;
+  // The device's state per sample or a stopping rule: the version that carries them.
+  if (proto.measurement.stop || std::any_of(raw.cells.begin(), raw.cells.end(),
+                                            [](const cell_record &c) { return !c.states.empty(); }))
+    r.schema_version = report_schema_version_state;
   r.tool = {"prereg",
             build_info::version,
             build_info::git_commit,
@@ -183,7 +193,7 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   r.environment = raw.environment;
   r.instrument = raw.instrument;
   for (std::size_t i = 0; i < raw.cells.size(); ++i)
-    r.cells.push_back(to_report_cell(raw.cells[i], stats[i]));
+    r.cells.push_back(to_report_cell(raw.cells[i], stats[i], r.schema_version));
   r.correctness = raw.correctness;
   r.predictions = judge_predictions(proto, fp.hash, raw, r.tool.analysis);
   r.defects = detect_defects(proto, raw, stats);

@@ -3,6 +3,7 @@
 #include "run/raw_json.hpp"
 
 #include "prereg/error.hpp"
+#include "spec/device_state.hpp"
 
 #include <fmt/format.h>
 
@@ -220,6 +221,16 @@ cell_record read_cell(const json_node &c, planned_once &keys) {
   rec.input_mutated = optional_text(c, "input_mutated");
   read_kernel_facts(c, rec);
   read_regions(c, rec);
+  if (c.has("states"))
+    if (const std::string bad =
+            read_states_json(c["states"].value(), rec.samples_ms.size(), rec.states);
+        !bad.empty())
+      c["states"].fail(bad);
+  if (c.has("stop")) {
+    rec.stop.emplace();
+    if (const std::string bad = read_stop_json(c["stop"].value(), *rec.stop); !bad.empty())
+      c["stop"].fail(bad);
+  }
   return rec;
 }
 
@@ -275,6 +286,10 @@ json cell_json(const cell_record &c) {
     out["regions_ms"] = c.regions_ms;
   if (!c.region_kernels_ms.empty())
     out["region_kernels_ms"] = c.region_kernels_ms;
+  if (!c.states.empty())
+    out["states"] = states_json(c.states);
+  if (c.stop)
+    out["stop"] = stop_json(*c.stop);
   return out;
 }
 

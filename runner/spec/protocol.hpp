@@ -74,6 +74,16 @@ struct prediction_spec {
   std::string expect; ///< the expression text as written
 };
 
+/// prereg: 2 `measurement.stop` (docs/protocol.md): samples continue per cell until the
+/// bootstrap interval of the median lies within rel_ci of the median, or a limit is reached.
+struct stop_spec {
+  double rel_ci = 0;      ///< the precision asked: relative half-width of the interval
+  std::int64_t min = 0;   ///< samples always taken
+  std::int64_t max = 0;   ///< samples never exceeded
+  double max_seconds = 0; ///< host time of a cell's samples after which it stops [s]
+  friend bool operator==(const stop_spec &, const stop_spec &) = default;
+};
+
 struct measurement_spec {
   std::int64_t repetitions = 0;
   std::int64_t warmup = 10;
@@ -82,6 +92,9 @@ struct measurement_spec {
   /// prereg: 2: false switches the kernel clock off for the whole run (docs/protocol.md), e.g.
   /// for graph arms, whose events the clock inflates; true (the default) is left out of the JSON.
   bool kernel_clock = true;
+  /// prereg: 2: the stopping rule; absent: fixed `repetitions` (then absent from the JSON, so
+  /// every earlier hash stays). With it, `repetitions` is stop->max.
+  std::optional<stop_spec> stop;
 };
 
 struct analysis_spec {

@@ -26,13 +26,49 @@ void check_measuring_budget(const node &reps, const protocol &p) {
                            estimate_text(p), max_estimated_s / 86400));
 }
 
+/// prereg: 2 `measurement.stop` (docs/protocol.md): {rel_ci, min, max, max_seconds}.
+stop_spec read_stop(const node &n, const protocol &p) {
+  if (p.schema == 1)
+    fail(n, "measurement.stop needs prereg: 2");
+  const fields f(n, "measurement.stop", {"rel_ci", "min", "max", "max_seconds"});
+  stop_spec s;
+  const node &rel = f.required("rel_ci");
+  s.rel_ci = as_float(rel, "measurement.stop.rel_ci");
+  if (!(s.rel_ci > 0 && s.rel_ci < 1))
+    fail(rel,
+         fmt::format("measurement.stop.rel_ci must be above 0 and below 1, got {:g}", s.rel_ci));
+  s.min = as_int(f.required("min"), "measurement.stop.min", 3, max_repetitions);
+  const node &mx = f.required("max");
+  s.max = as_int(mx, "measurement.stop.max", 3, max_repetitions);
+  if (s.max < s.min)
+    fail(mx,
+         fmt::format("measurement.stop.max ({}) is below measurement.stop.min ({})", s.max, s.min));
+  const node &secs = f.required("max_seconds");
+  s.max_seconds = as_float(secs, "measurement.stop.max_seconds");
+  if (!(s.max_seconds > 0 && s.max_seconds <= 86400))
+    fail(secs, fmt::format("measurement.stop.max_seconds must be above 0 and at most 86400, "
+                           "got {:g}",
+                           s.max_seconds));
+  return s;
+}
+
 } // namespace
 
 void read_measurement(const fields &top, protocol &p) {
   const fields m(top.required("measurement"), "measurement",
-                 {"repetitions", "warmup", "l2_flush", "order", "kernel_clock"});
-  const node &reps = m.required("repetitions");
-  p.measurement.repetitions = as_int(reps, "measurement.repetitions", 3, max_repetitions);
+                 {"repetitions", "warmup", "l2_flush", "order", "kernel_clock", "stop"});
+  const node *stop = m.optional("stop");
+  if (stop != nullptr && m.optional("repetitions") != nullptr)
+    fail(*m.optional("repetitions"),
+         "measurement.repetitions and measurement.stop exclude each other: the stopping rule "
+         "decides the repetitions (up to stop.max)");
+  const node &reps = stop != nullptr ? *stop : m.required("repetitions");
+  if (stop != nullptr) {
+    p.measurement.stop = read_stop(*stop, p);
+    p.measurement.repetitions = p.measurement.stop->max;
+  } else {
+    p.measurement.repetitions = as_int(reps, "measurement.repetitions", 3, max_repetitions);
+  }
   if (const node *n = m.optional("warmup"))
     p.measurement.warmup = as_int(*n, "measurement.warmup", 0, 100000);
   if (const node *n = m.optional("l2_flush"))

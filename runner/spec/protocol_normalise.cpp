@@ -125,6 +125,13 @@ json to_json(const protocol &p) {
   }
   if (!p.measurement.kernel_clock) // the default (on) is absent: every earlier hash stays
     out["measurement"]["kernel_clock"] = false;
+  if (const auto &stop = p.measurement.stop) { // absent under fixed repetitions: hashes stay
+    out["measurement"].erase("repetitions");
+    out["measurement"]["stop"] = {{"rel_ci", stop->rel_ci},
+                                  {"min", stop->min},
+                                  {"max", stop->max},
+                                  {"max_seconds", stop->max_seconds}};
+  }
   if (p.revision > 1) // revision 1 is the first version: absent, so earlier hashes stay
     out["revision"] = p.revision;
   if (p.replication) // absent when not declared: every earlier hash stays

@@ -100,6 +100,34 @@ struct kernel_name_record {
   std::vector<double> samples_ms; ///< per sample: the sum of its executions' device times
 };
 
+/// One reading of the device's state after a kept sample's window (docs/engine.md, "Device
+/// state"): NaN (and reasons nullopt) where the device or NVML could not say.
+struct device_state_sample {
+  double sm_mhz = std::numeric_limits<double>::quiet_NaN();  ///< SM clock [MHz]
+  double mem_mhz = std::numeric_limits<double>::quiet_NaN(); ///< memory clock [MHz]
+  double power_w = std::numeric_limits<double>::quiet_NaN(); ///< board power [W]
+  double temp_c = std::numeric_limits<double>::quiet_NaN();  ///< GPU temperature [C]
+  /// NVML's clocks-event (throttle) reasons, a bit mask (nvmlClocksEventReason*).
+  std::optional<std::uint64_t> reasons;
+  friend bool operator==(const device_state_sample &a, const device_state_sample &b) {
+    const auto same = [](double x, double y) { return x == y || (x != x && y != y); };
+    return same(a.sm_mhz, b.sm_mhz) && same(a.mem_mhz, b.mem_mhz) && same(a.power_w, b.power_w) &&
+           same(a.temp_c, b.temp_c) && a.reasons == b.reasons;
+  }
+};
+
+/// Why and where a cell's sampling stopped under a protocol's stopping rule (docs/protocol.md,
+/// `measurement.stop`): the reason, the precision reached at the last sample (the bootstrap
+/// interval of the median, relative half-width; NaN below 2 samples) and the host time the
+/// cell's samples took [s].
+struct stop_record {
+  std::string reason; ///< "precision" | "max" | "max_seconds" | "error"
+  double rel_ci = std::numeric_limits<double>::quiet_NaN();
+  double ci_lo_ms = std::numeric_limits<double>::quiet_NaN();
+  double ci_hi_ms = std::numeric_limits<double>::quiet_NaN();
+  double seconds = 0;
+};
+
 /// Raw facts about one cell.
 struct cell_record {
   cell_key key;
@@ -142,6 +170,11 @@ struct cell_record {
   /// (window_kernels::region_kernel_ms; nullopt where the marks did not pair). attach_regions()
   /// turns them into region_kernels_ms and clears them; never serialised.
   std::vector<std::optional<std::vector<double>>> region_kernel_marks;
+  /// The device's state after each kept sample's window (same order and length as samples_ms),
+  /// or empty where the device has no state reader (docs/engine.md, "Device state").
+  std::vector<device_state_sample> states;
+  /// Under a stopping rule: why the cell stopped; nullopt under fixed repetitions.
+  std::optional<stop_record> stop;
 };
 
 /// Correctness of one arm x pass x shape against the float64 reference.

@@ -1,5 +1,6 @@
 // report.html: one self-contained page as a short driver over its named sections.
 #include "report/render/html.hpp"
+#include "report/render/device_state.hpp"
 
 #include "report/render/body.hpp"
 #include "report/render/escape.hpp"
@@ -260,6 +261,7 @@ std::string html_page(const report_document &report) {
   out += results_section(v);
   if (has_kernel_clock(v))
     out += profile_section(v);
+  out += device_state_html(*v.report); // schema 7 only: every other report renders as before
   out += defects_and_deviations_section(v);
   out += correctness_section(v);
   if (has_phases(v))

@@ -1,5 +1,6 @@
 // report.md: the page as a short driver over its named sections.
 #include "report/render/markdown.hpp"
+#include "report/render/device_state.hpp"
 
 #include "base/stats.hpp"
 #include "report/render/body.hpp"
@@ -266,6 +267,7 @@ std::string markdown_page(const report_document &report) {
   out += predictions_section(v);
   if (has_kernel_clock(v))
     out += profile_section(v);
+  out += device_state_markdown(*v.report); // schema 7 only: every other report renders as before
   out += defects_and_deviations_section(v);
   out += correctness_section(v);
   if (has_phases(v))

@@ -268,11 +268,18 @@ table design_table(const view &v) {
   t.rows.push_back({plain("passes"), plain(list_text(child(b, "passes")))});
   t.rows.push_back({plain("operating point"),
                     plain(v.op ? shape_text(v, v.op->first, v.op->second) : std::string("none"))});
+  const json &stop = child(m, "stop"); // prereg: 2's stopping rule replaces the repetitions
+  const std::string reps =
+      stop.is_object()
+          ? fmt::format("until the median's interval is within {} (at least {}, at most {} "
+                        "samples, {} s per cell)",
+                        text(stop, "rel_ci", "?"), text(stop, "min", "?"), text(stop, "max", "?"),
+                        text(stop, "max_seconds", "?"))
+          : text(m, "repetitions", "?") + " repetitions";
   t.rows.push_back(
       {plain("measurement"),
-       plain(fmt::format("{} repetitions after {} warm-up steps, cache flush {}, {} order",
-                         text(m, "repetitions", "?"), text(m, "warmup", "?"),
-                         text(m, "l2_flush", "?") == "true" ? "on" : "off",
+       plain(fmt::format("{} after {} warm-up steps, cache flush {}, {} order", reps,
+                         text(m, "warmup", "?"), text(m, "l2_flush", "?") == "true" ? "on" : "off",
                          text(m, "order", "?")))});
   t.rows.push_back({plain("analysis"),
                     plain(fmt::format(
