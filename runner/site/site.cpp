@@ -50,10 +50,19 @@ std::string owner_of(const report_facts &r, const std::map<std::string, protocol
   return by_id;
 }
 
-/// A report's place in run order: its run id's UTC stamp (a merged report's after "MERGE-").
-std::string run_order(const report_facts &r) {
-  const std::string id = fs::path(r.rel).filename().string();
-  return id.starts_with("MERGE-") ? id.substr(6) : id;
+/// A report's place in run order: the digits of its start time (microseconds), else of its run
+/// id's UTC stamp (a merged report's after "MERGE-"), then its attempt number.
+std::pair<std::string, std::int64_t> run_order(const report_facts &r) {
+  std::string id = fs::path(r.rel).filename().string();
+  if (id.starts_with("MERGE-"))
+    id = id.substr(6);
+  const std::string from = r.started_at.empty() ? id.substr(0, id.find('-')) : r.started_at;
+  std::string digits;
+  for (char c : from)
+    if (c >= '0' && c <= '9')
+      digits += c;
+  digits.resize(20, '0');
+  return {digits, r.attempt};
 }
 
 void check_folders(const site_options &o) {
