@@ -34,7 +34,7 @@ def test_invalid_input_is_one_error_with_exit_2(tmp_path):
 
 def test_an_unfrozen_file_is_refused_with_exit_3(lab, tmp_path):
     other = tmp_path / "other.yaml"
-    other.write_text((HERE / "small.yaml").read_text().replace("repetitions: 5", "repetitions: 6"))
+    other.write_text((HERE / "small.yaml").read_text().replace("repetitions: 9", "repetitions: 10"))
     with pytest.raises(PreregError) as e:
         prereg_gpu.run(other, store=lab["store"], key=lab["key"], out=lab["reports"],
                        progress=False)
@@ -50,7 +50,7 @@ def test_run_returns_a_typed_report_and_shows_progress(lab, report):
     assert {c.arm for c in report.cells} == {"fused", "unfused"}
     cell = report.cells[0]
     assert cell.shape == {"rows": 64, "cols": 256}
-    assert cell.n == 5 and len(cell.samples_ms) == 5 and cell.median_ms > 0
+    assert cell.n == 9 and len(cell.samples_ms) == 9 and cell.median_ms > 0
     assert cell.label.endswith("fwd 64x256")
     with pytest.raises(KeyError):
         report.verdict("P9")
