@@ -26,6 +26,8 @@ std::string esc(std::string_view s) { return render::html(s); }
 
 std::string page(std::string_view title, std::string_view body) {
   return fmt::format("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                     "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+                     "style-src 'unsafe-inline'\">"
                      "<meta name=\"viewport\" content=\"width=device-width\">"
                      "<title>{}</title><style>{}</style></head>\n<body>\n{}</body></html>\n",
                      esc(title), style, body);
