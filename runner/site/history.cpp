@@ -146,10 +146,12 @@ json to_json(const report_facts &f) {
   json medians = json::array();
   for (const auto &[label, ms] : f.medians)
     medians.push_back(json::array({label, ms}));
-  return {{"format", cache_format}, {"rel", f.rel},           {"status", f.status},
-          {"why", f.why},           {"hash", f.protocol_hash}, {"run_id", f.run_id},
-          {"started_at", f.started_at}, {"commit", f.commit}, {"device", f.device},
-          {"attempt", f.attempt},   {"merged", f.merged},      {"verdicts", verdicts},
+  return {{"format", cache_format},     {"rel", f.rel},
+          {"status", f.status},         {"why", f.why},
+          {"hash", f.protocol_hash},    {"run_id", f.run_id},
+          {"started_at", f.started_at}, {"commit", f.commit},
+          {"device", f.device},         {"attempt", f.attempt},
+          {"merged", f.merged},         {"verdicts", verdicts},
           {"medians", medians}};
 }
 

@@ -21,9 +21,9 @@ namespace prereg::site {
 
 /// One report folder under REPORTS, as the site shows it.
 struct report_facts {
-  std::string rel;        ///< the folder relative to REPORTS ("ID/RUN_ID")
-  std::string status;     ///< "audited" | "audit failed" | "unreadable"
-  std::string why;        ///< failed checks, or why it could not be read
+  std::string rel;    ///< the folder relative to REPORTS ("ID/RUN_ID")
+  std::string status; ///< "audited" | "audit failed" | "unreadable"
+  std::string why;    ///< failed checks, or why it could not be read
   std::string protocol_hash;
   std::string run_id;
   std::string started_at;

@@ -12,9 +12,7 @@
 namespace prereg::site {
 using namespace detail;
 
-std::string page_name(const std::string &hash) {
-  return "p-" + hash.substr(0, 16) + ".html";
-}
+std::string page_name(const std::string &hash) { return "p-" + hash.substr(0, 16) + ".html"; }
 
 namespace {
 
@@ -50,12 +48,12 @@ std::string attempts_table(const protocol_facts &p) {
   }
   for (const report_facts *r : p.reports)
     if (!shown.contains(r))
-      rows += fmt::format("<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td>"
-                          "<td class=\"muted\">{}</td>{}</tr>\n",
-                          r->attempt ? std::to_string(r->attempt) : "", esc(r->run_id),
-                          esc(r->started_at), esc(r->device),
-                          r->merged ? "merged report" : "no run-start in this ledger",
-                          report_cells(r));
+      rows +=
+          fmt::format("<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td>"
+                      "<td class=\"muted\">{}</td>{}</tr>\n",
+                      r->attempt ? std::to_string(r->attempt) : "", esc(r->run_id),
+                      esc(r->started_at), esc(r->device),
+                      r->merged ? "merged report" : "no run-start in this ledger", report_cells(r));
   if (rows.empty())
     return "<p class=\"muted\">Never run.</p>\n";
   return "<table><tr><th>attempt</th><th>run id</th><th>started</th><th>device</th>"
@@ -118,11 +116,11 @@ std::string latest_verdicts(const protocol_facts &p) {
 
 std::string render_protocol(const protocol_facts &p) {
   const std::vector<series> all = series_of(p);
-  std::string body = fmt::format(
-      "<p><a href=\"index.html\">all protocols</a></p>\n<h1>{} <code>{}</code></h1>\n"
-      "<p>{}</p>\n<p>protocol hash <code>{}</code>, frozen {}</p>\n<p>{}</p>\n",
-      esc(p.id), esc(p.hash.substr(0, 12)), esc(p.title), esc(p.hash), esc(p.frozen_at),
-      esc(counts(p)));
+  std::string body =
+      fmt::format("<p><a href=\"index.html\">all protocols</a></p>\n<h1>{} <code>{}</code></h1>\n"
+                  "<p>{}</p>\n<p>protocol hash <code>{}</code>, frozen {}</p>\n<p>{}</p>\n",
+                  esc(p.id), esc(p.hash.substr(0, 12)), esc(p.title), esc(p.hash), esc(p.frozen_at),
+                  esc(counts(p)));
   if (!p.problem.empty())
     body += fmt::format("<div class=\"banner\">The stored copy does not load: {}</div>\n",
                         esc(p.problem));
@@ -139,8 +137,8 @@ std::string render_index(const std::map<std::string, protocol_facts> &protocols,
   std::map<std::string, std::vector<const protocol_facts *>> by_id;
   for (const auto &[hash, p] : protocols)
     by_id[p.id].push_back(&p);
-  std::string body = fmt::format("<h1>prereg history</h1>\n<p>{} frozen protocols.</p>\n",
-                                 protocols.size());
+  std::string body =
+      fmt::format("<h1>prereg history</h1>\n<p>{} frozen protocols.</p>\n", protocols.size());
   if (!ledger_problem.empty())
     body += fmt::format("<div class=\"banner\">The ledger does not verify: {}</div>\n",
                         esc(ledger_problem));

@@ -9,7 +9,8 @@ namespace prereg::site::detail {
 
 namespace {
 
-constexpr std::string_view style = R"(body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+constexpr std::string_view style =
+    R"(body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#f3f3f3}code{font-size:.92em}.muted{color:#666}

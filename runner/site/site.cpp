@@ -104,10 +104,9 @@ site_summary build_site(const site_options &o) {
       protocols[owner].reports.push_back(&r);
   }
   for (auto &[hash, p] : protocols) {
-    std::stable_sort(p.reports.begin(), p.reports.end(),
-                     [](const report_facts *a, const report_facts *b) {
-                       return run_order(*a) < run_order(*b);
-                     });
+    std::stable_sort(
+        p.reports.begin(), p.reports.end(),
+        [](const report_facts *a, const report_facts *b) { return run_order(*a) < run_order(*b); });
     write_page(o.out_dir / page_name(hash), render_protocol(p), sum);
   }
   sum.protocols = protocols.size();

@@ -34,15 +34,14 @@ std::string render_steps(const std::vector<series> &all) {
     for (const step &st : s.steps) {
       const report_facts &r = *s.runs[st.at];
       const double change = (st.ratio() - 1) * 100;
-      rows += fmt::format("<tr><td><code>{}</code></td><td>{} of {}: <code>{}</code></td>"
-                          "<td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td>"
-                          "<td>{}</td></tr>\n",
-                          esc(s.label), st.at + 1, s.runs.size(), esc(r.run_id),
-                          esc(r.commit.substr(0, 12)), esc(r.device), ms_text(st.before),
-                          ms_text(st.after),
-                          verdict_badge(change > 0 ? "refuted" : "confirmed",
-                                        change > 0 ? "slower" : "faster") +
-                              fmt::format(" {:+.1f}%", change));
+      rows += fmt::format(
+          "<tr><td><code>{}</code></td><td>{} of {}: <code>{}</code></td>"
+          "<td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td>"
+          "<td>{}</td></tr>\n",
+          esc(s.label), st.at + 1, s.runs.size(), esc(r.run_id), esc(r.commit.substr(0, 12)),
+          esc(r.device), ms_text(st.before), ms_text(st.after),
+          verdict_badge(change > 0 ? "refuted" : "confirmed", change > 0 ? "slower" : "faster") +
+              fmt::format(" {:+.1f}%", change));
       ++n;
     }
   if (n == 0)
@@ -73,17 +72,17 @@ std::string chart(const series &s) {
   };
   std::string points;
   for (std::size_t i = 0; i < n; ++i)
-    points += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", x(static_cast<double>(i)),
-                          y(s.medians_ms[i]));
+    points +=
+        fmt::format("{}{:.1f},{:.1f}", i ? " " : "", x(static_cast<double>(i)), y(s.medians_ms[i]));
   std::string levels;
   std::size_t begin = 0;
   for (std::size_t k = 0; !s.steps.empty() && k <= s.steps.size(); ++k) {
     const std::size_t end = k < s.steps.size() ? s.steps[k].at : n;
     const double level = k < s.steps.size() ? s.steps[k].before : s.steps.back().after;
     levels += fmt::format("<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" "
-                            "stroke=\"#b22\" stroke-width=\"2\"/>",
-                            x(static_cast<double>(begin)), x(static_cast<double>(end - 1)),
-                            y(level), y(level));
+                          "stroke=\"#b22\" stroke-width=\"2\"/>",
+                          x(static_cast<double>(begin)), x(static_cast<double>(end - 1)), y(level),
+                          y(level));
     begin = end;
   }
   return fmt::format(
@@ -94,8 +93,8 @@ std::string chart(const series &s) {
       "<text x=\"{}\" y=\"{}\">run 1</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">run {}"
       "</text><polyline fill=\"none\" stroke=\"#1f5fa8\" stroke-width=\"1.5\" points=\"{}\"/>{}"
       "</svg></figure>\n",
-      esc(s.label), n, s.steps.empty() ? "" : fmt::format(", {} step(s)", s.steps.size()),
-      chart_w, chart_h, chart_w, chart_h, esc(s.label), pad_l, pad_t, chart_w - pad_l - pad_r,
+      esc(s.label), n, s.steps.empty() ? "" : fmt::format(", {} step(s)", s.steps.size()), chart_w,
+      chart_h, chart_w, chart_h, esc(s.label), pad_l, pad_t, chart_w - pad_l - pad_r,
       chart_h - pad_t - pad_b, pad_t + 10, ms_text(hi), chart_h - pad_b, ms_text(lo), pad_l,
       chart_h - 4, chart_w - pad_r, chart_h - 4, n, points, levels);
 }

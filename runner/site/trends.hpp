@@ -11,9 +11,9 @@ namespace prereg::site::detail {
 
 /// One cell's medians over the audited runs that measured it.
 struct series {
-  std::string label;                       ///< the cell's label, "ARM PASS SHAPE"
-  std::vector<const report_facts *> runs;  ///< in run order
-  std::vector<double> medians_ms;          ///< one per run
+  std::string label;                      ///< the cell's label, "ARM PASS SHAPE"
+  std::vector<const report_facts *> runs; ///< in run order
+  std::vector<double> medians_ms;         ///< one per run
   std::vector<step> steps;
 };
 

@@ -1,10 +1,11 @@
 // A generated store for `prereg site` at scale (docs/site.md, "Scale"): P small CPU protocols,
 // R runs each through the real run engine on the tests' fake device (tests/fake_device.hpp), so
 // every report is signed and audits clean. Every protocol's arm `unfused` gets 25% slower from
-// run R/2 on in odd protocols (a step the site must find); every 25th run is aborted (a
-// run-aborted entry, no report); the device's name changes at run 3R/4.
+// run R/2 on in odd protocols (a step the site must find); every ABORT_EVERY-th run is aborted
+// (a run-aborted entry, no report); the device's name changes at run 3R/4.
 //
-// usage: prereg_gen_site_store OUT_DIR [PROTOCOLS [RUNS]]   (default 3 protocols, 8 runs)
+// usage: prereg_gen_site_store OUT_DIR [PROTOCOLS [RUNS [ABORT_EVERY]]]
+//   (default 3 protocols, 8 runs, every 25th run aborted: runs 25, 50, ...)
 // writes OUT_DIR/store, OUT_DIR/reports, OUT_DIR/keys/signing.key.
 #include "fake_device.hpp"
 
@@ -14,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -56,7 +58,7 @@ predictions:
 }
 
 /// The fake's plants for run `r` of protocol `p` out of `runs`.
-fake_plants plants_for(int p, int r, int runs) {
+fake_plants plants_for(int p, int r, int runs, int abort_every) {
   fake_plants f;
   f.device_name = r >= 3 * runs / 4 ? "Fake Device 2" : "Fake Device 1";
   const bool slower = p % 2 == 1 && r >= runs / 2;
@@ -70,7 +72,7 @@ fake_plants plants_for(int p, int r, int runs) {
       v.push_back(base * (1 + 0.01 * g.uniform()));
     return v;
   };
-  if (r % 25 == 24)
+  if (r % abort_every == abort_every - 1)
     f.throw_in_measure = "generated abort";
   return f;
 }
@@ -78,14 +80,15 @@ fake_plants plants_for(int p, int r, int runs) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 2 || argc > 4) {
-    std::fprintf(stderr, "usage: prereg_gen_site_store OUT_DIR [PROTOCOLS [RUNS]]\n");
+  if (argc < 2 || argc > 5) {
+    std::fprintf(stderr, "usage: prereg_gen_site_store OUT_DIR [PROTOCOLS [RUNS [ABORT_EVERY]]]\n");
     return 2;
   }
   try {
     const fs::path out = argv[1];
     const int protocols = argc > 2 ? std::stoi(argv[2]) : 3;
     const int runs = argc > 3 ? std::stoi(argv[3]) : 8;
+    const int abort_every = argc > 4 ? std::max(1, std::stoi(argv[4])) : 25;
     const fs::path key_path = out / "keys" / "signing.key";
     fs::create_directories(key_path.parent_path());
     if (!fs::exists(key_path))
@@ -103,7 +106,7 @@ int main(int argc, char **argv) {
         o.key_path = key_path;
         o.out_dir = out / "reports";
         o.quiet = true;
-        use_fake(o, plants_for(p, r, runs), 5);
+        use_fake(o, plants_for(p, r, runs, abort_every), 5);
         try {
           (void)run_protocol(o);
         } catch (const error &) {
