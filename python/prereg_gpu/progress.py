@@ -58,10 +58,11 @@ class Display:
         if self._notebook:
             from IPython.display import display  # noqa: PLC0415 - only in a notebook
 
+            bundle = {"text/plain": p.text()}  # raw: shown as text, not as a quoted str
             if self._handle is None:
-                self._handle = display(p.text(), display_id=True)
+                self._handle = display(bundle, raw=True, display_id=True)
             else:
-                self._handle.update(p.text())
+                self._handle.update(bundle, raw=True)
         else:
             sys.stderr.write("\r\033[K" + p.text())
             sys.stderr.flush()

@@ -94,11 +94,11 @@ std::string counts(const protocol_facts &p) {
     ++outcome[a.outcome];
   for (const report_facts *r : p.reports)
     ++status[r->status];
-  return fmt::format("{} attempts ({} completed, {} aborted, {} without an end); {} reports "
+  return fmt::format("{} attempt{} ({} completed, {} aborted, {} without an end); {} reports "
                      "({} audited, {} failing their audit, {} unreadable)",
-                     p.attempts.size(), outcome["completed"], outcome["aborted"],
-                     outcome["no end recorded"], p.reports.size(), status["audited"],
-                     status["audit failed"], status["unreadable"]);
+                     p.attempts.size(), p.attempts.size() == 1 ? "" : "s", outcome["completed"],
+                     outcome["aborted"], outcome["no end recorded"], p.reports.size(),
+                     status["audited"], status["audit failed"], status["unreadable"]);
 }
 
 std::string latest_verdicts(const protocol_facts &p) {
