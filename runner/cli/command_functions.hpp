@@ -30,6 +30,9 @@ int cmd_list(args_t args);
 int cmd_show(args_t args);
 int cmd_ledger(args_t args);
 
+// commands_site.cpp: the history site
+int cmd_site(args_t args);
+
 // commands_devices.cpp: arms and devices
 int cmd_arms(args_t args);
 int cmd_devices(args_t args);

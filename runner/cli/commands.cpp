@@ -39,6 +39,7 @@ constexpr command commands[] = {
     {"export", "write a frozen protocol as a verifiable bundle", cmd_export},
     {"import", "verify and store a bundle from `prereg export`", cmd_import},
     {"slurm", "write a Slurm job-array script of shards and a merge", cmd_slurm},
+    {"site", "write a static history site of a store and its reports", cmd_site},
     {"keygen", "create an Ed25519 signing key pair", cmd_keygen},
     {"list", "list frozen protocols", cmd_list},
     {"show", "show a frozen protocol, its freeze record and its runs", cmd_show},

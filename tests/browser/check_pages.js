@@ -102,6 +102,29 @@ function checkDom(dom, check) {
   }
 }
 
+// The DOM checks of a `prereg site` page (PREREG_PAGE_KIND=site, tests/browser/check_site.sh): the
+// index links a page per protocol and each link's file exists; a protocol page has its four
+// sections in order and every trend chart draws a line of at least one point.
+function checkSiteDom(dom, check, html) {
+  check('the DOM was dumped', dom.includes('</html>'), `${dom.length} bytes`);
+  if (path.basename(html) === 'index.html') {
+    const links = [...dom.matchAll(/<a href="(p-[0-9a-f]{16}\.html)">/g)].map((m) => m[1]);
+    check('the index links protocol pages', links.length > 0, 'no p-*.html links');
+    const missing = links.filter((l) => !fs.existsSync(path.join(path.dirname(html), l)));
+    check('every linked page exists', missing.length === 0, missing.join(', '));
+    return;
+  }
+  const at = (text) => dom.indexOf(text);
+  const order = ['>Attempts, in order<', '>Verdicts over time<', '>Steps<', '>Trends per cell'];
+  const pos = order.map(at);
+  check('the four sections, in order', pos.every((p, i) => p >= 0 && (i === 0 || p > pos[i - 1])),
+        order.map((o, i) => `${o}@${pos[i]}`).join(' '));
+  const charts = [...dom.matchAll(/<svg\b[^>]*\bclass="trend"[^>]*>[\s\S]*?<\/svg>/g)].map((m) => m[0]);
+  const empty = charts.filter((c) => !/<polyline\b[^>]*\bpoints="[0-9.]+,[0-9.]+/.test(c));
+  check(`every trend chart draws its line (${charts.length})`, empty.length === 0,
+        `${empty.length} without points`);
+}
+
 const isPngOfWidth = (png, width) =>
   png.length > 24 && png.subarray(0, 8).equals(Buffer.from([137, 80, 78, 71, 13, 10, 26, 10])) &&
   png.readUInt32BE(16) === width;
@@ -293,7 +316,8 @@ async function main() {
       broken = `the session ended at ${page.html}: ${e.message}`;
       continue;
     }
-    checkDom(seen.dom, r.check);
+    if (process.env.PREREG_PAGE_KIND === 'site') checkSiteDom(seen.dom, r.check, r.page.html);
+    else checkDom(seen.dom, r.check);
     r.console = seen.console;
     r.fetched = seen.requests.filter((u) => !/^(file|data|about|blob):/.test(u));
     fs.mkdirSync(path.dirname(page.shot), { recursive: true });

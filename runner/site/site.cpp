@@ -1,0 +1,117 @@
+// `prereg site`: collect the protocols, their attempts and reports, then write the pages whose
+// bytes changed.
+#include "site/site.hpp"
+
+#include "base/fs.hpp"
+#include "prereg/error.hpp"
+#include "site/history.hpp"
+#include "site/pages.hpp"
+#include "store/store.hpp"
+#include "store/trust.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <set>
+
+namespace prereg::site {
+namespace fs = std::filesystem;
+namespace {
+
+/// Writes `bytes` to `path` unless it holds them already; counts which it did.
+void write_page(const fs::path &path, const std::string &bytes, site_summary &sum) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) == bytes.size() &&
+      read_file(path) == bytes) {
+    ++sum.pages_kept;
+    return;
+  }
+  write_file_atomic(path, bytes);
+  ++sum.pages_written;
+}
+
+/// The protocol a report belongs to: its own protocol hash, else the run id's run-start in the
+/// ledger, else the newest version of the protocol id its folder is under; "" if none.
+std::string owner_of(const report_facts &r, const std::map<std::string, protocol_facts> &ps) {
+  if (ps.contains(r.protocol_hash))
+    return r.protocol_hash;
+  const std::string folder_run = fs::path(r.rel).filename().string();
+  const std::string folder_id = fs::path(r.rel).parent_path().filename().string();
+  std::string by_id;
+  std::string by_id_time;
+  for (const auto &[hash, p] : ps) {
+    for (const attempt_facts &a : p.attempts)
+      if (a.run_id == folder_run)
+        return hash;
+    if (p.id == folder_id && (by_id.empty() || p.frozen_at > by_id_time)) {
+      by_id = hash;
+      by_id_time = p.frozen_at;
+    }
+  }
+  return by_id;
+}
+
+/// A report's place in run order: the digits of its start time (microseconds), else of its run
+/// id's UTC stamp (a merged report's after "MERGE-"), then its attempt number.
+std::pair<std::string, std::int64_t> run_order(const report_facts &r) {
+  std::string id = fs::path(r.rel).filename().string();
+  if (id.starts_with("MERGE-"))
+    id = id.substr(6);
+  const std::string from = r.started_at.empty() ? id.substr(0, id.find('-')) : r.started_at;
+  std::string digits;
+  for (char c : from)
+    if (c >= '0' && c <= '9')
+      digits += c;
+  digits.resize(20, '0');
+  return {digits, r.attempt};
+}
+
+void check_folders(const site_options &o) {
+  std::error_code ec;
+  if (!fs::is_directory(o.store_root, ec))
+    throw invalid_input("no store folder", o.store_root.string());
+  if (!fs::is_directory(o.reports_root, ec))
+    throw invalid_input("no reports folder", o.reports_root.string());
+  if (o.out_dir.empty())
+    throw invalid_input("--out DIR is required");
+}
+
+} // namespace
+
+site_summary build_site(const site_options &o) {
+  check_folders(o);
+  const store s(o.store_root);
+  const trust_root trust = resolve_trust(o.trust, s);
+  site_summary sum;
+  std::string ledger_problem;
+  std::map<std::string, protocol_facts> protocols = protocols_of(s, ledger_problem);
+  const fs::path cache_dir = o.out_dir / ".cache";
+  fs::create_directories(o.out_dir);
+  std::deque<report_facts> reports; // stable addresses
+  for (const fs::path &dir : find_report_dirs(o.reports_root)) {
+    bool audited = false;
+    const std::string rel = fs::relative(dir, o.reports_root).generic_string();
+    reports.push_back(report_facts_of(dir, rel, s, trust, cache_dir, audited));
+    sum.audited_now += audited ? 1 : 0;
+    sum.unreadable += reports.back().status == "audited" ? 0 : 1;
+  }
+  sum.reports = reports.size();
+  std::vector<const report_facts *> orphans;
+  for (const report_facts &r : reports) {
+    const std::string owner = owner_of(r, protocols);
+    if (owner.empty())
+      orphans.push_back(&r);
+    else
+      protocols[owner].reports.push_back(&r);
+  }
+  for (auto &[hash, p] : protocols) {
+    std::stable_sort(
+        p.reports.begin(), p.reports.end(),
+        [](const report_facts *a, const report_facts *b) { return run_order(*a) < run_order(*b); });
+    write_page(o.out_dir / page_name(hash), render_protocol(p), sum);
+  }
+  sum.protocols = protocols.size();
+  write_page(o.out_dir / "index.html", render_index(protocols, orphans, ledger_problem), sum);
+  return sum;
+}
+
+} // namespace prereg::site
