@@ -5,7 +5,7 @@
 import numpy as np
 
 
-def targets(rows, vocab):
+def _targets(rows, vocab):
     """operations/cross_entropy.py's targets: (7919 r + 13) mod vocab, int64."""
     return (7919 * np.arange(rows, dtype=np.int64) + 13) % vocab
 
@@ -57,7 +57,7 @@ def attention(t):
 
 def cross_entropy(t):
     rows, vocab = t.axes["rows"], t.axes["vocab"]
-    tgt = targets(rows, vocab)
+    tgt = _targets(rows, vocab)
     r = np.arange(rows)
 
     def step():
