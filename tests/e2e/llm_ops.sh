@@ -3,6 +3,7 @@
 # against hand counts (tests/python/test_llm_ops.py); then two CPU protocols with the numpy arms
 # of kernels/python/llm_numpy.py are checked, frozen, run and audited in a temporary store:
 # causal GQA attention at a decode and a prefill shape, and cross-entropy over rows x vocab.
+# Last, every shipped GPU protocol of protocols/llm passes `check`.
 source "$(dirname "$0")/lib.bash"
 py=${PREREG_TEST_PYTHON:-/usr/bin/python3}
 export PREREG_PYTHON=$py
@@ -78,4 +79,9 @@ done
   || fail "ce_cpu bytes: $(json_get "$d_ce_cpu" "[(c['pass'], c['shape'], c['bytes_per_step']) for c in r['cells']]")"
 grep -qF '### fwd, vocab = 5003 (operating point: rows=8)' "$d_ce_cpu/report.md" \
   && pass "ce_cpu: report.md has a block per vocab, columns by rows" || fail "ce_cpu headings: $(grep '^###' "$d_ce_cpu/report.md")"
+# The shipped GPU protocols (protocols/llm/, not frozen) check here: their operation files read,
+# their arms' files import without torch and define the functions the protocols name.
+for f in "$PREREG_SOURCE_DIR"/protocols/llm/*.yaml; do
+  "$PREREG" check "$f" >"$work/out" 2>"$work/err" || fail "check $(basename "$f"): $(tail -n 2 "$work/err")"
+done && pass "every protocol of protocols/llm checks"
 finish
