@@ -708,3 +708,18 @@ TEST_CASE("the pages of an operation of one named axis: one block, a column per 
   CHECK(page.find("class=\"alabel\">n</text>") != std::string::npos);
   CHECK(page.find("Time per step · fwd</title>") != std::string::npos);
 }
+
+TEST_CASE("a report whose cells name different axes still renders (the audit fails it)") {
+  for (const char *odd : {R"([{"axis": "q", "extent": 3}])",
+                          R"([{"axis": "q", "extent": 3}, {"axis": "b", "extent": 1},
+                              {"axis": "n", "extent": 64}, {"axis": "d", "extent": 64}])"})
+    for (const std::size_t at : {std::size_t{0}, std::size_t{5}}) {
+      json r = sample("cpu_rotary.json");
+      r["cells"][at]["shape"] = json::parse(odd);
+      std::string md, page;
+      CHECK_NOTHROW(md = prereg::render_markdown(r));
+      CHECK_NOTHROW(page = prereg::render_html(r));
+      CHECK(md.find("## Results: fwd") != std::string::npos);
+      CHECK(page.find("</html>") != std::string::npos);
+    }
+}

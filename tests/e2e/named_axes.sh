@@ -84,4 +84,8 @@ merged=$(tail -n 1 "$work/out")
 expect_exit 0 "the merged report audits clean" -- "$PREREG" audit "$merged"
 grep -qF '| eager | fwd | b=4 n=256 d=128 |' "$merged/report.md" && pass "  ... its cells table names each shape" \
   || fail "merged page: $(grep -A3 '## Cells' "$merged/report.md")"
+if "$py" -c 'import jsonschema' 2>/dev/null; then
+  "$py" "$PREREG_SOURCE_DIR/tests/schemas/validate.py" "$PREREG_SOURCE_DIR/docs/schema" merged "$merged/report.json" >"$work/val" 2>&1 \
+    && pass "  ... and holds for merged-report.schema.json" || fail "merged schema: $(head -5 "$work/val")"
+fi
 finish

@@ -103,7 +103,11 @@ std::pair<std::vector<std::int64_t>, std::int64_t> split_shape(const std::vector
   return {std::vector<std::int64_t>(e.begin(), e.end() - 1), e.back()};
 }
 
+// A key's extents; a rows x cols key in a named report (not a valid report, still drawn): rows,
+// cols.
 std::vector<std::int64_t> extents_of(const cell_key &k) {
+  if (!k.named())
+    return {k.rows, k.cols};
   std::vector<std::int64_t> e;
   for (const auto &a : k.shape)
     e.push_back(a.extent);
@@ -136,8 +140,7 @@ void read_named_shapes(view &v, const report_document &report) {
   std::vector<std::int64_t> scratch;
   body_shapes(v, 0, scratch, shapes);
   for (const report_cell &c : report.cells)
-    if (c.key.named())
-      shapes.push_back(extents_of(c.key));
+    shapes.push_back(extents_of(c.key));
   for (const auto &s : shapes) {
     auto [lead, last] = split_shape(s);
     add_unique(v.leading, lead);
@@ -160,7 +163,7 @@ void read_named_shapes(view &v, const report_document &report) {
 
 cell_id id_of(const view &v, const cell_key &k) {
   std::string pass(to_string(k.pass));
-  if (!k.named())
+  if (!is_named(v))
     return {k.arm, std::move(pass), k.rows, k.cols};
   auto [lead, last] = split_shape(extents_of(k));
   const auto it = std::find(v.leading.begin(), v.leading.end(), lead);
@@ -240,7 +243,8 @@ std::string row_text(const view &v, std::int64_t rows) {
   const auto &lead = v.leading.at(static_cast<std::size_t>(rows));
   std::string out;
   for (std::size_t i = 0; i < lead.size(); ++i)
-    out += fmt::format("{}{}={}", i == 0 ? "" : " ", v.axis_names[i], lead[i]);
+    out += fmt::format("{}{}={}", i == 0 ? "" : " ",
+                       i < v.axis_names.size() ? v.axis_names[i] : std::string("?"), lead[i]);
   return out;
 }
 

@@ -103,8 +103,10 @@ merged_table verdicts_table(const json &m, bool replication) {
 std::string shape_text(const json &shape) {
   std::string out;
   for (const auto &a : shape)
-    out += fmt::format("{}{}={}", out.empty() ? "" : " ", a.value("axis", ""),
-                       a.value("extent", std::int64_t{0}));
+    if (a.is_object() && a.contains("axis") && a["axis"].is_string() && a.contains("extent") &&
+        a["extent"].is_number_integer())
+      out += fmt::format("{}{}={}", out.empty() ? "" : " ", a["axis"].get<std::string>(),
+                         a["extent"].get<std::int64_t>());
   return out;
 }
 
@@ -119,7 +121,7 @@ merged_table cells_table(const json &m) {
   for (const auto &c : all) {
     std::vector<std::string> row{c.value("arm", ""), c.value("pass", "")};
     if (named) {
-      row.push_back(shape_text(c.value("shape", json::array())));
+      row.push_back(c.contains("shape") && c["shape"].is_array() ? shape_text(c["shape"]) : "");
     } else {
       row.push_back(std::to_string(c.value("rows", 0)));
       row.push_back(std::to_string(c.value("cols", 0)));
