@@ -65,6 +65,10 @@ for p in attn_cpu ce_cpu; do
   [ "$(json_get "$dir" "all(c['passed'] for c in r['correctness']) and len(r['correctness']) == 4")" = True ] \
     && pass "$p: the numpy arm passes the float64 reference at every cell" \
     || fail "$p correctness: $(json_get "$dir" "r['correctness']")"
+  if "$py" -c 'import jsonschema' 2>/dev/null; then
+    "$py" "$PREREG_SOURCE_DIR/tests/schemas/validate.py" "$PREREG_SOURCE_DIR/docs/schema" report "$dir/report.json" >"$work/val" 2>&1 \
+      && pass "$p: the report holds for report.schema.json" || fail "$p schema: $(head -5 "$work/val")"
+  fi
   eval "d_$p=\$dir"
 done
 # attention: (2 b h sq d + 2 b kvh sk d) s fwd; (4 b h sq d + 4 b kvh sk d) s fwd+bwd
