@@ -137,6 +137,9 @@ _TENSORS = [
 ]
 _FWD_BYTES = "(2 * batch * heads * seq_q * head_dim + 2 * batch * kv_heads * seq_k * head_dim) * s"
 _BWD_BYTES = "(4 * batch * heads * seq_q * head_dim + 4 * batch * kv_heads * seq_k * head_dim) * s"
+# Set before any pilot. o is about 0.015 in magnitude at seq_k = 4096 (scores of std 1 spread the
+# weights) and dq about 1e-3, so bf16's atol 2e-3 leaves dq's check weak at prefill sizes: the
+# pilot's correctness records give each arm's largest error; tighten before freezing.
 _TOLERANCE = {"fp32": {"rtol": 1e-4, "atol": 1e-4},
               "fp16": {"rtol": 2e-2, "atol": 1e-3},
               "bf16": {"rtol": 3e-2, "atol": 2e-3}}
