@@ -132,6 +132,10 @@ void body_shapes(const view &v, std::size_t axis, std::vector<std::int64_t> &sha
 // Over named axes: the leading extents and last extents the body declares and the cells name,
 // sorted, and the operating point.
 void read_named_shapes(view &v, const report_document &report) {
+  // read_body took an axis named rows or cols for a rows x cols extent: not over named axes
+  v.rows.clear();
+  v.cols.clear();
+  v.op.reset();
   std::vector<std::vector<std::int64_t>> shapes;
   std::vector<std::int64_t> scratch;
   body_shapes(v, 0, scratch, shapes);
