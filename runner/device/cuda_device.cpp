@@ -7,6 +7,7 @@
 #include "device/device.hpp"
 #include "device/instrument.hpp"
 #include "device/nvml.hpp"
+#include "device/reference_kernels.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>
@@ -367,6 +368,9 @@ public:
                     std::int64_t cols, double row_offset) override {
     launch_fill_uniform(p, n, type, static_cast<float>(lo), static_cast<float>(hi), seed, cols,
                         static_cast<float>(row_offset), m_stream);
+  }
+  void fill_poison(void *p, std::size_t n, dtype type) override {
+    launch_fill_pattern(p, n, element_bytes(type), reference::poison_bits(type), m_stream);
   }
   [[nodiscard]] device_checks *checks() override { return m_checks.get(); }
   void trim() override {
