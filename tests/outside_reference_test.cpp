@@ -38,7 +38,8 @@ bool g_fail = false;
 
 void host_reference(const operation_desc &op, const shape &s, pass_kind pass, host_tensors &t) {
   ++g_host_calls;
-  operation_named("layernorm").reference(op, s, pass, t);
+  const operation_desc &ln = operation_named("layernorm"); // its reference reads op.name
+  ln.reference(ln, s, pass, t);
 }
 
 device_values device_reference(const operation_desc &op, const shape &s, pass_kind pass,
@@ -48,7 +49,11 @@ device_values device_reference(const operation_desc &op, const shape &s, pass_ki
     throw invalid_input("operation lnfile: the reference at fwd 8x64 raised ValueError: planted",
                         op.file);
   auto t = std::make_shared<host_tensors>(inputs);
-  operation_named("layernorm").reference(op, s, pass, *t);
+  for (std::size_t i = 0; i < op.tensors.size(); ++i)
+    if (op.tensors[i].role != tensor_role::input && op.used_in(i, pass))
+      (*t)[i].assign(static_cast<std::size_t>(op.elements(i, s)), 0.0);
+  const operation_desc &ln = operation_named("layernorm");
+  ln.reference(ln, s, pass, *t);
   device_values v;
   v.at.assign(op.tensors.size(), nullptr);
   for (std::size_t i = 0; i < op.tensors.size(); ++i)
@@ -190,7 +195,15 @@ TEST_CASE("an operation file's device reference that fails fails every cell, wit
   const raw_run raw = measure(dev, dev.probe(), plan_of(p), planted, progress);
   g_fail = false;
   CHECK(g_host_calls == 0);
-  CHECK(g_device_calls == 1); // once for the shape: its cells all fail with it
+  // Once at the gate for the shape (its cells all fail with it), then once per cell at its
+  // first spot check (the cell's measurement fails, as on the host path).
+  CHECK(g_device_calls == 1 + 4);
+  for (const auto &c : raw.cells) {
+    INFO(c.key.arm);
+    REQUIRE(c.error.has_value());
+    CHECK(*c.error == "measurement: operation lnfile: the reference at fwd 8x64 raised "
+                      "ValueError: planted (ln.py)");
+  }
   REQUIRE(raw.correctness.size() == 4);
   for (const auto &r : raw.correctness) {
     INFO(r.key.arm);
