@@ -438,8 +438,16 @@ def _device_call(path, name, m, device):
 def operation_reference_device(path, name, meta_json):
     """Runs the reference of declaration `name` (twice when meta's `twice`: the two must agree bit
     for bit, compared on the device) and keeps its outputs on the device as float64 tensors.
-    ("" or why not, a handle for operation_reference_release, JSON {name: device address})."""
-    import json, torch
+    ("" or why not, a handle for operation_reference_release, JSON {name: device address}); the
+    handle is -1 when torch with CUDA is not importable here (prereg then uses the host's path)."""
+    import json
+    try:
+        import torch
+        usable = torch.cuda.is_available()
+    except ImportError:
+        usable = False
+    if not usable:
+        return ("", -1, "{}")
     m = json.loads(meta_json)
     device = torch.device("cuda", m["ordinal"])
     outs, why = _device_call(path, name, m, device)

@@ -113,9 +113,12 @@ void call_reference(const operation_desc &op, const shape &s, pass_kind pass, ho
 
 /// Whether this is the first call of the operation's reference at this pass and shape (which
 /// then runs twice and must agree with itself bit for bit).
-bool first_call(const operation_desc &op, const shape &s, pass_kind pass) {
+std::set<std::tuple<std::string, pass_kind, std::vector<std::int64_t>>> &seen_calls() {
   static std::set<std::tuple<std::string, pass_kind, std::vector<std::int64_t>>> seen;
-  return seen.emplace(op.name, pass, s.extents).second;
+  return seen;
+}
+bool first_call(const operation_desc &op, const shape &s, pass_kind pass) {
+  return seen_calls().emplace(op.name, pass, s.extents).second;
 }
 
 /// The reference every bound outside operation runs: the first call of a pass and shape runs
@@ -157,12 +160,14 @@ struct held_outputs {
 
 /// The reference on the device (docs/operations.md, "The reference"): its outputs stay there
 /// as the glue's float64 tensors; the first call of a pass and shape runs twice and must agree
-/// bit for bit (compared on the device).
+/// bit for bit (compared on the device). Nothing (no addresses, the hook unbound) where torch
+/// with CUDA is not importable: the host's path serves.
 device_values python_device_reference(const operation_desc &op, const shape &s, pass_kind pass,
                                       const host_tensors &t, int ordinal) {
   json meta = reference_meta(op, s, pass, t, nullptr);
   meta["ordinal"] = ordinal;
-  meta["twice"] = first_call(op, s, pass);
+  const bool twice = first_call(op, s, pass);
+  meta["twice"] = twice;
   auto &rt = python_runtime::get();
   PyObject *r = nullptr;
   try {
@@ -178,6 +183,12 @@ device_values python_device_reference(const operation_desc &op, const shape &s, 
   held->handle = rt.api().PyLong_AsLongLong(rt.api().PyTuple_GetItem(r, 1));
   const std::string addresses = text_at(rt.api(), r, 2);
   rt.api().Py_DecRef(r);
+  if (held->handle < 0) { // no torch with CUDA here: the host's path from now on
+    if (twice)
+      seen_calls().erase({op.name, pass, s.extents}); // its first call is still to come
+    set_outside_device_reference(op.name, nullptr);
+    return {};
+  }
   throw_unless_empty(op, s, pass, text);
   const json at = parse_json_strict(addresses, op.file);
   device_values v;

@@ -37,6 +37,8 @@ std::unique_ptr<device_reference> reference_on_device(run_context &ctx, device_c
   } catch (const std::exception &) {
     throw reference_failure(std::current_exception());
   }
+  if (values.at.empty()) // the operation's device reference cannot serve here: the host's
+    return nullptr;
   return checks.adopt(op, s, std::move(values));
 }
 

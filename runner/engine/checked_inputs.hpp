@@ -36,7 +36,8 @@ struct reference_failure : std::exception {
 /// (device addresses, descriptor order), held on the device: the device's own kernels for a
 /// built-in operation; for an operation file, its inputs read back (packed, unpacked on every
 /// core) and handed to its device reference, whose outputs stay on the device. Null when the
-/// device computes neither. Throws reference_failure when the operation's reference fails.
+/// device computes neither (or the device reference cannot serve here: no torch with CUDA).
+/// Throws reference_failure when the operation's reference fails.
 [[nodiscard]] std::unique_ptr<device_reference>
 reference_on_device(run_context &ctx, device_checks &checks, const shape &s, pass_kind pass,
                     const std::vector<void *> &tensors);
