@@ -7,7 +7,6 @@
 #include "device/device.hpp"
 #include "device/instrument.hpp"
 #include "device/nvml.hpp"
-#include "device/reference_kernels.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>

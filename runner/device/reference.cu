@@ -370,25 +370,7 @@ __global__ void first_difference_kernel(const W *a, const W *b, std::size_t n,
     atomicMin(result, first);
 }
 
-template <class W> __global__ void fill_pattern_kernel(W *p, std::size_t n, W bits) {
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    p[i] = bits;
-}
-
 } // namespace
-
-void launch_fill_pattern(void *p, std::size_t n, std::size_t width, std::uint32_t bits,
-                         cudaStream_t stream) {
-  if (n == 0)
-    return;
-  if (width == 4)
-    PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned>
-                       <<<grid_for(n), threads, 0, stream>>>(static_cast<unsigned *>(p), n, bits));
-  else
-    PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned short><<<grid_for(n), threads, 0, stream>>>(
-        static_cast<unsigned short *>(p), n, static_cast<unsigned short>(bits)));
-}
 
 void launch_checked_fill(void *p, std::size_t n, dtype type, double lo, double hi,
                          double row_offset, std::int64_t row_len, std::uint64_t seed,

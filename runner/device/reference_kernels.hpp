@@ -20,11 +20,6 @@ void launch_checked_fill(void *p, std::size_t n, dtype type, double lo, double h
                          double row_offset, std::int64_t row_len, std::uint64_t seed,
                          cudaStream_t stream);
 
-/// Writes the `width`-byte (2 or 4) pattern `bits` (its low 16 bits when width is 2) into n
-/// elements at p (the poison of docs/engine.md).
-void launch_fill_pattern(void *p, std::size_t n, std::size_t width, std::uint32_t bits,
-                         cudaStream_t stream);
-
 /// The float64 tensors of a normalisation's reference (null where unused).
 struct norm_tensors {
   const void *x = nullptr, *gamma = nullptr, *beta = nullptr, *dy = nullptr; ///< `type`
