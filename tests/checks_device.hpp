@@ -17,10 +17,11 @@ namespace prereg::test {
 /// reference() runs the descriptor's float64 reference, compare() is reference::compare.
 class host_checks final : public device_checks {
 public:
-  int references = 0, comparisons = 0, differences = 0, fills = 0; ///< calls seen
+  int references = 0, comparisons = 0, differences = 0, fills = 0, adopted = 0; ///< calls seen
 
+  /// The built-in operations (as on CUDA); an operation file's comes through adopt().
   [[nodiscard]] bool knows(const operation_desc &op, dtype) const override {
-    return op.reference != nullptr;
+    return op.reference != nullptr && !op.outside;
   }
   void fill_input(void *p, std::size_t n, dtype type, const input_distribution &dist,
                   std::int64_t row_len, std::uint64_t seed) override {
@@ -60,6 +61,16 @@ public:
             std::vector<std::uint8_t>(b, b + op.elements(i, s) * element_bytes(et)), et);
       }
     op.reference(op, s, pass, t);
+    return std::make_unique<held>(*this, op, s, std::move(t));
+  }
+  /// `values` in host memory (this device's memory is the host's).
+  [[nodiscard]] std::unique_ptr<device_reference> adopt(const operation_desc &op, const shape &s,
+                                                        device_values values) override {
+    ++adopted;
+    host_tensors t(op.tensors.size());
+    for (std::size_t i = 0; i < op.tensors.size() && i < values.at.size(); ++i)
+      if (values.at[i] != nullptr)
+        t[i].assign(values.at[i], values.at[i] + op.elements(i, s));
     return std::make_unique<held>(*this, op, s, std::move(t));
   }
   [[nodiscard]] std::int64_t first_difference(const void *a, const void *b, std::size_t n,
@@ -135,6 +146,9 @@ public:
   void upload(void *d, const void *s, std::size_t n) override { m_inner->upload(d, s, n); }
   void download(void *d, const void *s, std::size_t n) override { m_inner->download(d, s, n); }
   void copy(void *d, const void *s, std::size_t n) override { m_inner->copy(d, s, n); }
+  void fill_poison(void *p, std::size_t n, dtype type) override {
+    m_inner->fill_poison(p, n, type);
+  }
   void fill_uniform(void *p, std::size_t n, dtype type, double lo, double hi, std::uint64_t seed,
                     std::int64_t cols, double row_offset) override {
     m_inner->fill_uniform(p, n, type, lo, hi, seed, cols, row_offset);

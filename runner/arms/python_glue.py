@@ -351,39 +351,124 @@ def _as_float64(v, name, shape):
         return None, f"returned {name} with {v.reshape(-1)[bad[0]]} at element {bad[0]}"
     return v, ""
 
+def _host_view(addr, shape):
+    import ctypes, numpy
+    n = 1
+    for d in shape:
+        n *= d
+    if n == 0:
+        return numpy.zeros(shape)
+    return numpy.ctypeslib.as_array((ctypes.c_double * n).from_address(addr)).reshape(shape)
+
+def _reference_call(path, name, m):
+    """The reference's dict for the call `m` describes (inputs: copies of prereg's float64
+    buffers), or (None, why not)."""
+    fn = getattr(_op_module(path), name)["reference"]
+    t = types.SimpleNamespace(rows=m["rows"], cols=m["cols"], axes=m["axes"], eps=m["eps"],
+                              device=m["device"], operation=name, pass_=m["pass"])
+    for k in m["absent"]:
+        setattr(t, k, None)
+    for k, (addr, shape) in m["inputs"].items():
+        setattr(t, k, _host_view(addr, shape).copy())
+    try:
+        r = fn(t)
+    except Exception as exc:
+        return None, f"raised {describe(exc)}{_where(exc, path)}"
+    if not isinstance(r, dict):
+        return None, f"returned a {type(r).__name__}, not a dict of its outputs"
+    for k in m["outputs"]:
+        if k not in r:
+            return None, f"returned no {k} (it returned {', '.join(sorted(map(str, r))) or 'nothing'})"
+    return r, ""
+
 def operation_reference(path, name, meta_json):
     """Runs the reference of declaration `name` once: inputs copied in from prereg's float64
     buffers, outputs validated (a dict; each expected output float64, of its shape, finite) and
     copied out. "" or why not, one line."""
-    import json, ctypes, numpy
+    import json
     m = json.loads(meta_json)
-    mod = _op_module(path)
-    fn = getattr(mod, name)["reference"]
-    t = types.SimpleNamespace(rows=m["rows"], cols=m["cols"], axes=m["axes"], eps=m["eps"],
-                              device=m["device"], operation=name, pass_=m["pass"])
-    def view(addr, shape):
-        n = 1
-        for d in shape:
-            n *= d
-        if n == 0:
-            return numpy.zeros(shape)
-        return numpy.ctypeslib.as_array((ctypes.c_double * n).from_address(addr)).reshape(shape)
-    for k in m["absent"]:
-        setattr(t, k, None)
-    for k, (addr, shape) in m["inputs"].items():
-        setattr(t, k, view(addr, shape).copy())
-    try:
-        r = fn(t)
-    except Exception as exc:
-        return f"raised {describe(exc)}{_where(exc, path)}"
-    if not isinstance(r, dict):
-        return f"returned a {type(r).__name__}, not a dict of its outputs"
+    r, why = _reference_call(path, name, m)
+    if why:
+        return why
     for k, (addr, shape) in m["outputs"].items():
-        if k not in r:
-            return f"returned no {k} (it returned {', '.join(sorted(map(str, r))) or 'nothing'})"
         v, why = _as_float64(r[k], k, shape)
         if why:
             return why
         if v.size:
-            view(addr, shape)[...] = v
+            _host_view(addr, shape)[...] = v
     return ""
+
+_device_outputs = {}
+_device_handles = [0]
+
+def _on_device(v, name, shape, device):
+    """Output `v` as a contiguous float64 torch tensor on `device`, checked as _as_float64 checks
+    on the host (dtype, shape, every value finite), or (None, why not)."""
+    import numpy, torch
+    if isinstance(v, numpy.ndarray):
+        if v.dtype != numpy.float64:
+            return None, f"returned {name} as {v.dtype}, not float64"
+        v = torch.from_numpy(v)
+    elif not (hasattr(v, "detach") and hasattr(v, "cpu")):
+        return None, f"returned {name} as a {type(v).__name__}, not an array"
+    if v.dtype != torch.float64:
+        return None, f"returned {name} as {v.dtype}, not float64"
+    if tuple(v.shape) != tuple(shape):
+        return None, f"returned {name} of shape {tuple(v.shape)}, not {tuple(shape)}"
+    v = v.detach().to(device).contiguous()
+    bad = torch.nonzero(~torch.isfinite(v.reshape(-1)))
+    if bad.numel():
+        i = int(bad[0])
+        return None, f"returned {name} with {float(v.reshape(-1)[i])} at element {i}"
+    return v, ""
+
+def _device_call(path, name, m, device):
+    """The outputs of one reference call on `device` by name, or (None, why not)."""
+    r, why = _reference_call(path, name, m)
+    if why:
+        return None, why
+    outs = {}
+    for k in m["outputs"]:
+        v, why = _on_device(r[k], k, m["outputs"][k][1], device)
+        if why:
+            return None, why
+        outs[k] = v
+    return outs, ""
+
+def operation_reference_device(path, name, meta_json):
+    """Runs the reference of declaration `name` (twice when meta's `twice`: the two must agree bit
+    for bit, compared on the device) and keeps its outputs on the device as float64 tensors.
+    ("" or why not, a handle for operation_reference_release, JSON {name: device address}); the
+    handle is -1 when torch with CUDA is not importable here (prereg then uses the host's path)."""
+    import json
+    try:
+        import torch
+        usable = torch.cuda.is_available()
+    except ImportError:
+        usable = False
+    if not usable:
+        return ("", -1, "{}")
+    m = json.loads(meta_json)
+    device = torch.device("cuda", m["ordinal"])
+    outs, why = _device_call(path, name, m, device)
+    if not why and m["twice"]:
+        again, why = _device_call(path, name, m, device)
+        for k in ([] if why else m["order"]):
+            a, b = outs[k].reshape(-1).view(torch.int64), again[k].reshape(-1).view(torch.int64)
+            diff = torch.nonzero(a != b)
+            if diff.numel():
+                i = int(diff[0])
+                why = (f"disagrees with itself across two calls: {k} element {i} is "
+                       f"{float(outs[k].reshape(-1)[i]):.17g}, then "
+                       f"{float(again[k].reshape(-1)[i]):.17g}")
+                break
+    if why:
+        return (why, 0, "{}")
+    torch.cuda.synchronize(device)  # ready before prereg's stream reads them
+    _device_handles[0] += 1
+    _device_outputs[_device_handles[0]] = outs
+    return ("", _device_handles[0], json.dumps({k: str(v.data_ptr()) for k, v in outs.items()}))
+
+def operation_reference_release(handle):
+    """Lets go of the outputs of operation_reference_device's call `handle`."""
+    _device_outputs.pop(handle, None)

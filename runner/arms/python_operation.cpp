@@ -35,14 +35,18 @@ std::string cell_text(const shape &s, pass_kind pass) {
   return fmt::format("{} {}", to_string(pass), dims);
 }
 
-/// One call of the reference: the inputs in, the pass's outputs (and saved tensors) out.
-void call_reference(const operation_desc &op, const shape &s, pass_kind pass, host_tensors &t) {
+/// The glue's description of one reference call: its shape and pass, the inputs' host
+/// addresses (float64, in `t`) and dims, the outputs' (`host_outputs`' buffers, sized here; with
+/// none, address 0: they stay on the device) and the outputs' names in descriptor order.
+json reference_meta(const operation_desc &op, const shape &s, pass_kind pass, const host_tensors &t,
+                    host_tensors *host_outputs) {
   json meta = {{"rows", 0},
                {"cols", 0},
                {"eps", op.eps},
                {"pass", std::string(to_string(pass))},
                {"inputs", json::object()},
                {"outputs", json::object()},
+               {"order", json::array()},
                {"absent", json::array()},
                {"axes", json::object()}};
   const auto it = bound_devices().find(op.name);
@@ -68,11 +72,29 @@ void call_reference(const operation_desc &op, const shape &s, pass_kind pass, ho
         throw invalid_input(fmt::format("operation {}: input {} has {} values, not {}", op.name,
                                         d.name, t.at(i).size(), n));
     } else {
-      t.at(i).assign(n, 0.0);
+      meta["order"].push_back(d.name);
+      if (host_outputs != nullptr)
+        host_outputs->at(i).assign(n, 0.0);
     }
-    const auto addr = reinterpret_cast<std::uintptr_t>(t[i].data());
+    const bool host = d.role == tensor_role::input || host_outputs != nullptr;
+    const auto addr = host ? reinterpret_cast<std::uintptr_t>(t[i].data()) : 0;
     meta[d.role == tensor_role::input ? "inputs" : "outputs"][d.name] = {addr, dims};
   }
+  return meta;
+}
+
+/// The glue's answer `text` ("" or why not) as the reference's failure at this cell.
+void throw_unless_empty(const operation_desc &op, const shape &s, pass_kind pass,
+                        const std::string &text) {
+  if (!text.empty())
+    throw invalid_input(fmt::format("operation {}: the reference at {} {}", op.name,
+                                    cell_text(s, pass), escape_for_message(text)),
+                        op.file);
+}
+
+/// One call of the reference: the inputs in, the pass's outputs (and saved tensors) out.
+void call_reference(const operation_desc &op, const shape &s, pass_kind pass, host_tensors &t) {
+  const json meta = reference_meta(op, s, pass, t, &t);
   auto &rt = python_runtime::get();
   PyObject *r = nullptr;
   try {
@@ -86,18 +108,24 @@ void call_reference(const operation_desc &op, const shape &s, pass_kind pass, ho
   const char *why = rt.api().PyUnicode_AsUTF8(r);
   const std::string text = why != nullptr ? why : "returned no text";
   rt.api().Py_DecRef(r);
-  if (!text.empty())
-    throw invalid_input(fmt::format("operation {}: the reference at {} {}", op.name,
-                                    cell_text(s, pass), escape_for_message(text)),
-                        op.file);
+  throw_unless_empty(op, s, pass, text);
+}
+
+/// Whether this is the first call of the operation's reference at this pass and shape (which
+/// then runs twice and must agree with itself bit for bit).
+std::set<std::tuple<std::string, pass_kind, std::vector<std::int64_t>>> &seen_calls() {
+  static std::set<std::tuple<std::string, pass_kind, std::vector<std::int64_t>>> seen;
+  return seen;
+}
+bool first_call(const operation_desc &op, const shape &s, pass_kind pass) {
+  return seen_calls().emplace(op.name, pass, s.extents).second;
 }
 
 /// The reference every bound outside operation runs: the first call of a pass and shape runs
 /// twice and must agree with itself bit for bit.
 void python_reference(const operation_desc &op, const shape &s, pass_kind pass, host_tensors &t) {
-  static std::set<std::tuple<std::string, pass_kind, std::vector<std::int64_t>>> seen;
   call_reference(op, s, pass, t);
-  if (!seen.emplace(op.name, pass, s.extents).second)
+  if (!first_call(op, s, pass))
     return;
   host_tensors again = t;
   call_reference(op, s, pass, again);
@@ -112,6 +140,65 @@ void python_reference(const operation_desc &op, const shape &s, pass_kind pass, 
                         op.name, cell_text(s, pass), op.tensors[i].name, k, t[i][k], again[i][k]),
             op.file);
   }
+}
+
+/// The glue's outputs of one device reference call, released when the last holder goes.
+struct held_outputs {
+  long long handle = 0;
+  held_outputs() = default;
+  held_outputs(const held_outputs &) = delete;
+  held_outputs &operator=(const held_outputs &) = delete;
+  ~held_outputs() {
+    try {
+      auto &rt = python_runtime::get();
+      rt.api().Py_DecRef(
+          rt.call("operation_reference_release", rt.tuple({rt.api().PyLong_FromLongLong(handle)})));
+    } catch (...) { // nothing to do: the tensors stay with the interpreter
+    }
+  }
+};
+
+/// The reference on the device (docs/operations.md, "The reference"): its outputs stay there
+/// as the glue's float64 tensors; the first call of a pass and shape runs twice and must agree
+/// bit for bit (compared on the device). Nothing (no addresses, the hook unbound) where torch
+/// with CUDA is not importable: the host's path serves.
+device_values python_device_reference(const operation_desc &op, const shape &s, pass_kind pass,
+                                      const host_tensors &t, int ordinal) {
+  json meta = reference_meta(op, s, pass, t, nullptr);
+  meta["ordinal"] = ordinal;
+  const bool twice = first_call(op, s, pass);
+  meta["twice"] = twice;
+  auto &rt = python_runtime::get();
+  PyObject *r = nullptr;
+  try {
+    r = rt.call("operation_reference_device",
+                rt.tuple({rt.str(op.file), rt.str(op.name), rt.str(meta.dump())}));
+  } catch (const error &e) {
+    throw invalid_input(fmt::format("operation {}: the reference at {} failed: {}", op.name,
+                                    cell_text(s, pass), e.what()),
+                        op.file);
+  }
+  const std::string text = text_at(rt.api(), r, 0);
+  auto held = std::make_shared<held_outputs>();
+  held->handle = rt.api().PyLong_AsLongLong(rt.api().PyTuple_GetItem(r, 1));
+  const std::string addresses = text_at(rt.api(), r, 2);
+  rt.api().Py_DecRef(r);
+  if (held->handle < 0) { // no torch with CUDA here: the host's path from now on
+    if (twice)
+      seen_calls().erase({op.name, pass, s.extents}); // its first call is still to come
+    set_outside_device_reference(op.name, nullptr);
+    return {};
+  }
+  throw_unless_empty(op, s, pass, text);
+  const json at = parse_json_strict(addresses, op.file);
+  device_values v;
+  v.at.assign(op.tensors.size(), nullptr);
+  for (std::size_t i = 0; i < op.tensors.size(); ++i)
+    if (op.tensors[i].role != tensor_role::input && op.used_in(i, pass))
+      v.at[i] = reinterpret_cast<const double *>(
+          static_cast<std::uintptr_t>(std::stoull(at.at(op.tensors[i].name).get<std::string>())));
+  v.owner = std::move(held);
+  return v;
 }
 
 } // namespace
@@ -156,6 +243,8 @@ void bind_python_reference(const operation_desc &op, const std::string &device) 
                         op.file);
   bound_devices()[op.name] = device;
   set_outside_reference(op.name, python_reference);
+  if (device == "cuda") // the torch reference's outputs stay on the device (docs/engine.md)
+    set_outside_device_reference(op.name, python_device_reference);
 }
 
 } // namespace prereg

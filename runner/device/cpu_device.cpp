@@ -302,6 +302,9 @@ public:
   void copy(void *dst, const void *src, std::size_t bytes) override {
     std::memcpy(dst, src, bytes);
   }
+  void fill_poison(void *p, std::size_t n, dtype type) override {
+    reference::fill_poison(p, n, type);
+  }
   void fill_uniform(void *p, std::size_t n, dtype type, double lo, double hi, std::uint64_t seed,
                     std::int64_t cols, double row_offset) override {
     rng g(seed);

@@ -60,12 +60,21 @@ builtin builtin_of(const operation_desc &op) {
 
 class cuda_reference final : public device_reference {
 public:
+  /// A reference in buffers of its own, for the built-in kernels to fill.
   cuda_reference(const operation_desc &op, const shape &s, pass_kind pass, cudaStream_t stream)
       : m_op(op), m_shape(s), m_stream(stream), m_refs(op.tensors.size()),
-        m_state(sizeof(compare_state)) {
+        m_values(op.tensors.size(), nullptr), m_state(sizeof(compare_state)) {
     for (std::size_t t = 0; t < op.tensors.size(); ++t)
-      if (op.tensors[t].role != tensor_role::input && op.used_in(t, pass))
+      if (op.tensors[t].role != tensor_role::input && op.used_in(t, pass)) {
         m_refs[t] = device_buffer(op.elements(t, s) * sizeof(double));
+        m_values[t] = m_refs[t].as<double>();
+      }
+  }
+  /// A reference someone else computed on the device (adopt()).
+  cuda_reference(const operation_desc &op, const shape &s, device_values v, cudaStream_t stream)
+      : m_op(op), m_shape(s), m_stream(stream), m_values(std::move(v.at)),
+        m_owner(std::move(v.owner)), m_state(sizeof(compare_state)) {
+    m_values.resize(op.tensors.size(), nullptr);
   }
   [[nodiscard]] double *ref(std::string_view name) const {
     const int i = m_op.index_of(name);
@@ -74,7 +83,7 @@ public:
 
   device_comparison compare(std::size_t t, const void *out, dtype type, double rtol,
                             double atol) override {
-    const double *ref = m_refs.at(t).as<double>();
+    const double *ref = m_values.at(t);
     if (ref == nullptr)
       throw std::logic_error("device reference: tensor " + m_op.tensors.at(t).name +
                              " is not written by this pass");
@@ -90,7 +99,7 @@ public:
   }
 
   std::vector<double> download(std::size_t t) override {
-    const double *ref = m_refs.at(t).as<double>();
+    const double *ref = m_values.at(t);
     std::vector<double> v(ref == nullptr ? 0 : m_op.elements(t, m_shape));
     PREREG_CUDA_CALL(cudaMemcpyAsync(v.data(), ref, v.size() * sizeof(double),
                                      cudaMemcpyDeviceToHost, m_stream));
@@ -146,7 +155,9 @@ private:
   const operation_desc &m_op;
   shape m_shape;
   cudaStream_t m_stream;
-  std::vector<device_buffer> m_refs; ///< per tensor: its float64 reference (outputs, saved)
+  std::vector<device_buffer> m_refs;    ///< per tensor: its own float64 buffer (built-in kernels)
+  std::vector<const double *> m_values; ///< per tensor: its float64 reference (outputs, saved)
+  std::shared_ptr<const void> m_owner;  ///< keeps adopted values alive
   device_buffer m_state;
 };
 
@@ -204,6 +215,11 @@ public:
       PREREG_CUDA_CALL(cudaStreamSynchronize(m_stream)); // before the scratch is freed
     }
     return r;
+  }
+
+  std::unique_ptr<device_reference> adopt(const operation_desc &op, const shape &s,
+                                          device_values values) override {
+    return std::make_unique<cuda_reference>(op, s, std::move(values), m_stream);
   }
 
   std::int64_t first_difference(const void *a, const void *b, std::size_t n,

@@ -369,6 +369,9 @@ public:
     launch_fill_uniform(p, n, type, static_cast<float>(lo), static_cast<float>(hi), seed, cols,
                         static_cast<float>(row_offset), m_stream);
   }
+  void fill_poison(void *p, std::size_t n, dtype type) override {
+    launch_fill_pattern(p, n, element_bytes(type), reference::poison_bits(type), m_stream);
+  }
   [[nodiscard]] device_checks *checks() override { return m_checks.get(); }
   void trim() override {
     PREREG_CUDA_CALL(cudaStreamSynchronize(m_stream));

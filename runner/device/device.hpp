@@ -129,6 +129,12 @@ public:
   /// U(-row_offset, row_offset) for rows of `cols` elements when cols > 0. Never all zeros.
   virtual void fill_uniform(void *p, std::size_t n, dtype type, double lo, double hi,
                             std::uint64_t seed, std::int64_t cols, double row_offset) = 0;
+  /// Fills `n` elements of `type` at device address p with the poison (reference::poison's
+  /// bytes), queued like copy(); the default uploads them from the host.
+  virtual void fill_poison(void *p, std::size_t n, dtype type) {
+    const auto bytes = reference::poison(n, type);
+    upload(p, bytes.data(), bytes.size());
+  }
   /// Gives cached arm memory back between groups (outside every window).
   virtual void trim() {}
   /// The device side of checked calls (inputs, float64 reference, comparison), or null: the

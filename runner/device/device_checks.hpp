@@ -43,8 +43,8 @@ public:
 class device_checks {
 public:
   virtual ~device_checks() = default;
-  /// Whether reference() knows `op` at protocol dtype `type` (false: the host computes it; an
-  /// operation declared outside prereg can plug in its own device reference here later).
+  /// Whether reference() knows `op` at protocol dtype `type` (false: the host computes it, or
+  /// an operation file's own device reference does, through adopt()).
   [[nodiscard]] virtual bool knows(const operation_desc &op, dtype type) const = 0;
   /// Fills an input tensor of n elements of `type` at device address p for a checked call:
   /// `dist`'s values, never zero, per-row offsets for rows of `row_len` elements (0: none),
@@ -57,6 +57,11 @@ public:
   [[nodiscard]] virtual std::unique_ptr<device_reference>
   reference(const operation_desc &op, const shape &s, pass_kind pass, dtype type,
             std::span<void *const> tensors) = 0;
+  /// A reference whose float64 values were computed on this device by someone else (an
+  /// operation file's torch reference): `values.at[t]` for tensor t, kept alive by
+  /// values.owner while the reference lives; compared exactly as reference()'s.
+  [[nodiscard]] virtual std::unique_ptr<device_reference>
+  adopt(const operation_desc &op, const shape &s, device_values values) = 0;
   /// The first of n elements of `width` bytes where a and b (device addresses) differ, or -1.
   [[nodiscard]] virtual std::int64_t first_difference(const void *a, const void *b, std::size_t n,
                                                       std::size_t width) = 0;

@@ -68,6 +68,12 @@ __global__ void fill_kernel(T *p, std::size_t n, float lo, float hi, std::uint64
   }
 }
 
+template <class W> __global__ void fill_pattern_kernel(W *p, std::size_t n, W bits) {
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    p[i] = bits;
+}
+
 } // namespace
 
 void launch_read_sweep(const void *buffer, std::size_t bytes, unsigned long long *sink, int sms,
@@ -111,6 +117,19 @@ void launch_fill_uniform(void *p, std::size_t n, dtype type, float lo, float hi,
     PREREG_CUDA_LAUNCH(fill_kernel<T><<<grid, 256, 0, stream>>>(static_cast<T *>(p), n, lo, hi,
                                                                 seed, cols, row_offset));
   });
+}
+
+void launch_fill_pattern(void *p, std::size_t n, std::size_t width, std::uint32_t bits,
+                         cudaStream_t stream) {
+  if (n == 0)
+    return;
+  const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 65536));
+  if (width == 4)
+    PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned>
+                       <<<grid, 256, 0, stream>>>(static_cast<unsigned *>(p), n, bits));
+  else
+    PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned short><<<grid, 256, 0, stream>>>(
+        static_cast<unsigned short *>(p), n, static_cast<unsigned short>(bits)));
 }
 
 } // namespace prereg::cuda

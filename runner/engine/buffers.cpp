@@ -1,8 +1,6 @@
 // The harness's buffers on the device (buffers.hpp).
 #include "engine/buffers.hpp"
 
-#include "spec/reference.hpp"
-
 namespace prereg::engine_detail {
 
 std::uint64_t set_bytes(const operation_desc &op, dtype type, pass_kind pass, const shape &s) {
@@ -39,22 +37,12 @@ void buffer_set::free_all() noexcept {
     }
 }
 
-void upload_poison(device &dev, const operation_desc &op, dtype type, pass_kind pass,
-                   const shape &s, const buffer_set &set) {
-  for (std::size_t t = 0; t < op.tensors.size(); ++t)
-    if (op.tensors[t].role != tensor_role::input && op.used_in(t, pass)) {
-      const auto p =
-          reference::poison(static_cast<std::size_t>(op.elements(t, s)), element_type(op, t, type));
-      dev.upload(set.at(t), p.data(), p.size());
-    }
-}
-
-void copy_poison(device &dev, const operation_desc &op, dtype type, pass_kind pass, const shape &s,
-                 const buffer_set &poison, const buffer_set &set) {
+void poison_outputs(device &dev, const operation_desc &op, dtype type, pass_kind pass,
+                    const shape &s, const buffer_set &set) {
   for (std::size_t t = 0; t < op.tensors.size(); ++t)
     if (op.tensors[t].role != tensor_role::input && op.used_in(t, pass))
-      dev.copy(set.at(t), poison.at(t),
-               static_cast<std::size_t>(op.elements(t, s)) * op.element_size(t, type));
+      dev.fill_poison(set.at(t), static_cast<std::size_t>(op.elements(t, s)),
+                      element_type(op, t, type));
 }
 
 } // namespace prereg::engine_detail

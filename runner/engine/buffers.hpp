@@ -41,13 +41,9 @@ private:
   std::vector<void *> m_ptrs;
 };
 
-/// Copies (on the device, queued) every output and saved tensor `pass` writes from `poison`
-/// (a set holding the poison) into `set`.
-void copy_poison(device &dev, const operation_desc &op, dtype type, pass_kind pass, const shape &s,
-                 const buffer_set &poison, const buffer_set &set);
-
-/// Uploads the poison into every output and saved tensor `pass` writes in `set`.
-void upload_poison(device &dev, const operation_desc &op, dtype type, pass_kind pass,
-                   const shape &s, const buffer_set &set);
+/// Fills every output and saved tensor `pass` writes in `set` with the poison, on the device
+/// (device::fill_poison: a kernel on CUDA, queued on the stream; no host buffer of its size).
+void poison_outputs(device &dev, const operation_desc &op, dtype type, pass_kind pass,
+                    const shape &s, const buffer_set &set);
 
 } // namespace prereg::engine_detail

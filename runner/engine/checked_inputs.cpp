@@ -7,7 +7,39 @@ namespace prereg::engine_detail {
 
 device_checks *device_checks_for(const run_context &ctx) {
   device_checks *checks = ctx.dev.checks();
-  return checks != nullptr && checks->knows(ctx.op, ctx.proto.type) ? checks : nullptr;
+  if (checks == nullptr)
+    return nullptr;
+  return checks->knows(ctx.op, ctx.proto.type) || ctx.op.device_reference != nullptr ? checks
+                                                                                     : nullptr;
+}
+
+std::unique_ptr<device_reference> reference_on_device(run_context &ctx, device_checks &checks,
+                                                      const shape &s, pass_kind pass,
+                                                      const std::vector<void *> &tensors) {
+  const operation_desc &op = ctx.op;
+  const dtype type = ctx.proto.type;
+  if (checks.knows(op, type))
+    return checks.reference(op, s, pass, type, tensors);
+  if (op.device_reference == nullptr)
+    return nullptr;
+  host_tensors t(op.tensors.size());
+  for (std::size_t i = 0; i < op.tensors.size(); ++i)
+    if (op.tensors[i].role == tensor_role::input && op.used_in(i, pass)) {
+      const dtype et = element_type(op, i, type);
+      std::vector<std::uint8_t> bytes(static_cast<std::size_t>(op.elements(i, s)) *
+                                      element_bytes(et));
+      ctx.dev.download(bytes.data(), tensors.at(i), bytes.size());
+      t[i] = reference::unpack(bytes, et);
+    }
+  device_values values;
+  try {
+    values = op.device_reference(op, s, pass, t, ctx.dev.ordinal());
+  } catch (const std::exception &) {
+    throw reference_failure(std::current_exception());
+  }
+  if (values.at.empty()) // the operation's device reference cannot serve here: the host's
+    return nullptr;
+  return checks.adopt(op, s, std::move(values));
 }
 
 std::uint64_t seed_of_tensor(std::uint64_t seed, std::size_t t) {

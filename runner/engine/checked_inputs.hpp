@@ -6,6 +6,7 @@
 #include "engine/context.hpp"
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <vector>
 
@@ -18,8 +19,28 @@ struct checked_reference {
   device_reference *on_device = nullptr;
 };
 
-/// The device's checks when they cover this run's operation and dtype, else null (the host's).
+/// The device's checks when they cover this run's operation and dtype (a built-in reference
+/// of the device, or an operation file's own device reference), else null (the host's).
 [[nodiscard]] device_checks *device_checks_for(const run_context &ctx);
+
+/// The operation's own reference failed on the device path (an operation file's reference
+/// raised, returned what its declaration does not, disagreed with itself): `original` is what
+/// the host path's call would have thrown, and the host path is not tried.
+struct reference_failure : std::exception {
+  std::exception_ptr original;
+  explicit reference_failure(std::exception_ptr e) : original(std::move(e)) {}
+  [[nodiscard]] const char *what() const noexcept override { return "the reference failed"; }
+};
+
+/// The float64 reference of a checked call of `pass` at `s` whose inputs are at `tensors`
+/// (device addresses, descriptor order), held on the device: the device's own kernels for a
+/// built-in operation; for an operation file, its inputs read back (packed, unpacked on every
+/// core) and handed to its device reference, whose outputs stay on the device. Null when the
+/// device computes neither (or the device reference cannot serve here: no torch with CUDA).
+/// Throws reference_failure when the operation's reference fails.
+[[nodiscard]] std::unique_ptr<device_reference>
+reference_on_device(run_context &ctx, device_checks &checks, const shape &s, pass_kind pass,
+                    const std::vector<void *> &tensors);
 
 /// Fills every input tensor `pass` uses at `targets` (device addresses in descriptor order) on
 /// the device from `seed`: tensor t from seed_of_tensor(seed, t), the same values in every

@@ -36,12 +36,11 @@ private:
   void check_group(const std::vector<std::size_t> &g, const shape &s, const host_tensors &t);
   bool check_group_on_device(const std::vector<std::size_t> &g, const shape &s, std::uint64_t seed);
   void check_cells(const std::vector<std::size_t> &g, const shape &s, const buffer_set &set,
-                   const checked_reference &ref, const buffer_set *poison);
+                   const checked_reference &ref);
   void fail_group(const std::vector<std::size_t> &g, const std::exception &e,
                   const char *what = "buffers for this shape could not be set up");
   std::optional<correctness_record> check_one(std::size_t i, const shape &s, const buffer_set &set,
-                                              const checked_reference &ref,
-                                              const buffer_set *poison);
+                                              const checked_reference &ref);
   bool capture_first_call(std::size_t i, const std::function<void()> &step,
                           tracked_allocator &alloc, bool &capturing);
 
@@ -82,8 +81,18 @@ void correctness_gate::check_shape(const cell_key &shape_key) {
   const std::uint64_t seed = shape_seed(m_ctx.plan.seed, widest, shape_key);
   std::optional<host_tensors> t; // made when a group needs the host's reference
   for (std::size_t k = 0; k < mine.size(); ++k) {
-    if (m_checks != nullptr && check_group_on_device(*mine[k], s, seed))
-      continue;
+    try {
+      if (m_checks != nullptr && check_group_on_device(*mine[k], s, seed))
+        continue;
+    } catch (const reference_failure &f) { // the operation's own reference: every cell left
+      try {
+        std::rethrow_exception(f.original);
+      } catch (const std::exception &e) {
+        for (std::size_t j = k; j < mine.size(); ++j)
+          fail_group(*mine[j], e, "the operation's reference failed");
+      }
+      return;
+    }
     if (!t) {
       t = reference::random_tensors(op, s, m_ctx.proto.type, seed);
       try {
@@ -98,23 +107,24 @@ void correctness_gate::check_shape(const cell_key &shape_key) {
   }
 }
 
-/// The group's inputs drawn on the device, its reference computed there, a poison set to copy
-/// from; false when any of it could not be set up (the host's path then runs).
+/// The group's inputs drawn on the device and its reference computed there; false when either
+/// could not be set up (the host's path then runs).
 bool correctness_gate::check_group_on_device(const std::vector<std::size_t> &g, const shape &s,
                                              std::uint64_t seed) {
   const operation_desc &op = m_ctx.op;
   const dtype type = m_ctx.proto.type;
   const pass_kind pass = m_ctx.plan.cells[g.front()].pass;
-  std::optional<buffer_set> set, poison;
+  std::optional<buffer_set> set;
   std::unique_ptr<device_reference> ref;
   try {
     set.emplace(m_ctx.dev, op, s, type, pass);
     fill_checked_inputs(*m_checks, op, s, type, pass, seed,
                         std::vector<void *>(set->data(), set->data() + set->size()));
-    ref = m_checks->reference(op, s, pass, type, {set->data(), set->size()});
-    poison.emplace(m_ctx.dev, op, s, type, pass);
-    upload_poison(m_ctx.dev, op, type, pass, s, *poison);
+    ref = reference_on_device(m_ctx, *m_checks, s, pass,
+                              std::vector<void *>(set->data(), set->data() + set->size()));
     m_ctx.dev.synchronize();
+  } catch (const reference_failure &) {
+    throw;
   } catch (const std::exception &) {
     if (m_ctx.dev.broken())
       throw;
@@ -122,7 +132,7 @@ bool correctness_gate::check_group_on_device(const std::vector<std::size_t> &g, 
   }
   if (!ref)
     return false;
-  check_cells(g, s, *set, checked_reference{nullptr, ref.get()}, &*poison);
+  check_cells(g, s, *set, checked_reference{nullptr, ref.get()});
   return true;
 }
 
@@ -143,15 +153,14 @@ void correctness_gate::check_group(const std::vector<std::size_t> &g, const shap
     fail_group(g, e);
     return;
   }
-  check_cells(g, s, *set, checked_reference{&t, nullptr}, nullptr);
+  check_cells(g, s, *set, checked_reference{&t, nullptr});
 }
 
 /// Every cell of the group checked on `set` against `ref`.
 void correctness_gate::check_cells(const std::vector<std::size_t> &g, const shape &s,
-                                   const buffer_set &set, const checked_reference &ref,
-                                   const buffer_set *poison) {
+                                   const buffer_set &set, const checked_reference &ref) {
   for (std::size_t i : g) {
-    m_records[i] = check_one(i, s, set, ref, poison);
+    m_records[i] = check_one(i, s, set, ref);
     if (!m_records[i]) // an outside arm that cannot be captured: skipped, with the reason
       m_ctx.record_skip(i);
     m_ctx.progress.cell_done(++m_done, m_total);
@@ -175,8 +184,7 @@ void correctness_gate::fail_group(const std::vector<std::size_t> &g, const std::
 /// graph launch), then its outputs against `ref`. Nothing: skipped (see capture_first_call).
 std::optional<correctness_record> correctness_gate::check_one(std::size_t i, const shape &s,
                                                               const buffer_set &set,
-                                                              const checked_reference &ref,
-                                                              const buffer_set *poison) {
+                                                              const checked_reference &ref) {
   device &dev = m_ctx.dev;
   const cell_key &key = m_ctx.plan.cells[i];
   const bound_arm &arm = m_ctx.arms[i];
@@ -185,10 +193,7 @@ std::optional<correctness_record> correctness_gate::check_one(std::size_t i, con
   if (m_ctx.hooks.on_check)
     m_ctx.hooks.on_check(key);
   // Poison every output and saved tensor the pass writes.
-  if (poison != nullptr)
-    copy_poison(dev, m_ctx.op, m_ctx.proto.type, key.pass, s, *poison, set);
-  else
-    upload_poison(dev, m_ctx.op, m_ctx.proto.type, key.pass, s, set);
+  poison_outputs(dev, m_ctx.op, m_ctx.proto.type, key.pass, s, set);
   const auto first_call_start = std::chrono::steady_clock::now();
   auto alloc = dev.make_arm_allocator();
   std::vector<invocation> inv;

@@ -102,8 +102,10 @@ bool group_timing::spot_on_device(spot_data &d, std::uint64_t seed) {
   try {
     d.inputs = std::make_unique<input_copy>(m_ctx.dev, op, m_shape, type, m_pass);
     fill_checked_inputs(*checks, op, m_shape, type, m_pass, seed, d.inputs->ptrs());
-    d.on_device = checks->reference(op, m_shape, m_pass, type, d.inputs->ptrs());
+    d.on_device = reference_on_device(m_ctx, *checks, m_shape, m_pass, d.inputs->ptrs());
     m_ctx.dev.synchronize();
+  } catch (const reference_failure &f) { // as the host path's call would fail
+    std::rethrow_exception(f.original);
   } catch (const std::exception &) {
     if (m_ctx.dev.broken())
       throw;

@@ -69,7 +69,7 @@ void group_timing::run() {
   release();
 }
 
-/// The rotation's buffer sets with fresh inputs, and the poison set. False: they could not be
+/// The rotation's buffer sets with fresh inputs. False: they could not be
 /// allocated, and the group's cells are skipped like cells the plan left out (no record).
 bool group_timing::allocate_sets() {
   try {
@@ -77,12 +77,9 @@ bool group_timing::allocate_sets() {
       m_sets.emplace_back(m_ctx.dev, m_ctx.op, m_shape, m_ctx.proto.type, m_pass);
       fill_inputs(m_sets.back(), m_group_seed + 16 * static_cast<std::uint64_t>(k));
     }
-    m_poison.emplace(m_ctx.dev, m_ctx.op, m_shape, m_ctx.proto.type, m_pass);
-    upload_poison(m_ctx.dev, m_ctx.op, m_ctx.proto.type, m_pass, m_shape, *m_poison);
     m_ctx.dev.synchronize();
   } catch (const std::exception &e) {
     m_sets.clear();
-    m_poison.reset();
     const std::string why =
         fmt::format("buffers for this shape could not be allocated: {}", describe(e));
     m_ctx.survive(m_k0, why);
@@ -232,7 +229,6 @@ void group_timing::finish(cell_state &c) {
 void group_timing::release() {
   m_args.clear();
   m_sets.clear();
-  m_poison.reset();
   m_ctx.dev.trim();
 }
 

@@ -58,7 +58,7 @@ struct timing_parts {
   double group_setup = 0;    ///< buffer sets, fills, bindings, captures, teardown
   double warmup_windows = 0; ///< timed() of warm-up windows
   double timed_windows = 0;  ///< timed() of kept samples
-  double input_refresh = 0;  ///< each window's poison copy and fresh inputs
+  double input_refresh = 0;  ///< each window's poison fill and fresh inputs
   double spot_checks = 0;    ///< the spot checks' inputs, references and comparisons
   double kernel_records = 0; ///< the kernel clock's records taken from the device
   double device_state = 0;   ///< the device's state read after each kept sample
@@ -157,9 +157,6 @@ private:
   /// Two blocks of m_repeat distinct buffer sets, shared by the arms: an arm's consecutive
   /// windows alternate between the blocks, so no two see the same input buffers.
   std::vector<buffer_set> m_sets;
-  /// One more set holds the poison of every output and saved tensor, copied on the device
-  /// into the outputs before every window (so a spot-checked window looks like any other).
-  std::optional<buffer_set> m_poison;
   /// Per cell and block: its invocations of the block's sets (an outside arm's setups).
   std::vector<std::vector<std::vector<invocation>>> m_args;
   std::vector<std::string> m_setup_errors; ///< per cell: its failed setup, or empty

@@ -70,7 +70,7 @@ void group_timing::window(std::size_t ci, bool keep, std::int64_t slot) {
 }
 
 /// Before the flush: an outside arm's allocator statistics, then per invocation the poison
-/// copied into its outputs and fresh inputs (or spot data `d`'s) into its inputs.
+/// filled into its outputs and fresh inputs (or spot data `d`'s) into its inputs.
 void group_timing::load_window(std::size_t ci, std::int64_t block, const spot_data *d) {
   const operation_desc &op = m_ctx.op;
   device &dev = m_ctx.dev;
@@ -86,11 +86,7 @@ void group_timing::load_window(std::size_t ci, std::int64_t block, const spot_da
       v.bound->before_window();
   for (std::int64_t k = 0; k < repeat_k; ++k) {
     const buffer_set &set = set_of(block, k);
-    for (std::size_t t = 0; t < op.tensors.size(); ++t)
-      if (op.tensors[t].role != tensor_role::input && op.used_in(t, m_pass))
-        dev.copy(set.at(t), m_poison->at(t),
-                 static_cast<std::size_t>(op.elements(t, m_shape)) *
-                     op.element_size(t, m_ctx.proto.type));
+    poison_outputs(dev, op, m_ctx.proto.type, m_pass, m_shape, set);
     if (d == nullptr) {
       fill_inputs(set, m_group_seed + 0x100000 * (ci + 1) +
                            16 * static_cast<std::uint64_t>(c.calls * repeat_k + k));

@@ -6,6 +6,7 @@
 #include "prereg/arm.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -54,6 +55,14 @@ struct shape {
 /// for a tensor the pass does not use).
 using host_tensors = std::vector<std::vector<double>>;
 
+/// An outside operation's float64 reference left in device memory: per tensor (descriptor
+/// order), the device address of its float64 values (outputs and saved tensors the pass writes;
+/// null for the others), valid while `owner` lives.
+struct device_values {
+  std::vector<const double *> at;
+  std::shared_ptr<const void> owner;
+};
+
 /// A tolerance of the correctness gate (docs/protocol.md `correctness`).
 struct op_tolerance {
   dtype type = dtype::fp32;
@@ -81,6 +90,11 @@ struct operation_desc {
   /// in `t` (already rounded to the element type), for `s`.
   void (*reference)(const operation_desc &op, const shape &s, pass_kind pass,
                     host_tensors &t) = nullptr;
+  /// An outside operation's reference computed on the device of `ordinal` that leaves its
+  /// outputs there (an operation file's torch reference on CUDA), or null: `reference` only.
+  /// `t` holds the inputs as for `reference`; failures throw as `reference`'s do.
+  device_values (*device_reference)(const operation_desc &op, const shape &s, pass_kind pass,
+                                    const host_tensors &t, int ordinal) = nullptr;
   /// Declared outside prereg (an operation file, spec/operation_file.hpp): where it came from.
   bool outside = false;
   std::string file;                       ///< outside: the operation file, resolved

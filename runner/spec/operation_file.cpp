@@ -317,6 +317,15 @@ void set_outside_reference(std::string_view name,
       o.reference = reference;
 }
 
+void set_outside_device_reference(std::string_view name,
+                                  device_values (*reference)(const operation_desc &, const shape &,
+                                                             pass_kind, const host_tensors &,
+                                                             int)) {
+  for (auto &o : outside_table())
+    if (o.name == name)
+      o.device_reference = reference;
+}
+
 const operation_desc *find_outside_operation(std::string_view name) {
   for (const auto &o : outside_table())
     if (o.name == name)

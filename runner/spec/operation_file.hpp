@@ -36,6 +36,11 @@ void set_outside_reference(std::string_view name,
                            void (*reference)(const operation_desc &, const shape &, pass_kind,
                                              host_tensors &));
 
+/// Sets the device reference of the registered outside operation `name` (null: none).
+void set_outside_device_reference(std::string_view name,
+                                  device_values (*reference)(const operation_desc &, const shape &,
+                                                             pass_kind, const host_tensors &, int));
+
 /// The registered outside operation `name`, or null.
 [[nodiscard]] const operation_desc *find_outside_operation(std::string_view name);
 

@@ -363,17 +363,28 @@ std::vector<double> unpack(const std::vector<std::uint8_t> &bytes, dtype type) {
   return v;
 }
 
-std::vector<std::uint8_t> poison(std::size_t n, dtype type) {
-  std::vector<std::uint8_t> bytes(n * element_bytes(type));
+std::uint32_t poison_bits(dtype type) {
+  return type == dtype::fp32 ? poison_fp32 : type == dtype::fp16 ? poison_fp16 : poison_bf16;
+}
+
+void fill_poison(void *p, std::size_t n, dtype type) {
+  auto *bytes = static_cast<std::uint8_t *>(p);
+  const std::uint32_t bits = poison_bits(type);
+  const auto half = static_cast<std::uint16_t>(bits);
   parallel_chunks(
       static_cast<std::int64_t>(n), chunk_for(1), [&](std::int64_t i0, std::int64_t i1) {
         for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
           if (type == dtype::fp32)
-            std::memcpy(bytes.data() + 4 * i, &poison_fp32, 4);
+            std::memcpy(bytes + 4 * i, &bits, 4);
           else
-            std::memcpy(bytes.data() + 2 * i, type == dtype::fp16 ? &poison_fp16 : &poison_bf16, 2);
+            std::memcpy(bytes + 2 * i, &half, 2);
         }
       });
+}
+
+std::vector<std::uint8_t> poison(std::size_t n, dtype type) {
+  std::vector<std::uint8_t> bytes(n * element_bytes(type));
+  fill_poison(bytes.data(), n, type);
   return bytes;
 }
 

@@ -48,6 +48,11 @@ struct outputs64 {
 [[nodiscard]] std::vector<double> unpack(const std::vector<std::uint8_t> &bytes, dtype type);
 /// `n` elements of `type` filled with a quiet-NaN bit pattern (the poison).
 [[nodiscard]] std::vector<std::uint8_t> poison(std::size_t n, dtype type);
+/// The poison's bit pattern of one element of `type` (the low 16 bits for fp16 and bf16).
+[[nodiscard]] std::uint32_t poison_bits(dtype type);
+/// Fills `n` elements of `type` at host address p with the poison (poison()'s bytes), over
+/// every core.
+void fill_poison(void *p, std::size_t n, dtype type);
 
 /// Compares one output with its reference: element passes if |out-ref| <= atol + rtol*max|ref|
 /// (rtol is relative to the output's largest reference magnitude, so column sums that cancel

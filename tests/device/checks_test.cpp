@@ -185,3 +185,68 @@ TEST_CASE("the checked fill: reproducible, never zero, in range, with per-row of
     CHECK(checks->first_difference(a.get(), b.get(), n, element_bytes(type)) == 12345);
   }
 }
+
+TEST_CASE("the device's poison fill writes reference::poison's bytes") {
+  const auto dev = make_cuda_device(0);
+  (void)dev->probe();
+  for (const dtype type : {dtype::fp32, dtype::fp16, dtype::bf16})
+    for (const std::size_t n : {std::size_t{1}, std::size_t{3}, std::size_t{1000003}}) {
+      CAPTURE(to_string(type));
+      CAPTURE(n);
+      const auto want = reference::poison(n, type);
+      buffer b(want.size() + 4);
+      const std::vector<std::uint8_t> guard(want.size() + 4, 0x11);
+      b.upload(guard);
+      dev->fill_poison(b.get(), n, type);
+      dev->synchronize();
+      std::vector<std::uint8_t> got(want.size() + 4);
+      ok(cudaMemcpy(got.data(), b.get(), got.size(), cudaMemcpyDeviceToHost), "download");
+      CHECK(std::equal(want.begin(), want.end(), got.begin()));
+      CHECK(std::all_of(got.begin() + static_cast<std::ptrdiff_t>(want.size()), got.end(),
+                        [](std::uint8_t v) { return v == 0x11; })); // nothing past n
+    }
+}
+
+TEST_CASE("an adopted float64 reference compares as the device's own") {
+  const auto dev = make_cuda_device(0);
+  (void)dev->probe();
+  device_checks *checks = dev->checks();
+  REQUIRE(checks != nullptr);
+  const operation_desc &op = operation_named("rmsnorm");
+  const dtype type = dtype::bf16;
+  const shape s = op.shape_of(129, 896);
+  host_tensors host = reference::random_tensors(op, s, type, 7);
+  const device_tensors on(*dev, op, s, type, pass_kind::fwd_bwd, host);
+  auto own = checks->reference(op, s, pass_kind::fwd_bwd, type, on.ptrs);
+  REQUIRE(own != nullptr);
+  // The same float64 values in buffers someone else owns (as torch's would be), adopted.
+  auto owned = std::make_shared<std::vector<std::unique_ptr<buffer>>>();
+  device_values values;
+  values.at.assign(op.tensors.size(), nullptr);
+  for (std::size_t t = 0; t < op.tensors.size(); ++t)
+    if (op.tensors[t].role != tensor_role::input && op.used_in(t, pass_kind::fwd_bwd)) {
+      const std::vector<double> v = own->download(t);
+      owned->push_back(std::make_unique<buffer>(v.size() * sizeof(double)));
+      ok(cudaMemcpy(owned->back()->get(), v.data(), v.size() * sizeof(double),
+                    cudaMemcpyHostToDevice),
+         "upload");
+      values.at[t] = static_cast<const double *>(owned->back()->get());
+    }
+  values.owner = owned;
+  auto adopted = checks->adopt(op, s, std::move(values));
+  const auto dx = static_cast<std::size_t>(op.index_of("dx"));
+  CHECK(adopted->download(dx) == own->download(dx));
+  std::vector<double> out = adopted->download(dx);
+  for (double &v : out)
+    v = reference::round_to(v, type);
+  out[500] += 3.0; // a planted wrong element
+  const auto bytes = reference::pack(out, type);
+  dev->upload(on.ptrs[dx], bytes.data(), bytes.size());
+  const device_comparison a = adopted->compare(dx, on.ptrs[dx], type, 2e-2, 1e-3);
+  const device_comparison b = own->compare(dx, on.ptrs[dx], type, 2e-2, 1e-3);
+  CHECK_FALSE(a.result.passed);
+  CHECK(a.result.first_bad == 500);
+  CHECK(a.result.first_bad == b.result.first_bad);
+  CHECK(a.result.max_abs_error == b.result.max_abs_error);
+  CHECK(a.ref == b.ref);
+}
