@@ -31,9 +31,21 @@ std::string list(const names &n) {
   return out;
 }
 
+/// The audit of `dir`; every call also checks that the audit against the ledger read once
+/// (prepare_ledger, `prereg site`'s path) gives the same checks, details and history.
 audit_result audit(const temp_lab &lab, const fs::path &dir,
                    const std::vector<public_key> &trusted = {}) {
-  return audit_report(dir, lab.st(), trusted);
+  audit_result live = audit_report(dir, lab.st(), trusted);
+  trust_root t;
+  if (trusted.empty()) {
+    t = resolve_trust({}, lab.st());
+  } else {
+    t.keys = trusted;
+    t.source = "--trust";
+  }
+  const audit_result once = audit_report(dir, lab.st(), t, {}, prepare_ledger(lab.st(), t));
+  CHECK(render_audit_json(once) == render_audit_json(live));
+  return live;
 }
 
 /// Writes `report` as report.json and a fresh envelope signed by `key`.

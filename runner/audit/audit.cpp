@@ -80,6 +80,9 @@ audit_check run_history_check(const audit_context &ctx, std::string &history_lin
   return history;
 }
 
+audit_result audit_with(const fs::path &dir, const store &s, const trust_root &trust,
+                        const std::vector<fs::path> &checkpoints, const prepared_ledger *prepared);
+
 } // namespace
 
 bool audit_result::passed() const {
@@ -111,13 +114,26 @@ audit_result audit_report(const fs::path &dir, const store &s,
 
 audit_result audit_report(const fs::path &dir, const store &s, const trust_root &trust,
                           const std::vector<fs::path> &checkpoints) {
+  return audit_with(dir, s, trust, checkpoints, nullptr);
+}
+
+audit_result audit_report(const fs::path &dir, const store &s, const trust_root &trust,
+                          const std::vector<fs::path> &checkpoints,
+                          const prepared_ledger &prepared) {
+  return audit_with(dir, s, trust, checkpoints, &prepared);
+}
+
+namespace {
+
+audit_result audit_with(const fs::path &dir, const store &s, const trust_root &trust,
+                        const std::vector<fs::path> &checkpoints, const prepared_ledger *prepared) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     throw invalid_input("no such report folder", dir.string());
   if (!fs::exists(dir / "report.json") && !fs::exists(dir / "report.dsse.json"))
     throw invalid_input("not a report folder: it holds neither report.json nor report.dsse.json",
                         dir.string());
-  const audit_context ctx(dir, s, trust, checkpoints);
+  const audit_context ctx(dir, s, trust, checkpoints, prepared);
   audit_result result;
   result.report_dir = dir;
   if (const auto j = exploratory_marker(dir)) {
@@ -134,6 +150,8 @@ audit_result audit_report(const fs::path &dir, const store &s, const trust_root 
   result.trust = one_line(trust.describe(s, ctx.signers()));
   return result;
 }
+
+} // namespace
 
 std::string render_audit_text(const audit_result &r) {
   std::string out;

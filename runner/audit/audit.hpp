@@ -2,6 +2,7 @@
 // and its own raw data (docs/audit.md).
 #pragma once
 
+#include "audit/prepared_ledger.hpp"
 #include "crypto/crypto.hpp"
 #include "prereg/error.hpp"
 #include "store/store.hpp"
@@ -50,6 +51,15 @@ struct audit_result {
 [[nodiscard]] audit_result audit_report(const std::filesystem::path &dir, const store &s,
                                         const trust_root &trust,
                                         const std::vector<std::filesystem::path> &checkpoints = {});
+/// audit_report whose `ledger` and `history` checks read `prepared` (prepare_ledger(s, trust),
+/// made once for many reports) instead of reading and verifying the ledger again: the same
+/// checks over the same entries, with the same outcome and texts as long as the ledger has not
+/// changed since `prepared` was read. Safe to call on several threads at once with one
+/// `prepared` when `checkpoints` is empty.
+[[nodiscard]] audit_result audit_report(const std::filesystem::path &dir, const store &s,
+                                        const trust_root &trust,
+                                        const std::vector<std::filesystem::path> &checkpoints,
+                                        const prepared_ledger &prepared);
 /// audit_report with `trusted` pinned when it is not empty, else resolve_trust({}, s).
 [[nodiscard]] audit_result audit_report(const std::filesystem::path &dir, const store &s,
                                         const std::vector<public_key> &trusted);

@@ -46,6 +46,14 @@ public:
     for (std::size_t i = 0; i < m_entries.size(); ++i)
       entry(i);
   }
+  /// The scan of `subset` only: a prepared ledger's indices of the protocol's entries, all of
+  /// them objects (prepared_ledger::indexed), so the other entries add no problem.
+  history_scan(const std::vector<json> &entries, const std::string &hash,
+               const std::vector<std::size_t> &subset)
+      : m_entries(entries), m_hash(hash), m_numbers(numbers_of(entries, hash, subset)) {
+    for (const std::size_t i : subset)
+      entry(i);
+  }
 
   [[nodiscard]] const std::vector<std::pair<std::string, run>> &runs() const { return m_runs; }
   [[nodiscard]] std::vector<std::string> &problems() { return m_problems; }
@@ -118,6 +126,19 @@ private:
                                        seq_text(m_entries[r->ends[0]]), seq_text(e)));
   }
 
+  /// attempt_numbers() over the entries in `subset` (the others are 0).
+  static std::vector<std::int64_t> numbers_of(const std::vector<json> &entries,
+                                              const std::string &hash,
+                                              const std::vector<std::size_t> &subset) {
+    std::vector<std::int64_t> out(entries.size(), 0);
+    std::int64_t seen = 0;
+    for (const std::size_t i : subset)
+      if (entries[i].value("event", "") == ledger_event::run_start &&
+          entries[i].value("protocol_hash", "") == hash)
+        out[i] = ++seen;
+    return out;
+  }
+
   run *find(const std::string &id) {
     const auto it = m_index.find(id);
     return it == m_index.end() ? nullptr : &m_runs[it->second].second;
@@ -188,8 +209,13 @@ run_history read_history(const audit_context &ctx) {
   const ledger l = ctx.st().get_ledger();
   if (!fs::exists(l.path()))
     fail(fmt::format("there is no ledger {}", l.path().string()));
-  const auto &entries = l.entries(); // exit-3 errors (a cut or unparsable line) FAIL the check
-  history_scan scan(entries, hash);
+  const prepared_ledger *p = ctx.prepared();
+  if (p != nullptr && p->entries_failure)
+    fail(*p->entries_failure);
+  // exit-3 errors (a cut or unparsable line) FAIL the check
+  const auto &entries = p != nullptr ? p->entries : l.entries();
+  history_scan scan = p != nullptr && p->indexed ? history_scan(entries, hash, p->of(hash))
+                                                 : history_scan(entries, hash);
   const run_list list = list_runs(entries, scan.runs(), run_id);
   run_history h;
   h.problems = std::move(scan.problems());

@@ -42,19 +42,26 @@ run_claim read_claim(const audit_context &ctx) {
   return c;
 }
 
-/// The ledger's entries naming this run of this protocol.
-run_entries find_run(const std::vector<json> &entries, const run_claim &c) {
+/// The ledger's entries naming this run of this protocol; `subset` (a prepared ledger's index
+/// of the protocol's entries) or, when null, every entry is scanned.
+run_entries find_run(const std::vector<json> &entries, const std::vector<std::size_t> *subset,
+                     const run_claim &c) {
   run_entries r;
-  for (std::size_t i = 0; i < entries.size(); ++i) {
+  std::int64_t starts = 0; // run-starts of the protocol so far (subset only)
+  const std::size_t n = subset != nullptr ? subset->size() : entries.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t i = subset != nullptr ? (*subset)[k] : k;
     const json &e = entries[i];
     if (e.value("protocol_hash", "") != c.hash)
       continue;
     const std::string event = e.value("event", "");
     const bool mine = e.value("run_id", "") == c.run_id;
     if (event == ledger_event::run_start) {
+      ++starts;
       if (mine) {
         r.starts.push_back(&e);
-        r.position = attempts_of(std::span(entries).first(i + 1), c.hash);
+        r.position =
+            subset != nullptr ? starts : attempts_of(std::span(entries).first(i + 1), c.hash);
       }
     } else if (mine && event == ledger_event::run_complete) {
       r.completes.push_back(&e);
@@ -121,14 +128,16 @@ void check_completion(const json &start, const json &complete, const run_claim &
 /// The ledger still holds the head the run extended (if the report records it); what it
 /// witnessed, for the detail.
 std::string check_head(const audit_context &ctx, const ledger &l, const json &start) {
+  const prepared_ledger *p = ctx.prepared();
   const auto &head = ctx.doc(report_part::run).run.ledger_head;
   if (!head)
     return "";
   if (head->seq + 1 != seq_of(start))
     fail(fmt::format("the report records ledger head seq {}, but its run-start is seq {}",
                      head->seq, seq_of(start)));
-  const auto now =
-      head->seq == 0 ? std::optional<std::string>(ledger_genesis) : l.line_hash(head->seq);
+  const auto now = head->seq == 0 ? std::optional<std::string>(ledger_genesis)
+                   : p != nullptr ? p->line_hash(head->seq)
+                                  : l.line_hash(head->seq);
   if (now != head->sha256)
     fail(fmt::format("the report records ledger head seq {} with sha256 {}, which the ledger "
                      "no longer holds",
@@ -152,6 +161,27 @@ std::string check_checkpoints(const audit_context &ctx, const ledger &l) {
   return fmt::format("; it holds checkpoint(s) {}", fmt::join(held, ", "));
 }
 
+/// The ledger verifies with the trust root's keys; its number of entries.
+std::size_t live_verify(const audit_context &ctx, const ledger &l) {
+  try {
+    return l.verify(ctx.lookup());
+  } catch (const error &e) {
+    fail(fmt::format("the ledger does not verify: {}", e.line()));
+  }
+}
+
+/// live_verify() as read once: the same outcome, and the same keys looked up (the signers the
+/// result's trust line names).
+std::size_t prepared_verify(const audit_context &ctx, const prepared_ledger &p) {
+  for (const std::string &fp : p.lookups)
+    (void)ctx.key(fp);
+  if (p.verify_failure)
+    fail(*p.verify_failure);
+  if (p.entries_failure)
+    fail(*p.entries_failure);
+  return p.verified;
+}
+
 } // namespace
 
 std::string check_ledger(const audit_context &ctx) {
@@ -159,13 +189,11 @@ std::string check_ledger(const audit_context &ctx) {
   const ledger l = ctx.st().get_ledger();
   if (!fs::exists(l.path()))
     fail(fmt::format("there is no ledger {}", l.path().string()));
-  std::size_t n = 0;
-  try {
-    n = l.verify(ctx.lookup());
-  } catch (const error &e) {
-    fail(fmt::format("the ledger does not verify: {}", e.line()));
-  }
-  const run_entries run = find_run(l.entries(), claim);
+  const prepared_ledger *p = ctx.prepared();
+  const std::size_t n = p != nullptr ? prepared_verify(ctx, *p) : live_verify(ctx, l);
+  const run_entries run =
+      p == nullptr ? find_run(l.entries(), nullptr, claim)
+                   : find_run(p->entries, p->indexed ? &p->of(claim.hash) : nullptr, claim);
   check_place(ctx, claim.run_id);
   check_once(run, claim);
   const json &start = *run.starts.front();

@@ -80,8 +80,10 @@ std::string join_some(const std::vector<std::string> &items, std::size_t max) {
 }
 
 audit_context::audit_context(fs::path dir, const store &s, const trust_root &trust,
-                             const std::vector<fs::path> &checkpoints)
-    : m_dir(std::move(dir)), m_store(s), m_trust(trust), m_checkpoints(checkpoints) {
+                             const std::vector<fs::path> &checkpoints,
+                             const prepared_ledger *prepared)
+    : m_dir(std::move(dir)), m_store(s), m_trust(trust), m_checkpoints(checkpoints),
+      m_prepared(prepared) {
   read_report();
   if (m_report)
     parse_members();

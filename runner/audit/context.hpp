@@ -2,6 +2,7 @@
 #pragma once
 
 #include "audit/audit.hpp"
+#include "audit/prepared_ledger.hpp"
 #include "base/json.hpp"
 #include "base/json_reader.hpp"
 #include "model/report_model.hpp"
@@ -63,7 +64,8 @@ struct envelope_view {
 class audit_context {
 public:
   audit_context(std::filesystem::path dir, const store &s, const trust_root &trust,
-                const std::vector<std::filesystem::path> &checkpoints);
+                const std::vector<std::filesystem::path> &checkpoints,
+                const prepared_ledger *prepared = nullptr);
 
   [[nodiscard]] const std::filesystem::path &dir() const { return m_dir; }
   [[nodiscard]] const store &st() const { return m_store; }
@@ -72,6 +74,8 @@ public:
     return m_checkpoints;
   }
   [[nodiscard]] const std::vector<std::string> &signers() const { return m_signers; }
+  /// The ledger as read once for many audits, or null (the checks read the ledger themselves).
+  [[nodiscard]] const prepared_ledger *prepared() const { return m_prepared; }
 
   /// report.json's bytes (FAIL if unreadable).
   [[nodiscard]] const std::string &bytes() const;
@@ -111,6 +115,7 @@ private:
   const store &m_store;
   const trust_root &m_trust;
   const std::vector<std::filesystem::path> &m_checkpoints;
+  const prepared_ledger *m_prepared;
   mutable std::vector<std::string> m_signers; ///< accepted signers, in first-use order
   std::optional<std::string> m_bytes;
   std::optional<json> m_report;

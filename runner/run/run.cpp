@@ -120,17 +120,24 @@ run_plan plan_run(const protocol &proto, const std::string &hash, device &dev,
 std::size_t reap_vanished_runs(const store &s, const signing_key &key) {
   file_lock lock(s.lock_path());
   ledger l = s.get_ledger();
-  const auto entries = l.entries();
-  const std::set<std::string> ended = ended_runs(entries);
-  const std::string host = host_name();
+  std::vector<json> vanished; // copied: the appends below invalidate l.entries()
+  {
+    const std::vector<json> &entries = l.entries();
+    const std::set<std::string> ended = ended_runs(entries);
+    const std::string host = host_name();
+    for (const auto &start : entries) {
+      if (start.value("event", "") != ledger_event::run_start)
+        continue;
+      const std::string run_id = start.value("run_id", "");
+      if (ended.count(run_id) != 0 || start.value("host", "") != host ||
+          pid_alive(start.value("pid", 0)))
+        continue;
+      vanished.push_back(start);
+    }
+  }
   std::size_t reaped = 0;
-  for (const auto &start : entries) {
-    if (start.value("event", "") != ledger_event::run_start)
-      continue;
+  for (const json &start : vanished) {
     const std::string run_id = start.value("run_id", "");
-    if (ended.count(run_id) != 0 || start.value("host", "") != host ||
-        pid_alive(start.value("pid", 0)))
-      continue;
     l.append({{"event", ledger_event::run_aborted},
               {"protocol_hash", start.value("protocol_hash", "")},
               {"run_id", run_id},
@@ -265,7 +272,7 @@ void start_run(const store &s, const run_options &o, const frozen_protocol &fp,
                const std::string &device_name, const signing_key &key, run_meta &meta) {
   file_lock lock(s.lock_path());
   ledger l = s.get_ledger();
-  const auto entries = l.entries();
+  const std::vector<json> &entries = l.entries(); // not used after the append below
   const std::int64_t attempt = next_attempt(entries, fp.hash);
   for (auto &d : device_changes(entries, fp.hash, device_name))
     meta.deviations.push_back(std::move(d));

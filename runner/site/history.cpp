@@ -3,7 +3,9 @@
 #include "site/history.hpp"
 
 #include "audit/audit.hpp"
+#include "audit/prepared_ledger.hpp"
 #include "base/fs.hpp"
+#include "base/parallel.hpp"
 #include "crypto/crypto.hpp"
 #include "model/report_model.hpp"
 #include "prereg/build_info.hpp"
@@ -17,6 +19,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <fstream>
 
 namespace prereg::site {
 namespace fs = std::filesystem;
@@ -72,14 +75,16 @@ void read_cells(const json &root, const std::string &where, report_facts &f) {
       f.medians.emplace_back(cell_label(c.key), c.median_ms);
 }
 
+/// Audits `dir` (a merged report through the live ledger, any other against `prepared`) and
+/// reads the facts the pages need.
 report_facts read_facts(const fs::path &dir, const std::string &rel, const store &s,
-                        const trust_root &trust) {
+                        const trust_root &trust, const prepared_ledger *prepared) {
   report_facts f;
   f.rel = rel;
   f.run_id = dir.filename().string();
   try {
-    const audit_result a = is_merged_report(dir) ? audit_merged_report(dir, s, trust, {})
-                                                 : audit_report(dir, s, trust, {});
+    const audit_result a = prepared == nullptr ? audit_merged_report(dir, s, trust, {})
+                                               : audit_report(dir, s, trust, {}, *prepared);
     f.status = a.passed() ? "audited" : "audit failed";
     if (!a.passed())
       for (const audit_check &c : a.checks)
@@ -115,28 +120,81 @@ std::vector<fs::path> find_report_dirs(const fs::path &reports_root) {
   return dirs;
 }
 
-report_facts report_facts_of(const fs::path &dir, const std::string &rel, const store &s,
-                             const trust_root &trust, const fs::path &cache_dir, bool &audited) {
-  audited = false;
+namespace {
+
+/// The cache entry of a report folder: SHA-256 over the cache format, this build's commit, the
+/// folder under REPORTS, the trust pins and the SHA-256 of each of its two files.
+fs::path cache_path(const fs::path &dir, const std::string &rel, const trust_root &trust,
+                    const fs::path &cache_dir) {
   const std::string key =
       sha256_hex(fmt::format("{}\n{}\n{}\n{}\n{}\n{}", cache_format, build_info::git_commit, rel,
                              trust.source, sha256_hex(file_or_empty(dir / "report.dsse.json")),
                              sha256_hex(file_or_empty(dir / "report.json"))));
-  const fs::path cached = cache_dir / (key + ".json");
+  return cache_dir / (key + ".json");
+}
+
+std::optional<report_facts> cached_facts(const fs::path &cached) {
   std::error_code ec;
-  if (fs::is_regular_file(cached, ec)) {
-    try {
-      if (auto f = facts_from_json(parse_json_strict(read_file(cached), cached.string())))
-        return *f;
-    } catch (const std::exception &) {
-      // a damaged cache entry: audit again and replace it
-    }
+  if (!fs::is_regular_file(cached, ec))
+    return std::nullopt;
+  try {
+    return facts_from_json(parse_json_strict(read_file(cached), cached.string()));
+  } catch (const std::exception &) {
+    return std::nullopt; // a damaged cache entry: audit again and replace it
   }
-  report_facts f = read_facts(dir, rel, s, trust);
-  audited = true;
+}
+
+/// Writes a cache entry: a temp file renamed over `path`, without fsync (a cache entry lost or
+/// cut by a crash does not parse as an entry, so that report is audited again).
+void write_cache_entry(const fs::path &path, const std::string &bytes) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out)
+      throw io_error("cannot write the site's cache", tmp.string());
+  }
+  fs::rename(tmp, path);
+}
+
+} // namespace
+
+std::vector<report_facts> all_report_facts(const std::vector<fs::path> &dirs,
+                                           const fs::path &reports_root, const store &s,
+                                           const trust_root &trust, const fs::path &cache_dir,
+                                           std::size_t &audited_now) {
+  std::vector<report_facts> out(dirs.size());
+  std::vector<fs::path> entry(dirs.size());
+  std::vector<std::size_t> merged;
+  std::vector<std::size_t> single;
+  for (std::size_t i = 0; i < dirs.size(); ++i) {
+    out[i].rel = fs::relative(dirs[i], reports_root).generic_string();
+    entry[i] = cache_path(dirs[i], out[i].rel, trust, cache_dir);
+    if (auto f = cached_facts(entry[i]))
+      out[i] = std::move(*f);
+    else
+      (is_merged_report(dirs[i]) ? merged : single).push_back(i);
+  }
+  audited_now = merged.size() + single.size();
+  if (audited_now == 0)
+    return out;
   fs::create_directories(cache_dir);
-  write_file_atomic(cached, canonical_json(to_json(f)));
-  return f;
+  for (const std::size_t i : merged) // the live ledger: one at a time
+    out[i] = read_facts(dirs[i], out[i].rel, s, trust, nullptr);
+  if (!single.empty()) {
+    const prepared_ledger prepared = prepare_ledger(s, trust);
+    parallel_chunks(static_cast<std::int64_t>(single.size()), 1,
+                    [&](std::int64_t begin, std::int64_t end) {
+                      for (std::int64_t k = begin; k < end; ++k) {
+                        const std::size_t i = single[static_cast<std::size_t>(k)];
+                        out[i] = read_facts(dirs[i], out[i].rel, s, trust, &prepared);
+                      }
+                    });
+  }
+  for (const std::vector<std::size_t> *list : {&merged, &single})
+    for (const std::size_t i : *list)
+      write_cache_entry(entry[i], canonical_json(to_json(out[i])));
+  return out;
 }
 
 json to_json(const report_facts &f) {

@@ -61,12 +61,15 @@ struct protocol_facts {
 [[nodiscard]] std::vector<std::filesystem::path>
 find_report_dirs(const std::filesystem::path &reports_root);
 
-/// The facts of one report folder: from `cache_dir` when a previous build recorded them for the
-/// same bytes, else by auditing it (audit_report or audit_merged_report) and reading it.
-/// `audited` is set when it was audited now.
-[[nodiscard]] report_facts report_facts_of(const std::filesystem::path &dir, const std::string &rel,
-                                           const store &s, const trust_root &trust,
-                                           const std::filesystem::path &cache_dir, bool &audited);
+/// The facts of each report folder in `dirs` (under `reports_root`), in `dirs` order: from
+/// `cache_dir` when a previous build recorded them for the same bytes, else by auditing it now
+/// (a merged report by audit_merged_report, one at a time; the others by audit_report against
+/// one prepared_ledger read once, on host_threads() threads: the facts do not depend on the
+/// thread count) and reading it. `audited_now` counts the folders audited now.
+[[nodiscard]] std::vector<report_facts>
+all_report_facts(const std::vector<std::filesystem::path> &dirs,
+                 const std::filesystem::path &reports_root, const store &s, const trust_root &trust,
+                 const std::filesystem::path &cache_dir, std::size_t &audited_now);
 
 /// Every stored protocol with its attempts (ledger order); `ledger_problem` is set when the
 /// ledger does not verify (the attempts are still read from it).

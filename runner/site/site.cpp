@@ -10,7 +10,6 @@
 #include "store/trust.hpp"
 
 #include <algorithm>
-#include <deque>
 #include <set>
 
 namespace prereg::site {
@@ -86,14 +85,12 @@ site_summary build_site(const site_options &o) {
   std::map<std::string, protocol_facts> protocols = protocols_of(s, ledger_problem);
   const fs::path cache_dir = o.out_dir / ".cache";
   fs::create_directories(o.out_dir);
-  std::deque<report_facts> reports; // stable addresses
-  for (const fs::path &dir : find_report_dirs(o.reports_root)) {
-    bool audited = false;
-    const std::string rel = fs::relative(dir, o.reports_root).generic_string();
-    reports.push_back(report_facts_of(dir, rel, s, trust, cache_dir, audited));
-    sum.audited_now += audited ? 1 : 0;
-    sum.unreadable += reports.back().status == "audited" ? 0 : 1;
-  }
+  std::size_t audited_now = 0;
+  const std::vector<report_facts> reports = all_report_facts(
+      find_report_dirs(o.reports_root), o.reports_root, s, trust, cache_dir, audited_now);
+  sum.audited_now = audited_now;
+  for (const report_facts &r : reports)
+    sum.unreadable += r.status == "audited" ? 0 : 1;
   sum.reports = reports.size();
   std::vector<const report_facts *> orphans;
   for (const report_facts &r : reports) {

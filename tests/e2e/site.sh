@@ -50,6 +50,10 @@ grep -q 'audit failed</span> <code>gen_000/20990101T000000Z-badsig-000003</code>
   pass "a bad signature: audit failed (envelope)" || fail "bad signature"
 grep -q 'nobody/20990101T000000Z-orphan-000004' "$work/site/index.html" &&
   pass "a report of no protocol: listed on the index" || fail "orphan"
+# The reports are audited on every core: one thread gives the same pages and cache entries.
+PREREG_HOST_THREADS=1 "$PREREG" site "$g/store" "$g/reports" --out "$work/site1" >/dev/null &&
+  diff -r "$work/site" "$work/site1" >/dev/null &&
+  pass "one thread or many: the same pages and cache" || fail "pages depend on the thread count"
 big=$(find "$work/site" -name '*.html' -size +2048k)
 [ -z "$big" ] && pass "no page over 2 MB" || fail "pages over 2 MB: $big"
 

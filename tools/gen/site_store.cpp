@@ -4,8 +4,9 @@
 // run R/2 on in odd protocols (a step the site must find); every ABORT_EVERY-th run is aborted
 // (a run-aborted entry, no report); the device's name changes at run 3R/4.
 //
-// usage: prereg_gen_site_store OUT_DIR [PROTOCOLS [RUNS [ABORT_EVERY]]]
-//   (default 3 protocols, 8 runs, every 25th run aborted: runs 25, 50, ...)
+// usage: prereg_gen_site_store OUT_DIR [PROTOCOLS [RUNS [ABORT_EVERY [FIRST]]]]
+//   (default 3 protocols, 8 runs, every 25th run aborted: runs 25, 50, ...; FIRST: the
+//   protocols FIRST..PROTOCOLS-1 only, default 0, to continue a store generated in parts)
 // writes OUT_DIR/store, OUT_DIR/reports, OUT_DIR/keys/signing.key.
 #include "fake_device.hpp"
 
@@ -80,8 +81,9 @@ fake_plants plants_for(int p, int r, int runs, int abort_every) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 2 || argc > 5) {
-    std::fprintf(stderr, "usage: prereg_gen_site_store OUT_DIR [PROTOCOLS [RUNS [ABORT_EVERY]]]\n");
+  if (argc < 2 || argc > 6) {
+    std::fprintf(stderr,
+                 "usage: prereg_gen_site_store OUT_DIR [PROTOCOLS [RUNS [ABORT_EVERY [FIRST]]]]\n");
     return 2;
   }
   try {
@@ -89,13 +91,14 @@ int main(int argc, char **argv) {
     const int protocols = argc > 2 ? std::stoi(argv[2]) : 3;
     const int runs = argc > 3 ? std::stoi(argv[3]) : 8;
     const int abort_every = argc > 4 ? std::max(1, std::stoi(argv[4])) : 25;
+    const int first = argc > 5 ? std::max(0, std::stoi(argv[5])) : 0;
     const fs::path key_path = out / "keys" / "signing.key";
     fs::create_directories(key_path.parent_path());
     if (!fs::exists(key_path))
       signing_key::generate().save(key_path);
     const signing_key key = signing_key::load(key_path);
     const store st(out / "store");
-    for (int p = 0; p < protocols; ++p) {
+    for (int p = first; p < protocols; ++p) {
       const std::string yaml = protocol_yaml(p);
       const std::string hash =
           st.freeze(yaml, parse_protocol(yaml, fmt::format("gen_{:03d}.yaml", p)), key).hash;
