@@ -31,8 +31,9 @@ std::string list(const names &n) {
   return out;
 }
 
-/// The audit of `dir`; every call also checks that the audit against the ledger read once
-/// (prepare_ledger, `prereg site`'s path) gives the same checks, details and history.
+/// The audit of `dir`; every call also checks that the audit against a ledger read by the caller
+/// (prepare_ledger, `prereg site`'s path: one reading shared by many audits) gives the same
+/// checks, details and history as the audit that reads it itself.
 audit_result audit(const temp_lab &lab, const fs::path &dir,
                    const std::vector<public_key> &trusted = {}) {
   audit_result live = audit_report(dir, lab.st(), trusted);

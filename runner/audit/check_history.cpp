@@ -209,13 +209,12 @@ run_history read_history(const audit_context &ctx) {
   const ledger l = ctx.st().get_ledger();
   if (!fs::exists(l.path()))
     fail(fmt::format("there is no ledger {}", l.path().string()));
-  const prepared_ledger *p = ctx.prepared();
-  if (p != nullptr && p->entries_failure)
-    fail(*p->entries_failure);
-  // exit-3 errors (a cut or unparsable line) FAIL the check
-  const auto &entries = p != nullptr ? p->entries : l.entries();
-  history_scan scan = p != nullptr && p->indexed ? history_scan(entries, hash, p->of(hash))
-                                                 : history_scan(entries, hash);
+  const prepared_ledger &p = ctx.prepared();
+  if (p.entries_failure) // exit-3 errors (a cut or unparsable line) FAIL the check
+    fail(*p.entries_failure);
+  const auto &entries = p.entries;
+  history_scan scan =
+      p.indexed ? history_scan(entries, hash, p.of(hash)) : history_scan(entries, hash);
   const run_list list = list_runs(entries, scan.runs(), run_id);
   run_history h;
   h.problems = std::move(scan.problems());

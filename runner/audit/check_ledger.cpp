@@ -127,8 +127,7 @@ void check_completion(const json &start, const json &complete, const run_claim &
 
 /// The ledger still holds the head the run extended (if the report records it); what it
 /// witnessed, for the detail.
-std::string check_head(const audit_context &ctx, const ledger &l, const json &start) {
-  const prepared_ledger *p = ctx.prepared();
+std::string check_head(const audit_context &ctx, const json &start) {
   const auto &head = ctx.doc(report_part::run).run.ledger_head;
   if (!head)
     return "";
@@ -136,8 +135,7 @@ std::string check_head(const audit_context &ctx, const ledger &l, const json &st
     fail(fmt::format("the report records ledger head seq {}, but its run-start is seq {}",
                      head->seq, seq_of(start)));
   const auto now = head->seq == 0 ? std::optional<std::string>(ledger_genesis)
-                   : p != nullptr ? p->line_hash(head->seq)
-                                  : l.line_hash(head->seq);
+                                  : ctx.prepared().line_hash(head->seq);
   if (now != head->sha256)
     fail(fmt::format("the report records ledger head seq {} with sha256 {}, which the ledger "
                      "no longer holds",
@@ -161,17 +159,9 @@ std::string check_checkpoints(const audit_context &ctx, const ledger &l) {
   return fmt::format("; it holds checkpoint(s) {}", fmt::join(held, ", "));
 }
 
-/// The ledger verifies with the trust root's keys; its number of entries.
-std::size_t live_verify(const audit_context &ctx, const ledger &l) {
-  try {
-    return l.verify(ctx.lookup());
-  } catch (const error &e) {
-    fail(fmt::format("the ledger does not verify: {}", e.line()));
-  }
-}
-
-/// live_verify() as read once: the same outcome, and the same keys looked up (the signers the
-/// result's trust line names).
+/// The ledger verifies with the trust root's keys (as read once: the outcome of
+/// ledger::verify(), and the keys it looked up, which the result's trust line names); its
+/// number of entries.
 std::size_t prepared_verify(const audit_context &ctx, const prepared_ledger &p) {
   for (const std::string &fp : p.lookups)
     (void)ctx.key(fp);
@@ -189,17 +179,15 @@ std::string check_ledger(const audit_context &ctx) {
   const ledger l = ctx.st().get_ledger();
   if (!fs::exists(l.path()))
     fail(fmt::format("there is no ledger {}", l.path().string()));
-  const prepared_ledger *p = ctx.prepared();
-  const std::size_t n = p != nullptr ? prepared_verify(ctx, *p) : live_verify(ctx, l);
-  const run_entries run =
-      p == nullptr ? find_run(l.entries(), nullptr, claim)
-                   : find_run(p->entries, p->indexed ? &p->of(claim.hash) : nullptr, claim);
+  const prepared_ledger &p = ctx.prepared();
+  const std::size_t n = prepared_verify(ctx, p);
+  const run_entries run = find_run(p.entries, p.indexed ? &p.of(claim.hash) : nullptr, claim);
   check_place(ctx, claim.run_id);
   check_once(run, claim);
   const json &start = *run.starts.front();
   const json &complete = *run.completes.front();
   check_completion(start, complete, claim, run.position);
-  std::string witnessed = check_head(ctx, l, start);
+  std::string witnessed = check_head(ctx, start);
   witnessed += check_checkpoints(ctx, l);
   return fmt::format("ledger verifies ({} entries); run {} started at seq {} and completed at "
                      "seq {} with this report's sha256; attempt {}{}",

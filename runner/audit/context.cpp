@@ -79,6 +79,14 @@ std::string join_some(const std::vector<std::string> &items, std::size_t max) {
   return out;
 }
 
+const prepared_ledger &audit_context::prepared() const {
+  if (m_prepared != nullptr)
+    return *m_prepared;
+  if (!m_own_ledger)
+    m_own_ledger = prepare_ledger(m_store, m_trust);
+  return *m_own_ledger;
+}
+
 audit_context::audit_context(fs::path dir, const store &s, const trust_root &trust,
                              const std::vector<fs::path> &checkpoints,
                              const prepared_ledger *prepared)

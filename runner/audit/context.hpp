@@ -75,7 +75,9 @@ public:
   }
   [[nodiscard]] const std::vector<std::string> &signers() const { return m_signers; }
   /// The ledger as read once for many audits, or null (the checks read the ledger themselves).
-  [[nodiscard]] const prepared_ledger *prepared() const { return m_prepared; }
+  /// The store's ledger as read once for this audit's `ledger` and `history` checks: the one the
+  /// caller gave (`prereg site`: one reading for many audits), else read on first use.
+  [[nodiscard]] const prepared_ledger &prepared() const;
 
   /// report.json's bytes (FAIL if unreadable).
   [[nodiscard]] const std::string &bytes() const;
@@ -116,7 +118,8 @@ private:
   const trust_root &m_trust;
   const std::vector<std::filesystem::path> &m_checkpoints;
   const prepared_ledger *m_prepared;
-  mutable std::vector<std::string> m_signers; ///< accepted signers, in first-use order
+  mutable std::optional<prepared_ledger> m_own_ledger; ///< prepared() when none was given
+  mutable std::vector<std::string> m_signers;          ///< accepted signers, in first-use order
   std::optional<std::string> m_bytes;
   std::optional<json> m_report;
   std::string m_report_error;

@@ -1,6 +1,7 @@
-// The ledger read and verified once for many audits against one store and one trust root
-// (`prereg site`): what the audit's `ledger` and `history` checks read of it, indexed by
-// protocol, so that each audit looks at its own protocol's entries only (docs/site.md, "Scale").
+// The ledger read and verified once: what the audit's `ledger` and `history` checks read of it,
+// indexed by protocol, so that each audit looks at its own protocol's entries only. An audit
+// reads it for itself; `prereg site` reads it once for many audits against one store and one
+// trust root (docs/site.md, "Scale").
 #pragma once
 
 #include "base/json.hpp"
