@@ -96,7 +96,8 @@ void correctness_gate::check_shape(const cell_key &shape_key) {
     if (!t) {
       t = reference::random_tensors(op, s, m_ctx.proto.type, seed);
       try {
-        op.reference(op, s, widest, *t);  // fills the outputs; the inputs stay
+        const watched_call w(-1, -1, static_cast<int>(call_phase::reference));
+        op.reference(op, s, widest, *t); // fills the outputs; the inputs stay
       } catch (const std::exception &e) { // an operation file's reference: every cell left
         for (std::size_t j = k; j < mine.size(); ++j)
           fail_group(*mine[j], e, "the operation's reference failed");
@@ -120,6 +121,7 @@ bool correctness_gate::check_group_on_device(const std::vector<std::size_t> &g, 
     set.emplace(m_ctx.dev, op, s, type, pass);
     fill_checked_inputs(*m_checks, op, s, type, pass, seed,
                         std::vector<void *>(set->data(), set->data() + set->size()));
+    const watched_call w(-1, -1, static_cast<int>(call_phase::reference));
     ref = reference_on_device(m_ctx, *m_checks, s, pass,
                               std::vector<void *>(set->data(), set->data() + set->size()));
     m_ctx.dev.synchronize();
@@ -160,6 +162,10 @@ void correctness_gate::check_group(const std::vector<std::size_t> &g, const shap
 void correctness_gate::check_cells(const std::vector<std::size_t> &g, const shape &s,
                                    const buffer_set &set, const checked_reference &ref) {
   for (std::size_t i : g) {
+    if (m_ctx.excluded[i] != nullptr) { // the watchdog's: no correctness run, no record
+      m_ctx.progress.cell_done(++m_done, m_total);
+      continue;
+    }
     m_records[i] = check_one(i, s, set, ref);
     if (!m_records[i]) // an outside arm that cannot be captured: skipped, with the reason
       m_ctx.record_skip(i);
@@ -195,6 +201,7 @@ std::optional<correctness_record> correctness_gate::check_one(std::size_t i, con
   // Poison every output and saved tensor the pass writes.
   poison_outputs(dev, m_ctx.op, m_ctx.proto.type, key.pass, s, set);
   const auto first_call_start = std::chrono::steady_clock::now();
+  const watched_call watch = m_ctx.watch(i, call_phase::correctness);
   auto alloc = dev.make_arm_allocator();
   std::vector<invocation> inv;
   bool capturing = false;

@@ -81,6 +81,7 @@ const spot_data &group_timing::spot_for(std::int64_t slot) {
       return *m_spot;
     }
     d.ref = reference::random_tensors(op, m_shape, m_ctx.proto.type, seed);
+    const watched_call w(-1, -1, static_cast<int>(call_phase::reference));
     op.reference(op, m_shape, m_pass, d.ref);
     d.bytes.resize(op.tensors.size());
     for (std::size_t t = 0; t < op.tensors.size(); ++t)
@@ -102,6 +103,7 @@ bool group_timing::spot_on_device(spot_data &d, std::uint64_t seed) {
   try {
     d.inputs = std::make_unique<input_copy>(m_ctx.dev, op, m_shape, type, m_pass);
     fill_checked_inputs(*checks, op, m_shape, type, m_pass, seed, d.inputs->ptrs());
+    const watched_call w(-1, -1, static_cast<int>(call_phase::reference));
     d.on_device = reference_on_device(m_ctx, *checks, m_shape, m_pass, d.inputs->ptrs());
     m_ctx.dev.synchronize();
   } catch (const reference_failure &f) { // as the host path's call would fail

@@ -5,6 +5,7 @@
 
 #include "prereg/error.hpp"
 #include "spec/device_state.hpp"
+#include "spec/sched.hpp"
 
 #include <fmt/format.h>
 
@@ -32,6 +33,9 @@ constexpr auto cell_members_named =
 /// Version 7: either key form, and the device's state and the stop record.
 constexpr auto cell_members_state =
     joined(cell_members_named, std::array<std::string_view, 2>{"states", "stop"});
+/// Version 8: the measuring thread's scheduling per sample.
+constexpr auto cell_members_hardened =
+    joined(cell_members_state, std::array<std::string_view, 1>{"sched"});
 
 /// "has N values for M samples" unless `size` is `samples`.
 void check_per_sample(const node &n, std::size_t size, std::size_t samples) {
@@ -215,7 +219,9 @@ report_cell read_cell(const node &n, int version) {
   // Version 7 cells name their shape either way (the report's operation decides); 6 always.
   const bool named = version == report_schema_version_named ||
                      (version >= report_schema_version_state && n.has("shape"));
-  if (version >= report_schema_version_state)
+  if (version >= report_schema_version_hardened)
+    n.only_of(cell_members_hardened);
+  else if (version >= report_schema_version_state)
     n.only_of(cell_members_state);
   else if (named)
     n.only_of(cell_members_named);
@@ -239,6 +245,10 @@ report_cell read_cell(const node &n, int version) {
     c.kernel_clock = read_kernel_clock(n["kernel_clock"], c.samples_ms.size());
   if (version >= report_schema_version_state)
     read_cell_v7(n, c);
+  if (version >= report_schema_version_hardened && n.has("sched"))
+    if (const std::string bad = read_sched_json(n["sched"].value(), c.samples_ms.size(), c.sched);
+        !bad.empty())
+      n["sched"].fail(bad);
   if (!c.region_kernels_ms.empty() && (version < 4 || !c.kernel_clock))
     n["region_kernels"].fail(version < 4 ? "is a version-4 member"
                                          : "is there without the cell's kernel_clock");

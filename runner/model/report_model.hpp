@@ -27,6 +27,11 @@ inline constexpr int report_schema_version_named = report_schema_version + 1;
 /// (rows x cols, or a `shape`) plus `states` and `stop`. A report with neither keeps 5 or 6.
 /// Always the newest version this build reads.
 inline constexpr int report_schema_version_state = report_schema_version_named + 1;
+/// The schema_version of a report with any of the members of version 8 (docs/report.md, "since
+/// 8"): among them the watchdog's record (run.watchdog) and the measuring thread's scheduling
+/// per sample (cells[].sched). A report with none keeps 5, 6 or 7.
+/// Always the newest version this build reads.
+inline constexpr int report_schema_version_hardened = report_schema_version_state + 1;
 /// The oldest schema_version the parser reads (version 1: cells carry no clock_mhz and no
 /// harness_bytes_in_window; before version 3 no first_call_ms, warmup_calls, off_window_ms;
 /// before version 4 no kernel clock: no cells[].kernel_clock, no instrument.kernel_*; before
@@ -104,6 +109,21 @@ struct report_log {
   std::string sha256;
 };
 
+/// One call the watchdog stopped (docs/engine.md, "The watchdog").
+struct report_stuck_call {
+  std::string arm;    ///< the protocol's arm id, left out of the run from then on
+  json cell = nullptr; ///< the plan cell the call was at ({arm, pass, rows, cols} or {.., shape}), or null
+  std::string phase;  ///< "load", "setup", "correctness run", "warm-up", "timed sample", ...
+  double waited_s = 0; ///< how long the call had run when the watchdog stopped it [s]
+};
+
+/// The watchdog of an isolated run (schema_version 8, run.watchdog): its limit on one call of
+/// arm code and the calls it stopped, in order.
+struct report_watchdog {
+  double call_timeout_s = 0;
+  std::vector<report_stuck_call> stuck;
+};
+
 /// Facts about the run that are not measurements.
 struct report_run {
   std::string run_id;      ///< the report folder's name
@@ -116,6 +136,8 @@ struct report_run {
   /// The outside arms' full tracebacks of the failures the cells' errors name; absent when
   /// none failed.
   std::optional<report_log> arm_log;
+  /// Version 8: the watchdog; absent in runs measured in the run's own process.
+  std::optional<report_watchdog> watchdog;
 };
 
 /// The instrument's own measured properties. NaN stands for null (not measured).
@@ -220,6 +242,9 @@ struct report_cell {
   std::vector<device_state_sample> states;
   /// Version 7, under a stopping rule: why the cell stopped (JSON `stop`).
   std::optional<stop_record> stop;
+  /// Version 8: the measuring thread's scheduling around each sample (raw, JSON `sched`);
+  /// empty (absent) where it was not recorded.
+  std::vector<sched_sample> sched;
 };
 
 /// One correctness[] entry. NaN stands for null.

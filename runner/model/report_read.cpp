@@ -98,13 +98,34 @@ report_log read_log(const node &n) {
   return l;
 }
 
-report_run read_run(const node &n) {
+/// Version 8's watchdog: {call_timeout_s, stuck: [{arm, cell, phase, waited_s}]}.
+report_watchdog read_watchdog(const node &n) {
+  n.only({"call_timeout_s", "stuck"});
+  report_watchdog w;
+  w.call_timeout_s = n["call_timeout_s"].number();
+  if (!(w.call_timeout_s > 0))
+    n["call_timeout_s"].fail("is not a positive number");
+  const node stuck = n["stuck"];
+  for (std::size_t i = 0; i < stuck.array_size(); ++i) {
+    const node s = stuck.at(i);
+    s.only({"arm", "cell", "phase", "waited_s"});
+    report_stuck_call call{s["arm"].str(), s["cell"].value(), s["phase"].str(),
+                           s["waited_s"].number()};
+    if (!call.cell.is_null() && !call.cell.is_object())
+      s["cell"].fail("is not a cell or null");
+    w.stuck.push_back(std::move(call));
+  }
+  return w;
+}
+
+report_run read_run(const node &n, int version) {
   n.only({"run_id", "started_at", "finished_at", "device_ordinal", "ledger_head", "isolation",
-          "arm_log"});
+          "arm_log", "watchdog"});
   report_run r{n["run_id"].str(),
                n["started_at"].str(),
                n["finished_at"].str(),
                n["device_ordinal"].integer(),
+               std::nullopt,
                std::nullopt,
                std::nullopt,
                std::nullopt};
@@ -117,6 +138,11 @@ report_run read_run(const node &n) {
     r.isolation = read_isolation(n["isolation"]);
   if (n.has("arm_log"))
     r.arm_log = read_log(n["arm_log"]);
+  if (n.has("watchdog")) {
+    if (version < report_schema_version_hardened)
+      n["watchdog"].fail(fmt::format("is a version-{} member", report_schema_version_hardened));
+    r.watchdog = read_watchdog(n["watchdog"]);
+  }
   return r;
 }
 
@@ -255,9 +281,9 @@ report_phases read_phases(const node &n, int schema_version) {
 int read_schema_version(const node &root) {
   const node v = root["schema_version"];
   const std::int64_t version = v.integer();
-  if (version < report_schema_version_min || version > report_schema_version_state)
+  if (version < report_schema_version_min || version > report_schema_version_hardened)
     v.fail(fmt::format("is {}; this build reads versions {} to {}", version,
-                       report_schema_version_min, report_schema_version_state));
+                       report_schema_version_min, report_schema_version_hardened));
   return static_cast<int>(version);
 }
 
@@ -307,7 +333,7 @@ report_document report_from_json(const json &root, const std::string &where, uns
   if (want(report_part::protocol))
     r.protocol = read_protocol(n["protocol"]);
   if (want(report_part::run))
-    r.run = read_run(n["run"]);
+    r.run = read_run(n["run"], read_schema_version(n));
   if (want(report_part::environment))
     r.environment = n["environment"].object().value();
   if (want(report_part::instrument))

@@ -3,6 +3,7 @@
 #include "model/report_model.hpp"
 
 #include "spec/device_state.hpp"
+#include "spec/sched.hpp"
 
 #include <algorithm>
 
@@ -45,6 +46,13 @@ json run_json(const report_run &run) {
     j["isolation"] = {{"layers", run.isolation->layers}, {"reason", run.isolation->reason}};
   if (run.arm_log)
     j["arm_log"] = {{"file", run.arm_log->file}, {"sha256", run.arm_log->sha256}};
+  if (run.watchdog) { // version 8
+    json stuck = json::array();
+    for (const auto &s : run.watchdog->stuck)
+      stuck.push_back(
+          {{"arm", s.arm}, {"cell", s.cell}, {"phase", s.phase}, {"waited_s", s.waited_s}});
+    j["watchdog"] = {{"call_timeout_s", run.watchdog->call_timeout_s}, {"stuck", stuck}};
+  }
   return j;
 }
 
@@ -112,6 +120,8 @@ void add_later_members(json &j, const report_cell &c) {
     j["states"] = states_json(c.states);
   if (c.stop)
     j["stop"] = stop_json(*c.stop);
+  if (!c.sched.empty()) // version 8
+    j["sched"] = sched_json(c.sched);
 }
 
 json instrument_json(const report_instrument &in, int schema_version) {

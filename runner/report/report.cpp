@@ -93,6 +93,8 @@ report_cell to_report_cell(const cell_record &cell, const cell_statistics &stats
     c.states = cell.states;
     c.stop = cell.stop;
   }
+  if (schema_version >= report_schema_version_hardened)
+    c.sched = cell.sched;
   if (schema_version >= 4 && stats.kernel) {
     const kernel_statistics &k = *stats.kernel;
     report_kernel_clock kc;
@@ -165,6 +167,7 @@ raw_run report_to_raw(const report_document &r) {
     rec.region_kernels_ms = c.region_kernels_ms;
     rec.states = c.states;
     rec.stop = c.stop;
+    rec.sched = c.sched;
     raw.cells.push_back(std::move(rec));
   }
   return raw;
@@ -181,6 +184,10 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   if (proto.measurement.stop || std::any_of(raw.cells.begin(), raw.cells.end(),
                                             [](const cell_record &c) { return !c.states.empty(); }))
     r.schema_version = report_schema_version_state;
+  // The watchdog's record or the scheduling per sample: version 8 (docs/report.md).
+  if (meta.watchdog || std::any_of(raw.cells.begin(), raw.cells.end(),
+                                   [](const cell_record &c) { return !c.sched.empty(); }))
+    r.schema_version = report_schema_version_hardened;
   r.tool = {"prereg",
             build_info::version,
             build_info::git_commit,
@@ -189,7 +196,7 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
             report_analysis_version};
   r.protocol = {fp.hash, fp.body, fp.freeze};
   r.run = {meta.run_id,      meta.started_at, meta.finished_at, meta.device_ordinal,
-           meta.ledger_head, meta.isolation,  meta.arm_log};
+           meta.ledger_head, meta.isolation,  meta.arm_log,     meta.watchdog};
   r.environment = raw.environment;
   r.instrument = raw.instrument;
   for (std::size_t i = 0; i < raw.cells.size(); ++i)

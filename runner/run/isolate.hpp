@@ -4,12 +4,14 @@
 #pragma once
 
 #include "base/json.hpp"
+#include "model/report_model.hpp"
 #include "run/raw_json.hpp" // raw_to_json, raw_from_json: the facts that cross the pipe
 #include "run/run.hpp"
 #include "spec/protocol.hpp"
 #include "spec/records.hpp"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace prereg {
@@ -32,6 +34,9 @@ public:
   [[nodiscard]] virtual measuring_plan plan() = 0;
   /// Measures the planned cells; progress events arrive on `progress`.
   [[nodiscard]] virtual raw_run measure(progress_sink &progress) = 0;
+  /// The watchdog's record for the report (run.watchdog), or nullopt where no watchdog
+  /// watched (the measuring side in this process).
+  [[nodiscard]] virtual std::optional<report_watchdog> watchdog() const { return std::nullopt; }
 };
 
 /// The measuring side for `options` (its make_device, resolve_arm, hooks, device_ordinal):

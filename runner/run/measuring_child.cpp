@@ -7,6 +7,8 @@
 #include "crypto/keyring.hpp"
 #include "engine/measure.hpp"
 #include "prereg/error.hpp"
+#include "base/sched.hpp"
+#include "run/channel.hpp"
 #include "run/raw_json.hpp"
 #include "run/sandbox.hpp"
 #include "spec/operation.hpp"
@@ -35,6 +37,11 @@ public:
     m_plan.proto = &m_proto;
     m_plan.seed = seed;
     m_plan.load_outside = o.load_outside;
+  }
+  /// The watchdog's exclusions and the scheduling record (the measuring process's).
+  void set_measuring(std::map<std::string, std::string> excluded) {
+    m_plan.excluded = std::move(excluded);
+    m_plan.record_sched = true;
   }
   measuring_plan plan() override {
     m_device = m_options.make_device(m_proto.device, m_options.device_ordinal);
@@ -82,9 +89,11 @@ public:
     for (const auto &spec : m_proto.arms) {
       const bool planned = std::any_of(m_plan.cells.begin(), m_plan.cells.end(),
                                        [&](const cell_key &c) { return c.arm == spec.id; });
-      if (!spec.outside() || !planned)
+      if (!spec.outside() || !planned || m_plan.excluded.contains(spec.id))
         continue;
       try {
+        const watched_call watch(static_cast<int>(&spec - m_proto.arms.data()), -1,
+                                 static_cast<int>(call_phase::load));
         m_loaded.emplace(spec.id, m_options.load_outside(spec));
       } catch (const error &e) {
         if (e.code() == exit_code::environment)
@@ -120,8 +129,9 @@ public:
   void cell_done(std::size_t done, std::size_t total) override {
     send({{"done", done}, {"total", total}});
   }
+  /// One line; text that is not UTF-8 (an arm's message) is sent with U+FFFD in its place.
   void send(const json &j) const {
-    if (!write_all(m_fd, j.dump() + "\n"))
+    if (!send_all(m_fd, j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"))
       std::_Exit(1); // the parent is gone: nothing to report to
   }
 
@@ -148,13 +158,39 @@ sandbox_paths paths_of(const run_options &o) {
   return p;
 }
 
+/// The parent's start message ({start: {exclude: {arm id: reason}}}, one line of at most 1 MiB):
+/// the arms the watchdog left out. End of file: the parent needs no such process.
+std::map<std::string, std::string> read_start(int channel) {
+  std::string line;
+  char c = 0;
+  for (;;) {
+    const ssize_t n = ::read(channel, &c, 1);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n != 1 || line.size() > (std::size_t{1} << 20))
+      std::_Exit(0);
+    if (c == '\n')
+      break;
+    line += c;
+  }
+  std::map<std::string, std::string> excluded;
+  try {
+    for (const auto &[arm, why] : json::parse(line).at("start").at("exclude").items())
+      excluded[arm] = why.get<std::string>();
+  } catch (const std::exception &) {
+    std::_Exit(1);
+  }
+  return excluded;
+}
+
 [[noreturn]] void child_main(const run_options &o, const protocol &proto, std::uint64_t seed,
-                             int to_parent, int from_parent) {
-  piped_progress out(to_parent);
+                             int channel, std::map<std::string, std::string> excluded) {
+  piped_progress out(channel);
   // The first line, before any outside code is loaded: the walls this process stands in.
-  out.send({{"isolation", enter_sandbox(paths_of(o), {to_parent, from_parent}).to_json()}});
+  out.send({{"isolation", enter_sandbox(paths_of(o), {channel}).to_json()}});
   try {
     in_process side(o, proto, seed);
+    side.set_measuring(std::move(excluded));
     side.defer_preload();
     const measuring_plan p = side.plan();
     json cells = json::array();
@@ -166,7 +202,7 @@ sandbox_paths paths_of(const run_options &o) {
     out.send({{"loaded", true}});
     char go = 0;
     ssize_t n;
-    while ((n = ::read(from_parent, &go, 1)) < 0 && errno == EINTR) {
+    while ((n = ::read(channel, &go, 1)) < 0 && errno == EINTR) {
     }
     if (n != 1)
       std::_Exit(0); // the parent decided not to measure
@@ -203,7 +239,7 @@ std::unique_ptr<measuring_side> measure_in_process(const run_options &o, const p
 }
 
 void run_measuring_child(const run_options &o, const protocol &proto, std::uint64_t seed,
-                         pid_t parent, int to_parent, int from_parent) {
+                         pid_t parent, int channel, watch_page *page) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL); // dies with the parent
   if (::getppid() != parent)
     std::_Exit(1);
@@ -212,8 +248,11 @@ void run_measuring_child(const run_options &o, const protocol &proto, std::uint6
   if (char *v = std::getenv("PREREG_KEY")) // its bytes in the environment block /proc shows
     std::memset(v, 0, std::strlen(v));
   ::unsetenv("PREREG_KEY");
-  outside::set_crash_channel(to_parent); // a crash in an outside arm: one error message up
-  child_main(o, proto, seed, to_parent, from_parent);
+  std::map<std::string, std::string> excluded = read_start(channel); // a spare waits here
+  watch_attach(page);   // the watchdog reads which call of arm code runs (docs/engine.md)
+  count_continues();    // a stop during a sample is seen (cell_record::sched)
+  outside::set_crash_channel(channel); // a crash in an outside arm: one error message up
+  child_main(o, proto, seed, channel, std::move(excluded));
 }
 
 } // namespace prereg::detail

@@ -4,6 +4,7 @@
 
 #include "prereg/error.hpp"
 #include "spec/device_state.hpp"
+#include "spec/sched.hpp"
 
 #include <fmt/format.h>
 
@@ -231,6 +232,11 @@ cell_record read_cell(const json_node &c, planned_once &keys) {
     if (const std::string bad = read_stop_json(c["stop"].value(), *rec.stop); !bad.empty())
       c["stop"].fail(bad);
   }
+  if (c.has("sched"))
+    if (const std::string bad =
+            read_sched_json(c["sched"].value(), rec.samples_ms.size(), rec.sched);
+        !bad.empty())
+      c["sched"].fail(bad);
   return rec;
 }
 
@@ -290,6 +296,8 @@ json cell_json(const cell_record &c) {
     out["states"] = states_json(c.states);
   if (c.stop)
     out["stop"] = stop_json(*c.stop);
+  if (!c.sched.empty())
+    out["sched"] = sched_json(c.sched);
   return out;
 }
 

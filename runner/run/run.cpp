@@ -357,6 +357,7 @@ fs::path measure_and_publish(const store &s, const run_options &o, const frozen_
     times.measure_start = run_clock::now();
     const raw_run raw = side.measure(progress);
     times.measure_end = run_clock::now();
+    meta.watchdog = side.watchdog();
     throw_if_signalled();
     meta.finished_at = utc_now_rfc3339();
     add_outcome_deviations(raw, meta);

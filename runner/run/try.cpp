@@ -116,6 +116,7 @@ fs::path try_protocol(const run_options &o) {
     const auto measure_start = clock::now();
     raw_run raw = side->measure(progress);
     const auto measure_end = clock::now();
+    meta.watchdog = side->watchdog();
     detail::throw_if_signalled();
     meta.finished_at = utc_now_rfc3339();
     report_document report = build_report_document(fp, raw, meta);

@@ -95,7 +95,15 @@ struct measurement_spec {
   /// prereg: 2: the stopping rule; absent: fixed `repetitions` (then absent from the JSON, so
   /// every earlier hash stays). With it, `repetitions` is stop->max.
   std::optional<stop_spec> stop;
+  /// prereg: 2: the watchdog's limit on one call of an arm [s] (docs/engine.md, "The
+  /// watchdog"); absent: default_call_timeout_s, and absent from the JSON (hashes stay).
+  std::optional<double> call_timeout_s;
+  /// The watchdog's limit in force: call_timeout_s, else the default.
+  [[nodiscard]] double call_timeout() const;
 };
+
+/// The watchdog's limit on one call when a protocol names none [s] (docs/engine.md).
+inline constexpr double default_call_timeout_s = 600;
 
 struct analysis_spec {
   statistic_kind statistic = statistic_kind::median;

@@ -132,6 +132,8 @@ json to_json(const protocol &p) {
                                   {"max", stop->max},
                                   {"max_seconds", stop->max_seconds}};
   }
+  if (const auto &limit = p.measurement.call_timeout_s) // absent when not declared: hashes stay
+    out["measurement"]["call_timeout_s"] = *limit;
   if (p.revision > 1) // revision 1 is the first version: absent, so earlier hashes stay
     out["revision"] = p.revision;
   if (p.replication) // absent when not declared: every earlier hash stays

@@ -91,6 +91,13 @@ struct run_plan {
   /// Loads a protocol's outside arm (plugin, python) where the engine runs: in the measuring
   /// process, never in one that holds the signing key. Unset: outside arms are cell-skipped.
   std::function<std::shared_ptr<outside_arm>(const arm_spec &)> load_outside;
+  /// Arms left out by the watchdog (docs/engine.md, "The watchdog"): arm id -> the reason each
+  /// of its cells fails with. Never loaded, bound or called; their cells keep their place in
+  /// the order, with that error, no samples and no correctness record.
+  std::map<std::string, std::string> excluded;
+  /// Record the measuring thread's scheduling around every kept sample (cell_record::sched):
+  /// set in the isolated measuring process.
+  bool record_sched = false;
 };
 
 /// The kernel clock's facts about one kernel name at one cell (docs/engine.md, kernel clock).
@@ -113,6 +120,19 @@ struct device_state_sample {
     const auto same = [](double x, double y) { return x == y || (x != x && y != y); };
     return same(a.sm_mhz, b.sm_mhz) && same(a.mem_mhz, b.mem_mhz) && same(a.power_w, b.power_w) &&
            same(a.temp_c, b.temp_c) && a.reasons == b.reasons;
+  }
+};
+
+/// The measuring thread's scheduling around one kept sample's flush and window (docs/engine.md,
+/// "Stopped or descheduled"): its host time, the time it was runnable but not running, and
+/// how many times the process was continued after a stop (SIGCONT) in between.
+struct sched_sample {
+  double wall_ms = 0;
+  double run_delay_ms = std::numeric_limits<double>::quiet_NaN(); ///< NaN: the kernel did not say
+  std::int64_t stops = 0;
+  friend bool operator==(const sched_sample &a, const sched_sample &b) {
+    const auto same = [](double x, double y) { return x == y || (x != x && y != y); };
+    return a.wall_ms == b.wall_ms && same(a.run_delay_ms, b.run_delay_ms) && a.stops == b.stops;
   }
 };
 
@@ -175,6 +195,9 @@ struct cell_record {
   std::vector<device_state_sample> states;
   /// Under a stopping rule: why the cell stopped; nullopt under fixed repetitions.
   std::optional<stop_record> stop;
+  /// The measuring thread's scheduling per kept sample (same order and length as samples_ms),
+  /// or empty where it was not recorded (run_plan::record_sched).
+  std::vector<sched_sample> sched;
 };
 
 /// Correctness of one arm x pass x shape against the float64 reference.
