@@ -161,6 +161,25 @@ bool has_off_window_work(double off_window_ms, std::size_t n, double median_ms) 
          off_window_ms > thresholds::off_window_ratio * median_ms;
 }
 
+std::vector<std::size_t> stopped_samples(std::span<const sched_sample> sched) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < sched.size(); ++i)
+    if (sched[i].stops > 0)
+      out.push_back(i);
+  return out;
+}
+
+std::vector<std::size_t> descheduled_samples(std::span<const sched_sample> sched) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < sched.size(); ++i) {
+    const double d = sched[i].run_delay_ms;
+    if (std::isfinite(d) && d >= thresholds::descheduled_min_ms &&
+        d >= thresholds::descheduled_share * sched[i].wall_ms)
+      out.push_back(i);
+  }
+  return out;
+}
+
 const correctness_record *find_correctness(std::span<const correctness_record> all,
                                            const cell_key &key) {
   const auto it = std::find_if(all.begin(), all.end(),

@@ -37,6 +37,11 @@ inline constexpr double excluded_above_ceiling_pct_v2 = 115.0;
 /// kernel's traffic (an input the forward and the backward both read counted twice: 8/6 for
 /// SwiGLU), 1.12 x 4/3, rounded up: 150%.
 inline constexpr double excluded_above_ceiling_pct = 150.0;
+/// measuring-process-descheduled: a sample whose measuring thread was runnable but not running
+/// for at least half of its window and at least 1 ms; raised when more than half of the
+/// cell's samples are such.
+inline constexpr double descheduled_share = 0.5;
+inline constexpr double descheduled_min_ms = 1.0;
 /// The margin over the copy ceiling beyond which a cell cannot decide, by analysis version.
 [[nodiscard]] constexpr double excluded_above_ceiling_pct_for(int analysis) {
   return analysis >= 3 ? excluded_above_ceiling_pct : excluded_above_ceiling_pct_v2;
@@ -103,6 +108,13 @@ compute_region_shares(const cell_record &cell, std::int64_t resamples, double co
 /// True if a cell with these off-window work, sample count and median shows off-window work:
 /// known, n >= 1, > off_window_min_ms and > off_window_ratio x median (the defect's rule).
 [[nodiscard]] bool has_off_window_work(double off_window_ms, std::size_t n, double median_ms);
+
+/// The indices of the samples of `sched` during which the measuring process was stopped and
+/// continued (stops > 0): the measuring-process-stopped defect's rule.
+[[nodiscard]] std::vector<std::size_t> stopped_samples(std::span<const sched_sample> sched);
+/// The indices of the samples of `sched` whose measuring thread waited for a CPU for at least
+/// descheduled_share of the window and descheduled_min_ms (the run delay known).
+[[nodiscard]] std::vector<std::size_t> descheduled_samples(std::span<const sched_sample> sched);
 
 /// The `correctness_record` of `key`, or null.
 [[nodiscard]] const correctness_record *find_correctness(std::span<const correctness_record> all,

@@ -104,6 +104,10 @@ std::vector<std::string> problems(const protocol &proto, const raw_run &run, con
   const double med = median(s);
   if (analysis >= 2)
     excluded_problems(proto, run, a, where, med, analysis, out);
+  if (analysis >= 4) // the measuring-process-stopped defect's rule
+    if (const auto stopped = stopped_samples(a.record->sched); !stopped.empty())
+      out.push_back(fmt::format("arm {} was stopped during {} of its {} timed samples at {}", arm,
+                                stopped.size(), a.record->sched.size(), where));
   const double spread = iqr(s);
   if (is_unstable(spread, med, proto.analysis.unstable_iqr_ratio)) {
     out.push_back(fmt::format("arm {} is unstable at {} (IQR/median = {:g} > {:g})", arm, where,

@@ -50,7 +50,8 @@ private:
 /// "arm A (LABEL) crashed in its PHASE", as a crash_text.
 [[nodiscard]] crash_text crash_message(const std::string &arm_id, const std::string &label,
                                        std::string_view phase);
-/// Control characters as \xNN: outside text never forges lines or terminal escapes.
+/// Control characters as \xNN and bidirectional controls as \u202e: outside text never forges
+/// lines or terminal escapes, and reads in the order it was written.
 [[nodiscard]] std::string escape_for_message(std::string_view s);
 
 /// The arms' log (docs/python-arms.md, "Failure reasons"): a failure's reason (the text the

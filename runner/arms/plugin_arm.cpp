@@ -120,11 +120,16 @@ crash_text crash_message(const std::string &arm_id, const std::string &label,
 
 std::string escape_for_message(std::string_view s) {
   std::string out;
-  for (const unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f)
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (const char32_t bidi = bidi_control_at(s, i)) {
+      out += bidi_escape(bidi);
+      i += 2;
+    } else if (c < 0x20 || c == 0x7f) {
       out += fmt::format("\\x{:02x}", c);
-    else
+    } else {
       out += static_cast<char>(c);
+    }
   }
   return out;
 }

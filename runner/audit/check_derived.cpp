@@ -65,7 +65,9 @@ bool derivable_from_cells(std::string_view code, int schema_version) {
          (schema_version >= 3 && code == "off-window-work") ||
          (schema_version >= 4 && (code == "kernel-records-dropped" || code == "kernel-above-step" ||
                                   code == "no-arm-kernel" || code == "graph-under-kernel-clock")) ||
-         (schema_version >= 7 && code == "throttled"); // the device's state per sample
+         (schema_version >= 7 && code == "throttled") || // the device's state per sample
+         (schema_version >= 8 && (code == "measuring-process-stopped" || // the scheduling
+                                  code == "measuring-process-descheduled"));
 }
 
 /// Codes whose every input is in the report itself, so the audit requires them too.

@@ -42,14 +42,17 @@ inline constexpr int report_schema_version_min = 1;
 /// (docs/report.md: renderer 2 moved the summary first; renderer 3 names outside arms' files,
 /// entries and source hashes and says "not measured" for memory no one measured; renderer 4
 /// shows cells excluded from verdicts as excluded: never fastest, no speedup, not drawn;
-/// renderer 5 also shows where the run's time went, from the report's phases).
-inline constexpr int report_renderer_version = 5;
+/// renderer 5 also shows where the run's time went, from the report's phases; renderer 6 writes
+/// every bidirectional control of quoted text as the visible `\u202e`).
+inline constexpr int report_renderer_version = 6;
 /// The newest rules of the verdicts (docs/analysis.md section 5); a new report records it in
 /// tool.analysis, and the audit re-judges each report by the rules it names (analysis 2: a cell
 /// with off-window work, a changed input or a reading beyond the physical margin over the copy
 /// ceiling cannot decide, as a failed correctness check cannot; analysis 3: that margin is 150%,
-/// not 115%, since a fwd+bwd bytes model may over-count a fused kernel's traffic by 4/3).
-inline constexpr int report_analysis_version = 3;
+/// not 115%, since a fwd+bwd bytes model may over-count a fused kernel's traffic by 4/3;
+/// analysis 4: a cell with a sample during which the measuring process was stopped cannot
+/// decide either).
+inline constexpr int report_analysis_version = 4;
 
 /// What limits a cell, judged from its median.
 enum class bound_kind { launch, bandwidth, neither };

@@ -66,16 +66,43 @@ private:
   return std::string(text.substr(0, cut)) + "...";
 }
 
-/// `text` with every control character written as an escape (`\n`, `\t`, `\x1b`, `\0`; also DEL
-/// and the C1 controls U+0080..U+009F as `\u0085`), so that a message stays one line and sends
-/// no terminal escape whatever user text it quotes.
+/// The code point of the Unicode bidirectional control whose UTF-8 sequence starts at byte `i`
+/// of `text` (U+200E, U+200F, U+202A..U+202E, U+2066..U+2069: the marks, embeddings, overrides
+/// and isolates that reorder what is displayed), or 0.
+[[nodiscard]] inline char32_t bidi_control_at(std::string_view text, std::size_t i) {
+  if (i + 2 >= text.size() || static_cast<unsigned char>(text[i]) != 0xe2)
+    return 0;
+  const auto b1 = static_cast<unsigned char>(text[i + 1]);
+  const auto b2 = static_cast<unsigned char>(text[i + 2]);
+  const char32_t cp = 0x2000 | ((b1 & 0x3fu) << 6) | (b2 & 0x3fu);
+  const bool ok = (b1 == 0x80 && (b2 == 0x8e || b2 == 0x8f || (b2 >= 0xaa && b2 <= 0xae))) ||
+                  (b1 == 0x81 && b2 >= 0xa6 && b2 <= 0xa9);
+  return ok ? cp : 0;
+}
+
+/// `\u202e` for a bidirectional control (bidi_control_at), written in its place.
+[[nodiscard]] inline std::string bidi_escape(char32_t cp) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4)
+    out += hex[(cp >> shift) & 15];
+  return out;
+}
+
+/// `text` with every control character written as an escape (`\n`, `\t`, `\x1b`, `\0`; also DEL,
+/// the C1 controls U+0080..U+009F as `\u0085` and the bidirectional controls as `\u202e`), so
+/// that a message stays one line, sends no terminal escape and reads in the order it was
+/// written, whatever user text it quotes.
 [[nodiscard]] inline std::string escape_control(std::string_view text) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\n')
+    if (const char32_t bidi = bidi_control_at(text, i)) {
+      out += bidi_escape(bidi);
+      i += 2;
+    } else if (c == '\n')
       out += "\\n";
     else if (c == '\r')
       out += "\\r";

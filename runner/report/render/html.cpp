@@ -254,6 +254,7 @@ std::string footer(const view &v) {
 
 std::string html_page(const report_document &report) {
   const view v = make_view(report);
+  const bidi_scope bidi(v.renderer >= 6); // renderer 6: bidirectional controls shown as \u202e
   const bool r2 = v.renderer >= 2;
   std::string out = head(v) + header_section(v);
   out += r2 ? summary_section(v) : environment_section(v);

@@ -256,6 +256,7 @@ std::string footer(const view &v) {
 
 std::string markdown_page(const report_document &report) {
   const view v = make_view(report);
+  const bidi_scope bidi(v.renderer >= 6); // renderer 6: bidirectional controls shown as \u202e
   const bool r2 = v.renderer >= 2;
   std::string out = header_section(v) + verdicts_section(v);
   if (!r2)

@@ -164,6 +164,27 @@ std::string isolation_words(const report_isolation &i, const json &body) {
   return out;
 }
 
+// run.watchdog in words (docs/report.md): the limit and each call it stopped.
+std::string watchdog_words(const report_watchdog &w) {
+  std::string out = fmt::format("{:g} s per call of arm code", w.call_timeout_s);
+  if (w.stuck.empty())
+    return out + "; no call was stopped";
+  std::vector<std::string> stops;
+  for (const auto &s : w.stuck) {
+    std::string at;
+    if (s.cell.is_object())
+      try {
+        at = " at " + cell_label(cell_key_from_json(s.cell, "run.watchdog.stuck.cell", "report.json"));
+      } catch (const std::exception &) {
+      }
+    stops.push_back(fmt::format("arm {} ({}{}, stopped after {:.1f} s)", s.arm, s.phase, at,
+                                s.waited_s));
+  }
+  return out + fmt::format("; stopped: {}: those arms' cells failed and the run went on in a "
+                           "fresh measuring process without them",
+                           join(stops, "; "));
+}
+
 // "rows 1, 2 × cols 3", or over named axes each axis' extents in the operation's order.
 std::string shapes_text(const view &v) {
   const json &e = extents(*v.body);
@@ -200,6 +221,8 @@ table run_table(const view &v) {
                                         tool.git_commit, tool.build_flags))});
   if (run.isolation) // absent in reports before it: their pages stay as they were
     t.rows.push_back({plain("isolation"), plain(isolation_words(*run.isolation, *v.body))});
+  if (run.watchdog) // version 8
+    t.rows.push_back({plain("watchdog"), plain(watchdog_words(*run.watchdog))});
   if (run.arm_log) {
     span log = code(run.arm_log->file);
     log.suffix = " (SHA-256 " + run.arm_log->sha256 + "): the outside arms' tracebacks";
