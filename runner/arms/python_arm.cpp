@@ -111,15 +111,23 @@ public:
       if (o != nullptr)
         api.Py_DecRef(o);
   }
+  /// One call of the step; its outputs are checked as it returns, inside the window (only
+  /// exact numpy arrays and torch tensors: nothing is left to compute when they are copied).
   void step(void *) override {
     auto &rt = python_runtime::get();
     crash_scope guard(m_step_crash);
     PyObject *r = rt.api().PyObject_CallObject(m_step, nullptr);
     if (m_last != nullptr)
       rt.api().Py_DecRef(m_last);
-    m_last = r;
+    m_last = nullptr;
     if (r == nullptr)
       throw io_error(rt.take_error());
+    if (r == rt.api().none) { // written in place: nothing to check
+      m_last = r;
+      return;
+    }
+    m_last = rt.call("outputs",
+                     rt.tuple({r, rt.api().PyLong_FromLongLong(m_device == "cuda" ? 1 : 0)}));
   }
   void collect() override {
     auto &rt = python_runtime::get();

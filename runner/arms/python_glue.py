@@ -221,6 +221,48 @@ def bind(fn, meta, caps, device, ordinal, stream_ptr, mark_ptr=0):
         raise TypeError(f"the arm function returned {type(step).__name__}, not a step callable")
     return (t, step, rec)
 
+def _type_name(v):
+    t = type(v)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+def _output_problem(v, cuda):
+    """Why `v` is not an output prereg accepts from a step (docs/python-arms.md, "Outputs"), or
+    None: exactly a numpy.ndarray of numbers on the CPU, or exactly a dense torch.Tensor on the
+    protocol's device. Only the types are looked at: no code of the arm's runs here."""
+    t = type(v)
+    torch = sys.modules.get("torch")  # not imported: nothing can be a torch.Tensor
+    if torch is not None and t is torch.Tensor:
+        want = "cuda" if cuda else "cpu"
+        if v.device.type != want or v.layout != torch.strided:
+            return f"a torch.Tensor on {v.device} ({v.layout}), not a dense tensor on {want}"
+        return None
+    numpy = sys.modules.get("numpy")
+    if not cuda and numpy is not None and t is numpy.ndarray:
+        if v.dtype.kind not in "fiub":
+            return f"a numpy.ndarray of {v.dtype}, not of numbers"
+        return None
+    return f"a {_type_name(v)}, not exactly a {'torch.Tensor' if cuda else 'numpy.ndarray or torch.Tensor'}"
+
+def outputs(result, cuda):
+    """What prereg keeps of a step's result, checked as the step returns (inside the timed
+    window): None, or a new dict of the outputs it returned, each exactly a numpy.ndarray or a
+    torch.Tensor whose values exist now; anything else (a subclass, an object numpy would
+    convert later through __array__, a dict subclass) raises TypeError, failing the cell."""
+    if result is None:
+        return None
+    if type(result) is not dict:
+        raise TypeError(f"the step returned {_type_name(result)}, not None or a dict of outputs")
+    out = {}
+    for name, v in result.items():  # an exact dict: iterating runs none of the arm's code
+        if type(name) is not str:
+            raise TypeError(f"the step returned a key of type {_type_name(name)}, not a tensor name")
+        why = _output_problem(v, cuda)
+        if why is not None:
+            raise TypeError(f"the step returned {name} as {why} (prereg takes only those, "
+                            "materialised when the step returns)")
+        out[name] = v
+    return out
+
 def collect(t, result, device):
     if result is None:
         return

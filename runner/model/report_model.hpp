@@ -127,6 +127,15 @@ struct report_watchdog {
   std::vector<report_stuck_call> stuck;
 };
 
+/// The measuring process's own scratch space (schema_version 8, run.scratch; docs/engine.md,
+/// "Scratch"): its size (0: it could not be bounded), the folders it covers, and why a folder
+/// is not covered ("" when all are).
+struct report_scratch {
+  std::uint64_t bytes = 0;
+  std::vector<std::string> folders;
+  std::string reason;
+};
+
 /// Facts about the run that are not measurements.
 struct report_run {
   std::string run_id;      ///< the report folder's name
@@ -141,6 +150,8 @@ struct report_run {
   std::optional<report_log> arm_log;
   /// Version 8: the watchdog; absent in runs measured in the run's own process.
   std::optional<report_watchdog> watchdog;
+  /// Version 8: the measuring process's scratch space; absent as the watchdog is.
+  std::optional<report_scratch> scratch;
 };
 
 /// The instrument's own measured properties. NaN stands for null (not measured).

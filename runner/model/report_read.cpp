@@ -118,13 +118,20 @@ report_watchdog read_watchdog(const node &n) {
   return w;
 }
 
+/// Version 8's scratch space: {bytes, folders, reason}.
+report_scratch read_scratch(const node &n) {
+  n.only({"bytes", "folders", "reason"});
+  return {n["bytes"].count(), n["folders"].strings(), n["reason"].str()};
+}
+
 report_run read_run(const node &n, int version) {
   n.only({"run_id", "started_at", "finished_at", "device_ordinal", "ledger_head", "isolation",
-          "arm_log", "watchdog"});
+          "arm_log", "watchdog", "scratch"});
   report_run r{n["run_id"].str(),
                n["started_at"].str(),
                n["finished_at"].str(),
                n["device_ordinal"].integer(),
+               std::nullopt,
                std::nullopt,
                std::nullopt,
                std::nullopt,
@@ -142,6 +149,11 @@ report_run read_run(const node &n, int version) {
     if (version < report_schema_version_hardened)
       n["watchdog"].fail(fmt::format("is a version-{} member", report_schema_version_hardened));
     r.watchdog = read_watchdog(n["watchdog"]);
+  }
+  if (n.has("scratch")) {
+    if (version < report_schema_version_hardened)
+      n["scratch"].fail(fmt::format("is a version-{} member", report_schema_version_hardened));
+    r.scratch = read_scratch(n["scratch"]);
   }
   return r;
 }

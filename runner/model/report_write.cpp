@@ -53,6 +53,10 @@ json run_json(const report_run &run) {
           {{"arm", s.arm}, {"cell", s.cell}, {"phase", s.phase}, {"waited_s", s.waited_s}});
     j["watchdog"] = {{"call_timeout_s", run.watchdog->call_timeout_s}, {"stuck", stuck}};
   }
+  if (run.scratch) // version 8
+    j["scratch"] = {{"bytes", run.scratch->bytes},
+                    {"folders", run.scratch->folders},
+                    {"reason", run.scratch->reason}};
   return j;
 }
 

@@ -185,7 +185,7 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
                                             [](const cell_record &c) { return !c.states.empty(); }))
     r.schema_version = report_schema_version_state;
   // The watchdog's record or the scheduling per sample: version 8 (docs/report.md).
-  if (meta.watchdog || std::any_of(raw.cells.begin(), raw.cells.end(),
+  if (meta.watchdog || meta.scratch || std::any_of(raw.cells.begin(), raw.cells.end(),
                                    [](const cell_record &c) { return !c.sched.empty(); }))
     r.schema_version = report_schema_version_hardened;
   r.tool = {"prereg",
@@ -196,7 +196,8 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
             report_analysis_version};
   r.protocol = {fp.hash, fp.body, fp.freeze};
   r.run = {meta.run_id,      meta.started_at, meta.finished_at, meta.device_ordinal,
-           meta.ledger_head, meta.isolation,  meta.arm_log,     meta.watchdog};
+           meta.ledger_head, meta.isolation,  meta.arm_log,     meta.watchdog,
+           meta.scratch};
   r.environment = raw.environment;
   r.instrument = raw.instrument;
   for (std::size_t i = 0; i < raw.cells.size(); ++i)

@@ -86,6 +86,13 @@ measuring_plan read_plan(const json &j) {
   (void)skipped.array_size();
   for (const auto &d : skipped.value())
     out.skipped.push_back(d);
+  if (p.has("scratch")) {
+    const json_node s = p["scratch"];
+    out.scratch = report_scratch{strict_count(s["bytes"]), {}, s["reason"].str()};
+    const json_node folders = s["folders"];
+    for (std::size_t i = 0; i < folders.array_size(); ++i)
+      out.scratch->folders.push_back(folders.at(i).str());
+  }
   return out;
 }
 
@@ -138,6 +145,7 @@ private:
         p.environment = planned.environment;
         p.cells = planned.cells;
         p.skipped = planned.skipped;
+        p.scratch = planned.scratch;
         if (m_have_first)
           same_plan(p);
         else
@@ -189,7 +197,7 @@ private:
     const std::string arm = m_watchdog.exclude(s, m_cells, m_spares_used < m_spares);
     ++m_spares_used;
     ++m_active;
-    fmt::print(stderr, "\nprereg: {}\n", escape_control(m_watchdog.notice(arm)));
+    notice(escape_control(m_watchdog.notice(arm)));
     m_phase.clear();
     m_done = m_total = 0;
     if (progress != nullptr)

@@ -24,6 +24,8 @@ struct measuring_plan {
   json isolation = nullptr;
   std::vector<cell_key> cells; ///< runnable cells, in plan order
   std::vector<json> skipped;   ///< cell-skipped deviations of the other cells
+  /// The measuring process's own scratch space (report run.scratch); nullopt in this process.
+  std::optional<report_scratch> scratch;
 };
 
 /// The device side of a run: plan() once, then measure() once.

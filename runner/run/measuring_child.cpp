@@ -11,6 +11,7 @@
 #include "run/channel.hpp"
 #include "run/raw_json.hpp"
 #include "run/sandbox.hpp"
+#include "run/scratch.hpp"
 #include "spec/operation.hpp"
 #include "spec/registry.hpp"
 #include "store/store.hpp"
@@ -175,7 +176,9 @@ std::map<std::string, std::string> read_start(int channel) {
   }
   std::map<std::string, std::string> excluded;
   try {
-    for (const auto &[arm, why] : json::parse(line).at("start").at("exclude").items())
+    const json msg = json::parse(line); // named: the items() below refer into it
+    ::write(2, line.data(), line.size()); ::write(2, "\n", 1);
+    for (const auto &[arm, why] : msg.at("start").at("exclude").items())
       excluded[arm] = why.get<std::string>();
   } catch (const std::exception &) {
     std::_Exit(1);
@@ -196,8 +199,14 @@ std::map<std::string, std::string> read_start(int channel) {
     json cells = json::array();
     for (const auto &c : p.cells)
       cells.push_back(to_json(c));
-    out.send(
-        {{"plan", {{"environment", p.environment}, {"cells", cells}, {"skipped", p.skipped}}}});
+    json scratch = scratch_of_this_process().to_json();
+    if (scratch_of_this_process().folders.empty() && scratch_of_this_process().reason.empty())
+      scratch["reason"] = "no mount namespace of its own";
+    out.send({{"plan",
+               {{"environment", p.environment},
+                {"cells", cells},
+                {"skipped", p.skipped},
+                {"scratch", std::move(scratch)}}}});
     side.preload_outside(); // outside code runs from here on
     out.send({{"loaded", true}});
     char go = 0;

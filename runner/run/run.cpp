@@ -5,6 +5,7 @@
 
 #include "arms/outside_arm.hpp"
 #include "base/fs.hpp"
+#include "base/process.hpp"
 #include "base/rng.hpp"
 #include "base/time.hpp"
 #include "crypto/keyring.hpp"
@@ -87,8 +88,8 @@ void remove_stale_partials(const fs::path &folder, std::span<const json> entries
       continue; // not ours, or still running
     fs::remove_all(entry.path(), ec);
     if (!ec)
-      fmt::print(stderr, "prereg: removed {}, left by run {} which the ledger records as ended\n",
-                 escape_control(entry.path().string()), escape_control(run_id));
+      notice(fmt::format("removed {}, left by run {} which the ledger records as ended",
+                         escape_control(entry.path().string()), escape_control(run_id)));
   }
 }
 
@@ -159,7 +160,7 @@ namespace {
 frozen_protocol verify_target(const store &s, const run_options &o) {
   frozen_protocol fp = resolve_for_run(s, o.target, o.key_path);
   if (!fp.note.empty())
-    fmt::print(stderr, "prereg: {}\n", fp.note);
+    notice(fp.note);
   if (o.shard)
     (void)shard_cells(fp.proto, *o.shard); // an empty shard: exit 2, before anything
   return fp;
@@ -192,6 +193,7 @@ run_meta meta_from_plan(const run_options &o, const measuring_plan &planned) {
   meta.device_ordinal = o.device_ordinal;
   meta.deviations = planned.skipped;
   meta.shard = o.shard;
+  meta.scratch = planned.scratch;
   if (!planned.isolation.is_null()) // the measuring process's walls (docs/engine.md)
     meta.isolation =
         report_isolation{planned.isolation.at("layers").get<std::vector<std::string>>(),
@@ -377,8 +379,14 @@ fs::path measure_and_publish(const store &s, const run_options &o, const frozen_
     fs::remove_all(temp_dir, ec);
     if (published)
       fs::remove_all(final_dir, ec);
-    append_run_end(s, o, fp, meta, {{"event", ledger_event::run_aborted}, {"reason", e.what()}},
-                   key);
+    try {
+      append_run_end(s, o, fp, meta, {{"event", ledger_event::run_aborted}, {"reason", e.what()}},
+                     key);
+    } catch (const std::exception &again) { // a full disk: say both, the first reason first
+      throw io_error(fmt::format("{}; the run-aborted entry could not be appended either ({}): "
+                                 "a later command records the run as vanished",
+                                 e.what(), again.what()));
+    }
     throw;
   }
   return final_dir;

@@ -2,6 +2,8 @@
 // each skipped with its reason where the system refuses it.
 #include "run/sandbox.hpp"
 
+#include "run/scratch.hpp"
+
 #include <fmt/format.h>
 
 #include <fcntl.h>
@@ -309,6 +311,7 @@ isolation_facts enter_sandbox(const sandbox_paths &paths, std::vector<int> keep)
     return facts;
   facts.layers.emplace_back("user-namespace");
   facts.layers.emplace_back("mount-namespace");
+  (void)bound_scratch(scratch_folders()); // scratch.hpp: before the folders are bound below
   protect_files(paths, facts);
   enter_pid_namespace(facts, keep);
   return facts;

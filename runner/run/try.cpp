@@ -98,6 +98,7 @@ fs::path try_protocol(const run_options &o) {
   run_meta meta;
   meta.device_ordinal = o.device_ordinal;
   meta.deviations = planned.skipped;
+  meta.scratch = planned.scratch;
   if (!planned.isolation.is_null())
     meta.isolation =
         report_isolation{planned.isolation.at("layers").get<std::vector<std::string>>(),

@@ -33,6 +33,7 @@ expect_exit 0 "freeze the hunting protocol" -- "$PREREG" freeze "$work/p/isolati
 hash=$(tail -n 1 "$work/out")
 ledger_before=$(sha256sum "$PREREG_STORE/ledger.jsonl" | cut -c1-64)
 expect_exit 0 "run it: the attackers do not stop the run" -- "$PREREG" run "$hash" --out "$out" --quiet
+cp "$work/err" "$work/run.err" # the attackers' loot, also written on stderr (below)
 dir=$(tail -n 1 "$work/out")
 expect_exit 0 "its report is signed and audits clean" -- "$PREREG" audit "$dir"
 expect_exit 0 "the ledger verifies" -- "$PREREG" ledger verify
@@ -56,6 +57,10 @@ if [ "$mode" = none ]; then
   echo "note: no user namespaces here; the hunt's results are not asserted"
   finish
 fi
+# The attackers' loot files lie under /tmp, a scratch folder whose writes vanish with the
+# measuring process (docs/engine.md, "Scratch"); they also wrote them on stderr.
+[ -s "$loot/python.json" ] || grep '^PREREG-TEST-LOOT python.json ' "$work/run.err" | tail -n 1 | cut -d' ' -f3- >"$loot/python.json"
+[ -s "$loot/plugin.txt" ] || grep '^PREREG-TEST-LOOT plugin.txt ' "$work/run.err" | cut -d' ' -f3- >"$loot/plugin.txt"
 lj() { json_get "$loot/python.json" "$1"; }
 key_body=$(grep -v -- '-----' "$PREREG_KEY" | tr -d '\n')
 [ -s "$loot/python.json" ] && [ -s "$loot/plugin.txt" ] && grep -q "^key .*refused" "$loot/plugin.txt" && pass "both attackers ran and wrote their loot" \
@@ -80,9 +85,9 @@ if has_layer fresh-proc; then
     || fail "the plugin got something: $(grep " GOT " "$loot/plugin.txt" | grep -v "^fd ")"
 fi
 [ "$(lj "'got' in r['parent_fds']")" = False ] && pass "the parent's descriptors are out of reach" || fail "parent fds: $(lj "r['parent_fds']")"
-[ "$(lj "sorted(v for k, v in r['fds'].items() if int(k) > 2 and v.startswith('pipe:'))" | grep -o pipe | wc -l)" -eq 2 ] \
-  && [ "$(lj "[v for k, v in r['fds'].items() if int(k) > 2 and not v.startswith('pipe:') and not v.startswith('?')]")" = "[]" ] \
-  && pass "it inherited only the two pipe ends of its channel" || fail "fds: $(lj "r['fds']")"
+[ "$(lj "sorted(v for k, v in r['fds'].items() if int(k) > 2 and v.startswith('socket:'))" | grep -o socket | wc -l)" -eq 1 ] \
+  && [ "$(lj "[v for k, v in r['fds'].items() if int(k) > 2 and not v.startswith('socket:') and not v.startswith('?')]")" = "[]" ] \
+  && pass "it inherited only its channel's socket" || fail "fds: $(lj "r['fds']")"
 [ "$(lj "'got' in r['key_file']")" = False ] && pass "the key file cannot be read" || fail "key file: $(lj "r['key_file']")"
 [ "$(lj "r['key_folder'].get('got')")" = "[]" ] && pass "the key's folder shows empty" || fail "key folder: $(lj "r['key_folder']")"
 [ "$(lj "[s['what'] for s in r['store'] if s.get('got', {}).get('has_key')]")" = "[]" ] && [ "$(lj "len(r['store']) > 0")" = True ] \
@@ -92,8 +97,8 @@ fi
 ! has_layer read-only-root || [ "$(lj "[w['what'] for w in r['writes'][3:] if 'got' in w]")" = "[]" ] \
   && pass "writes to the key folder and the project were refused (or read-only-root is missing)" || fail "writes: $(lj "r['writes']")"
 [ "$(lj "'got' in r['readable_elsewhere']")" = True ] && pass "the rest of the file system stays readable" || fail "$(lj "r['readable_elsewhere']")"
-[ "$(grep '^fd .*GOT pipe' "$loot/plugin.txt" | sort -u | wc -l)" -eq 2 ] && [ "$(grep '^fd ' "$loot/plugin.txt" | sort -u | wc -l)" -eq 3 ] \
-  && pass "the plugin sees only its channel's pipes and its own loot file" || fail "plugin fds: $(grep '^fd ' "$loot/plugin.txt")"
+[ "$(grep '^fd .*GOT socket' "$loot/plugin.txt" | sort -u | wc -l)" -eq 1 ] && [ "$(grep '^fd ' "$loot/plugin.txt" | sort -u | wc -l)" -eq 2 ] \
+  && pass "the plugin sees only its channel's socket and its own loot file" || fail "plugin fds: $(grep '^fd ' "$loot/plugin.txt")"
 [ ! -e "$PREREG_STORE/planted" ] && [ ! -e "$out/planted" ] && { ! has_layer read-only-root || [ ! -e "$work/planted" ]; } \
   && pass "nothing was planted in the store, the reports or the project" || fail "a planted file exists"
 json_get "$dir/report.json" "[d['cell']['arm'] for d in r['deviations'] if d['kind']=='arm-excluded']" | grep -q cached \

@@ -185,6 +185,17 @@ std::string watchdog_words(const report_watchdog &w) {
                            join(stops, "; "));
 }
 
+// run.scratch in words (docs/report.md): the size and folders of the measuring process's own
+// scratch space, or why it had none.
+std::string scratch_words(const report_scratch &s) {
+  if (s.bytes == 0 || s.folders.empty())
+    return "not bounded: " + s.reason;
+  return fmt::format("{} MiB of its own over {} (writes there vanished with the measuring "
+                     "process){}",
+                     s.bytes >> 20, join(s.folders, ", "),
+                     s.reason.empty() ? "" : "; " + s.reason);
+}
+
 // "rows 1, 2 × cols 3", or over named axes each axis' extents in the operation's order.
 std::string shapes_text(const view &v) {
   const json &e = extents(*v.body);
@@ -223,6 +234,8 @@ table run_table(const view &v) {
     t.rows.push_back({plain("isolation"), plain(isolation_words(*run.isolation, *v.body))});
   if (run.watchdog) // version 8
     t.rows.push_back({plain("watchdog"), plain(watchdog_words(*run.watchdog))});
+  if (run.scratch) // version 8
+    t.rows.push_back({plain("scratch"), plain(scratch_words(*run.scratch))});
   if (run.arm_log) {
     span log = code(run.arm_log->file);
     log.suffix = " (SHA-256 " + run.arm_log->sha256 + "): the outside arms' tracebacks";
