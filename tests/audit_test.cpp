@@ -149,7 +149,7 @@ TEST_CASE("a fresh report passes every check, in the fixed order") {
   for (const auto &c : r.checks)
     order.push_back(c.name);
   CHECK(order == names{"envelope", "payload", "protocol", "freeze", "statistics", "verdicts",
-                       "defects", "pages", "ledger", "history"});
+                       "defects", "pages", "isolation", "ledger", "history"});
   for (const auto &c : r.checks)
     CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
   CHECK(r.passed());
@@ -163,11 +163,11 @@ TEST_CASE("a fresh report passes every check, in the fixed order") {
     std::vector<std::string> lines;
     for (std::string line; std::getline(text, line);)
       lines.push_back(line);
-    REQUIRE(lines.size() == 12);
-    for (std::size_t i = 0; i < 10; ++i)
+    REQUIRE(lines.size() == 13);
+    for (std::size_t i = 0; i < 11; ++i)
       CHECK(lines[i].rfind("PASS " + order[i] + ": ", 0) == 0);
-    CHECK(lines[10].rfind("trust: signer(s) " + lab.key().fingerprint() + "; NOT PINNED", 0) == 0);
-    CHECK(lines[11].rfind("audit PASSED: all 10 checks pass", 0) == 0);
+    CHECK(lines[11].rfind("trust: signer(s) " + lab.key().fingerprint() + "; NOT PINNED", 0) == 0);
+    CHECK(lines[12].rfind("audit PASSED: all 11 checks pass", 0) == 0);
   }
   SUBCASE("json: the checks for CI") {
     const json j = parse_json_strict(render_audit_json(r), "audit.json");
@@ -535,7 +535,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
                         text.rfind("FAIL " + n + ": ", 0) == 0;
     CHECK_MESSAGE(listed, n);
   }
-  CHECK(text.find("audit FAILED: " + std::to_string(expected.size()) + " of 10 checks failed") !=
+  CHECK(text.find("audit FAILED: " + std::to_string(expected.size()) + " of 11 checks failed") !=
         std::string::npos);
 }
 

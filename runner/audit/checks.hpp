@@ -40,6 +40,11 @@ namespace prereg::audit_detail {
 /// `pages`: report.md and report.html are what the report's renderer makes of report.json.
 [[nodiscard]] std::string check_pages(const audit_context &ctx);
 
+// ---- the sandbox's probes (check_isolation.cpp) --------------------------------------------
+
+/// `isolation`: the level and layers of run.isolation follow from its probes (schema_version 8).
+[[nodiscard]] std::string check_isolation(const audit_context &ctx);
+
 // ---- the ledger and the run history (check_ledger.cpp, check_history.cpp) --------------------
 
 /// `ledger`: the ledger verifies and records this run, in its folder, once, completed with

@@ -42,14 +42,16 @@ void warn_vacuous_predictions(const protocol &p) {
 /// process (run/arm_check.hpp): a file that is missing or an arm whose own code fails is exit 2;
 /// what the environment prevents is a notice. Returns each outside arm's file digest and what
 /// loaded it, by arm order.
-std::vector<std::pair<std::string, std::string>> load_outside_arms(const protocol &p,
-                                                                   const std::string &file) {
+std::vector<std::pair<std::string, std::string>>
+load_outside_arms(const protocol &p, const std::string &file, const loading_paths &walls) {
   const auto dir = std::filesystem::absolute(file).parent_path();
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto &a : p.arms)
     if (a.outside())
       out.emplace_back(outside_file_sha256(outside_file(dir, a.file), a.id), "");
-  const arm_load_result loaded = load_arms_here(p, dir, make_default_device);
+  const arm_load_result loaded = load_arms_here(p, dir, make_default_device, walls);
+  if (loaded.isolation)
+    notice_isolation(*loaded.isolation, "the arms");
   if (!loaded.device_notice.empty())
     fmt::print(stderr,
                "prereg: notice: {}; the outside arms were loaded, but they cannot be set up or "
@@ -112,9 +114,10 @@ int cmd_freeze(args_t args) {
   if (!parse(app, args))
     return 0;
   std::string bytes;
-  const protocol p = parse_protocol_file(file, o.key_file, &bytes);
+  const protocol p = parse_protocol_file(file, o.key_file, o.store_dir, &bytes);
   warn_vacuous_predictions(p);
-  (void)load_outside_arms(p, file); // before the key is loaded, in a process without it
+  // Before the key is loaded, in a sandboxed process without it that masks the key --key names.
+  (void)load_outside_arms(p, file, loading_walls(o.key_file, o.store_dir));
   const signing_key key = load_or_create_key(default_key_path(o.key_file));
   const store s = o.open_store();
   const freeze_outcome r = s.freeze(bytes, p, key, std::filesystem::absolute(file).parent_path());
@@ -149,11 +152,12 @@ int cmd_check(args_t args) {
   app.add_option("FILE", file, "protocol YAML")->required();
   if (!parse(app, args))
     return 0;
-  const protocol p = parse_protocol_file(file, "");
+  const protocol p = parse_protocol_file(file, "", o.store_dir);
   warn_vacuous_predictions(p);
-  // Outside arms: loaded here in a child process (check holds no key): a plugin's table must
-  // name the arm as the protocol uses it, a Python file must import and define the function.
-  const auto loaded = load_outside_arms(p, file);
+  // Outside arms: loaded here in a sandboxed child process (check holds no key): a plugin's
+  // table must name the arm as the protocol uses it, a Python file must import and define the
+  // function.
+  const auto loaded = load_outside_arms(p, file, loading_walls("", o.store_dir));
   if (const operation_desc *op = find_operation(p.op); op != nullptr && op->outside) {
     std::vector<std::string> tensors;
     for (const auto &t : op->tensors)
@@ -186,7 +190,7 @@ int cmd_canon(args_t args) {
     return 0;
   std::string out;
   if (is_yaml_path(file))
-    out = canonical_json(to_json(parse_protocol_file(file, "")));
+    out = canonical_json(to_json(parse_protocol_file(file, "", "")));
   else
     out =
         canonical_json(parse_json_strict(read_protocol_file(file, configured_key_path("")), file));

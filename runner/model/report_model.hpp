@@ -25,8 +25,11 @@ inline constexpr int report_schema_version_named = report_schema_version + 1;
 /// The schema_version of a report whose cells carry the device's state per sample or a stopping
 /// rule's stop record (docs/report.md, "Device state and stopping"): version 5's or 6's cells
 /// (rows x cols, or a `shape`) plus `states` and `stop`. A report with neither keeps 5 or 6.
-/// Always the newest version this build reads.
 inline constexpr int report_schema_version_state = report_schema_version_named + 1;
+/// The schema_version of a report whose run.isolation carries the probes' results and the level
+/// (docs/report.md, "run.isolation"): version 7's members plus those. Always the newest version
+/// this build reads.
+inline constexpr int report_schema_version_probes = report_schema_version_state + 1;
 /// The oldest schema_version the parser reads (version 1: cells carry no clock_mhz and no
 /// harness_bytes_in_window; before version 3 no first_call_ms, warmup_calls, off_window_ms;
 /// before version 4 no kernel clock: no cells[].kernel_clock, no instrument.kernel_*; before
@@ -83,18 +86,45 @@ struct report_ledger_head {
   std::string sha256;   ///< SHA-256 hex of that entry's line (the genesis for seq 0)
 };
 
+/// One escape a probe tried at the start of the isolated process, before any outside code
+/// existed there (docs/report.md, "run.isolation"; since schema_version 8).
+struct isolation_probe {
+  std::string name;    ///< one of the probes the report knows (probe_layer)
+  std::string outcome; ///< "contained", "escaped" or "not-tried"
+  std::string error;   ///< the errno name the attempt was refused with ("" when none)
+  std::string detail;  ///< what it tried and what came back, one line
+};
+
 /// The walls around the measuring process (docs/engine.md, "The measuring process"): the
-/// layers that stood, in order, and why any that the design has is missing ("" when none is).
-/// A run without "user-namespace" is `isolation: none`.
+/// layers that stood, in order, and why any that the design has is missing ("" when none is);
+/// since schema_version 8 also the probes' results and the level they give. A run without
+/// "user-namespace" is `isolation: none`.
 struct report_isolation {
   std::vector<std::string> layers;
   std::string reason;
+  std::vector<isolation_probe> probes; ///< empty before schema_version 8
+  std::string level;                   ///< "sandboxed", "partial" or "none"; "" before 8
 };
 /// Whether `name` is one of the layers the report knows: no-inherited-fds, user-namespace,
 /// mount-namespace, read-only-root, read-only-store, key-masked, pid-namespace, fresh-proc,
-/// parent-not-dumpable.
+/// parent-not-dumpable, and since schema_version 8 mounts-locked, caps-dropped, no-new-privs,
+/// landlock, seccomp.
 [[nodiscard]] bool is_isolation_layer(std::string_view name);
-/// "namespaces" when the measuring process had its own user namespace, else "none".
+/// The layer the probe `name` tests (docs/report.md, "run.isolation"); "" for an unknown probe.
+[[nodiscard]] std::string_view probe_layer(std::string_view name);
+/// The level the layers and probes give: "none" without user-namespace; "sandboxed" when every
+/// layer of the design but landlock stands, each proven by a contained probe where one tests
+/// it, and no probe escaped; else "partial".
+[[nodiscard]] std::string isolation_level(const report_isolation &i);
+/// What the claim of `i` (schema_version 8) does not follow from its probes: a layer listed
+/// while one of its probes escaped or none was contained, a level other than the recomputed
+/// one. Empty when it follows.
+[[nodiscard]] std::vector<std::string> isolation_problems(const report_isolation &i);
+/// One line for a process that ran outside code at `check`, `freeze` or `try` with less than
+/// every wall (`what`: "the arms", "the operation file"); "" when it was sandboxed.
+[[nodiscard]] std::string isolation_notice(const report_isolation &i, std::string_view what);
+/// The level when recorded (schema_version 8), else "namespaces" when the measuring process had
+/// its own user namespace, else "none".
 [[nodiscard]] std::string_view isolation_mode(const report_isolation &i);
 
 /// A log file written beside the report (docs/report.md, "The arms' log"): its name in the

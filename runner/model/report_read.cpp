@@ -69,8 +69,26 @@ report_protocol read_protocol(const node &n) {
   return p;
 }
 
-report_isolation read_isolation(const node &n) {
-  n.only({"layers", "reason"});
+isolation_probe read_probe(const node &n) {
+  n.only({"name", "outcome", "error", "detail"});
+  isolation_probe p{n["name"].str(), n["outcome"].str(), n["error"].str(), n["detail"].str()};
+  if (probe_layer(p.name).empty())
+    n["name"].fail("is not an isolation probe");
+  if (p.outcome != "contained" && p.outcome != "escaped" && p.outcome != "not-tried")
+    n["outcome"].fail("is not contained, escaped or not-tried");
+  return p;
+}
+
+/// run.isolation; since schema_version 8 with the probes and the level (both or neither).
+report_isolation read_isolation(const node &n, int version) {
+  const bool probed = n.has("probes") || n.has("level");
+  if (probed && version < report_schema_version_probes)
+    n.fail(fmt::format("has probes or a level (members since schema_version {})",
+                       report_schema_version_probes));
+  if (probed)
+    n.only({"layers", "reason", "probes", "level"});
+  else
+    n.only({"layers", "reason"});
   report_isolation i;
   const node layers = n["layers"];
   const std::size_t count = layers.array_size();
@@ -83,6 +101,15 @@ report_isolation read_isolation(const node &n) {
     i.layers.push_back(name);
   }
   i.reason = n["reason"].str();
+  if (probed) {
+    const node probes = n["probes"];
+    const std::size_t np = probes.array_size();
+    for (std::size_t k = 0; k < np; ++k)
+      i.probes.push_back(read_probe(probes.at(k)));
+    i.level = n["level"].str();
+    if (i.level != "sandboxed" && i.level != "partial" && i.level != "none")
+      n["level"].fail("is not sandboxed, partial or none");
+  }
   if (isolation_mode(i) == "none" && i.reason.empty())
     n["reason"].fail("is empty for a run without isolation");
   return i;
@@ -98,7 +125,7 @@ report_log read_log(const node &n) {
   return l;
 }
 
-report_run read_run(const node &n) {
+report_run read_run(const node &n, int version) {
   n.only({"run_id", "started_at", "finished_at", "device_ordinal", "ledger_head", "isolation",
           "arm_log"});
   report_run r{n["run_id"].str(),
@@ -114,7 +141,7 @@ report_run read_run(const node &n) {
     r.ledger_head = report_ledger_head{h["seq"].integer(), h["sha256"].str()};
   }
   if (n.has("isolation"))
-    r.isolation = read_isolation(n["isolation"]);
+    r.isolation = read_isolation(n["isolation"], version);
   if (n.has("arm_log"))
     r.arm_log = read_log(n["arm_log"]);
   return r;
@@ -255,9 +282,9 @@ report_phases read_phases(const node &n, int schema_version) {
 int read_schema_version(const node &root) {
   const node v = root["schema_version"];
   const std::int64_t version = v.integer();
-  if (version < report_schema_version_min || version > report_schema_version_state)
+  if (version < report_schema_version_min || version > report_schema_version_probes)
     v.fail(fmt::format("is {}; this build reads versions {} to {}", version,
-                       report_schema_version_min, report_schema_version_state));
+                       report_schema_version_min, report_schema_version_probes));
   return static_cast<int>(version);
 }
 
@@ -307,7 +334,7 @@ report_document report_from_json(const json &root, const std::string &where, uns
   if (want(report_part::protocol))
     r.protocol = read_protocol(n["protocol"]);
   if (want(report_part::run))
-    r.run = read_run(n["run"]);
+    r.run = read_run(n["run"], read_schema_version(n));
   if (want(report_part::environment))
     r.environment = n["environment"].object().value();
   if (want(report_part::instrument))

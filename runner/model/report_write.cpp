@@ -8,21 +8,6 @@
 
 namespace prereg {
 
-bool is_isolation_layer(std::string_view name) {
-  for (const std::string_view known :
-       {"no-inherited-fds", "user-namespace", "mount-namespace", "read-only-root",
-        "read-only-store", "key-masked", "pid-namespace", "fresh-proc", "parent-not-dumpable"})
-    if (name == known)
-      return true;
-  return false;
-}
-
-std::string_view isolation_mode(const report_isolation &i) {
-  return std::find(i.layers.begin(), i.layers.end(), "user-namespace") != i.layers.end()
-             ? "namespaces"
-             : "none";
-}
-
 namespace {
 
 json key_members(json j, const cell_key &k) {
@@ -41,8 +26,18 @@ json run_json(const report_run &run) {
             {"device_ordinal", run.device_ordinal}};
   if (run.ledger_head)
     j["ledger_head"] = {{"seq", run.ledger_head->seq}, {"sha256", run.ledger_head->sha256}};
-  if (run.isolation)
-    j["isolation"] = {{"layers", run.isolation->layers}, {"reason", run.isolation->reason}};
+  if (run.isolation) {
+    const report_isolation &i = *run.isolation;
+    j["isolation"] = {{"layers", i.layers}, {"reason", i.reason}};
+    if (!i.level.empty()) { // schema_version 8: the probes and the level they give
+      json probes = json::array();
+      for (const auto &p : i.probes)
+        probes.push_back(
+            {{"name", p.name}, {"outcome", p.outcome}, {"error", p.error}, {"detail", p.detail}});
+      j["isolation"]["probes"] = probes;
+      j["isolation"]["level"] = i.level;
+    }
+  }
   if (run.arm_log)
     j["arm_log"] = {{"file", run.arm_log->file}, {"sha256", run.arm_log->sha256}};
   return j;

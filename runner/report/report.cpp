@@ -181,6 +181,9 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   if (proto.measurement.stop || std::any_of(raw.cells.begin(), raw.cells.end(),
                                             [](const cell_record &c) { return !c.states.empty(); }))
     r.schema_version = report_schema_version_state;
+  // The sandbox's probes and the level they give (run.isolation): the version that carries them.
+  if (meta.isolation && !meta.isolation->level.empty())
+    r.schema_version = report_schema_version_probes;
   r.tool = {"prereg",
             build_info::version,
             build_info::git_commit,

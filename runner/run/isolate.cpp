@@ -10,6 +10,7 @@
 #include "prereg/error.hpp"
 #include "run/measuring_child.hpp"
 #include "run/raw_json.hpp"
+#include "run/sandbox.hpp"
 
 #include <fmt/format.h>
 
@@ -102,16 +103,9 @@ json parse_message(const std::string &line) {
   return msg;
 }
 
-/// The sandbox's first line: {layers: [names], reason: text}, each layer one the report knows.
-json read_isolation(const json &j) {
-  const json_node n = child_node(j, "isolation");
-  const json_node layers = n["layers"];
-  const std::size_t count = layers.array_size();
-  for (std::size_t i = 0; i < count; ++i)
-    if (!is_isolation_layer(layers.at(i).str()))
-      layers.at(i).fail("is not an isolation layer");
-  (void)n["reason"].str();
-  return {{"layers", layers.value()}, {"reason", n["reason"].value()}};
+/// The sandbox's first line: {layers, reason, probes} (run/sandbox.hpp).
+report_isolation read_isolation(const json &j) {
+  return detail::read_isolation_message(child_node(j, "isolation"));
 }
 
 class forked final : public measuring_side {
@@ -146,8 +140,7 @@ public:
   measuring_plan plan() override {
     measuring_plan out;
     out.isolation = read_isolation(next_message(nullptr, "isolation").at("isolation"));
-    if (m_not_dumpable)
-      out.isolation["layers"].push_back("parent-not-dumpable");
+    detail::finish_isolation(*out.isolation, m_not_dumpable);
     const json msg = next_message(nullptr, "plan");
     const json_node p = child_node(msg.at("plan"), "plan");
     out.environment = p["environment"].object().value();

@@ -4,12 +4,14 @@
 #pragma once
 
 #include "base/json.hpp"
+#include "model/report_model.hpp"
 #include "run/raw_json.hpp" // raw_to_json, raw_from_json: the facts that cross the pipe
 #include "run/run.hpp"
 #include "spec/protocol.hpp"
 #include "spec/records.hpp"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace prereg {
@@ -17,9 +19,9 @@ namespace prereg {
 /// What the device side found before measuring: the probe and the cells it can run.
 struct measuring_plan {
   json environment = json::object(); ///< the device's probe()
-  /// The measuring process's walls, {layers, reason} (report run.isolation); null when it
+  /// The measuring process's walls and their probes (report run.isolation); none when it
   /// measured in this process.
-  json isolation = nullptr;
+  std::optional<report_isolation> isolation;
   std::vector<cell_key> cells; ///< runnable cells, in plan order
   std::vector<json> skipped;   ///< cell-skipped deviations of the other cells
 };

@@ -130,29 +130,20 @@ private:
 };
 
 /// What the sandbox hides and protects for a run with options `o`: the key, the store, the
-/// reports folder and the project (the store's folder: protocols, kernels, outside files); a
-/// masked key folder must not hide them or the current folder.
-/// `prereg try` names no key and no store: the ones a run from here would use.
+/// reports folder and the project (the store's folder: protocols, kernels, outside files), and
+/// prereg's caches. `prereg try` names no key and no store: the ones a run from here would use.
 sandbox_paths paths_of(const run_options &o) {
-  std::error_code ec;
-  sandbox_paths p;
-  p.key = std::filesystem::absolute(o.key_path.empty() ? default_key_path("") : o.key_path, ec);
-  const auto store_root = o.store_root.empty() ? store::default_root("") : o.store_root;
-  for (const auto &f : {store_root, o.out_dir})
-    if (!f.empty())
-      p.read_only.push_back(std::filesystem::absolute(f, ec));
-  p.sealed = p.read_only.size();
-  p.read_only.push_back(std::filesystem::absolute(store_root, ec).parent_path());
-  p.must_stay_shown = p.read_only;
-  p.must_stay_shown.push_back(std::filesystem::current_path(ec));
-  return p;
+  return sandbox_paths_for(o.key_path.empty() ? default_key_path("") : o.key_path,
+                           o.store_root.empty() ? store::default_root("") : o.store_root,
+                           o.out_dir);
 }
 
 [[noreturn]] void child_main(const run_options &o, const protocol &proto, std::uint64_t seed,
-                             int to_parent, int from_parent) {
+                             pid_t parent, int to_parent, int from_parent) {
   piped_progress out(to_parent);
-  // The first line, before any outside code is loaded: the walls this process stands in.
-  out.send({{"isolation", enter_sandbox(paths_of(o), {to_parent, from_parent}).to_json()}});
+  // The first line, before any outside code is loaded: the walls this process stands in and
+  // what their probes found.
+  out.send({{"isolation", enter_sandbox(paths_of(o), {to_parent, from_parent}, parent).to_json()}});
   try {
     in_process side(o, proto, seed);
     side.defer_preload();
@@ -209,11 +200,9 @@ void run_measuring_child(const run_options &o, const protocol &proto, std::uint6
     std::_Exit(1);
   ::signal(SIGINT, SIG_IGN); // the parent decides what an interrupt means
   ::signal(SIGTERM, SIG_IGN);
-  if (char *v = std::getenv("PREREG_KEY")) // its bytes in the environment block /proc shows
-    std::memset(v, 0, std::strlen(v));
-  ::unsetenv("PREREG_KEY");
+  forget_key_variable();                 // its bytes in the environment block /proc shows
   outside::set_crash_channel(to_parent); // a crash in an outside arm: one error message up
-  child_main(o, proto, seed, to_parent, from_parent);
+  child_main(o, proto, seed, parent, to_parent, from_parent);
 }
 
 } // namespace prereg::detail

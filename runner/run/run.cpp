@@ -192,10 +192,7 @@ run_meta meta_from_plan(const run_options &o, const measuring_plan &planned) {
   meta.device_ordinal = o.device_ordinal;
   meta.deviations = planned.skipped;
   meta.shard = o.shard;
-  if (!planned.isolation.is_null()) // the measuring process's walls (docs/engine.md)
-    meta.isolation =
-        report_isolation{planned.isolation.at("layers").get<std::vector<std::string>>(),
-                         planned.isolation.at("reason").get<std::string>()};
+  meta.isolation = planned.isolation; // the measuring process's walls (docs/engine.md)
   return meta;
 }
 

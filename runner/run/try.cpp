@@ -7,6 +7,7 @@
 #include "base/rng.hpp"
 #include "base/time.hpp"
 #include "crypto/crypto.hpp"
+#include "crypto/keyring.hpp"
 #include "engine/measure.hpp"
 #include "prereg/build_info.hpp"
 #include "prereg/error.hpp"
@@ -20,6 +21,8 @@
 #include "spec/operation_file.hpp"
 #include "spec/registry.hpp"
 
+#include <fmt/format.h>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -30,14 +33,21 @@ namespace fs = std::filesystem;
 namespace {
 
 /// The file as it is: validated like a freeze, but nothing is stored, signed or ledgered.
-frozen_protocol tried_protocol(const std::string &target) {
+frozen_protocol tried_protocol(const std::string &target, const run_options &o) {
   frozen_protocol fp;
   fp.source = read_file(target);
   fp.proto = parse_protocol(fp.source, target);
   const fs::path dir = fs::absolute(target).parent_path();
   const operation_desc *op = nullptr;
   if (!fp.proto.op_file.empty()) { // an operation file, read as freeze reads it
-    op = &load_operation_here(fp.proto, dir);
+    const operation_load loaded =
+        load_operation_here(fp.proto, dir,
+                            {o.key_path.empty() ? default_key_path("") : o.key_path,
+                             o.store_root.empty() ? store::default_root("") : o.store_root});
+    if (const std::string notice = isolation_notice(loaded.isolation, "the operation file");
+        !notice.empty())
+      fmt::print(stderr, "prereg: notice: {}\n", escape_control(notice));
+    op = &loaded.op;
     fp.proto = parse_protocol(fp.source, target);
   }
   fp.body = to_json(fp.proto);
@@ -77,7 +87,7 @@ fs::path try_protocol(const run_options &o) {
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
   const auto start = clock::now();
-  const frozen_protocol fp = tried_protocol(o.target);
+  const frozen_protocol fp = tried_protocol(o.target, o);
   const protocol &proto = fp.proto;
 
   if (!o.make_device)
@@ -98,10 +108,7 @@ fs::path try_protocol(const run_options &o) {
   run_meta meta;
   meta.device_ordinal = o.device_ordinal;
   meta.deviations = planned.skipped;
-  if (!planned.isolation.is_null())
-    meta.isolation =
-        report_isolation{planned.isolation.at("layers").get<std::vector<std::string>>(),
-                         planned.isolation.at("reason").get<std::string>()};
+  meta.isolation = planned.isolation; // the measuring process's walls (docs/engine.md)
 
   std::time_t t = std::time(nullptr);
   do {

@@ -172,7 +172,7 @@ expect_line "is already frozen" "idempotent"
 expect_exit 0 "run it by hash" -- "$PREREG" run "$v1" --out "$reports" --quiet
 dir1=$(tail -n 1 "$work/out")
 expect_exit 0 "audit" -- "$PREREG" audit "$dir1"
-expect_line "^audit PASSED: all 10 checks pass" "audit PASS"
+expect_line "^audit PASSED: all 11 checks pass" "audit PASS"
 expect_line "^PASS history: run 1 of 1; run 1 completed" "the first attempt: no aborted attempt before it"
 
 # --- after the first run: the arm edited, check's notice, a new revision, compare ------------

@@ -154,7 +154,7 @@ std::string isolation_words(const report_isolation &i, const json &body) {
   if (isolation_mode(i) == "none")
     out = "none: " + i.reason;
   else
-    out = fmt::format("namespaces ({}){}", fmt::join(i.layers, ", "),
+    out = fmt::format("{} ({}){}", isolation_mode(i), fmt::join(i.layers, ", "),
                       i.reason.empty() ? "" : "; missing: " + i.reason);
   const std::string ids = outside_arm_ids(body);
   if (!ids.empty())
@@ -162,6 +162,26 @@ std::string isolation_words(const report_isolation &i, const json &body) {
                        "environment and correctness records are only as honest as their code",
                        ids);
   return out;
+}
+
+// run.isolation's probes in words (schema_version 8): each escape tried and what came back.
+std::string probe_words(const report_isolation &i) {
+  std::vector<std::string> parts;
+  std::size_t escaped = 0;
+  for (const auto &p : i.probes) {
+    if (p.outcome == "contained")
+      parts.push_back(p.error.empty() ? p.name + ": " + p.detail
+                                      : p.name + " refused (" + p.error + ")");
+    else if (p.outcome == "escaped")
+      parts.push_back(p.name + " GOT PAST ITS WALL: " + p.detail);
+    else
+      parts.push_back(p.name + " not tried: " + p.detail);
+    escaped += p.outcome == "escaped" ? 1 : 0;
+  }
+  return fmt::format("{} escape(s) tried before any outside code ran, {}: {}", i.probes.size(),
+                     escaped == 0 ? "none got past its wall"
+                                  : fmt::format("{} GOT PAST ITS WALL", escaped),
+                     join(parts, "; "));
 }
 
 // "rows 1, 2 × cols 3", or over named axes each axis' extents in the operation's order.
@@ -200,6 +220,8 @@ table run_table(const view &v) {
                                         tool.git_commit, tool.build_flags))});
   if (run.isolation) // absent in reports before it: their pages stay as they were
     t.rows.push_back({plain("isolation"), plain(isolation_words(*run.isolation, *v.body))});
+  if (run.isolation && !run.isolation->level.empty()) // schema_version 8
+    t.rows.push_back({plain("isolation probes"), plain(probe_words(*run.isolation))});
   if (run.arm_log) {
     span log = code(run.arm_log->file);
     log.suffix = " (SHA-256 " + run.arm_log->sha256 + "): the outside arms' tracebacks";
