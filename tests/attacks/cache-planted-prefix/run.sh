@@ -57,11 +57,11 @@ for n in 1 2; do # the first run completes; the second one's arm forges the ledg
   run_prereg run "$hash" --out "$REPORTS" --quiet
   [ "$rc" -eq 0 ] || escape "run $n failed (exit $rc): $(head -n 1 "$WORK/err")"
 done
-check_loot_has '"lines"'
 if [ -s "$LOOT/forged.jsonl" ]; then
   cp "$LOOT/forged.jsonl" "$PREREG_STORE/ledger.jsonl" # someone who can write the store, no key
   run_prereg ledger verify
   [ "$rc" -ne 0 ] || escape "a forged ledger (a completed run relabelled as aborted) verified thanks to a planted cache entry"
 fi
 check_no_key
+check_loot_has '"lines"'
 verdict

@@ -44,9 +44,9 @@ run_prereg run "$(tail -n 1 "$WORK/out")" --out "$REPORTS" --quiet
 [ "$rc" -eq 0 ] || escape "the run failed (exit $rc): $(head -n 1 "$WORK/err")"
 run_prereg ledger verify
 [ "$rc" -eq 0 ] || escape "the ledger no longer verifies: $(head -n 1 "$WORK/err")"
-check_loot_has '"swap"'
 [ "$(stat -c %a "$victim")" = 1777 ] || escape "the parent changed a folder outside the sandbox to mode $(stat -c %a "$victim") through a symlinked cache folder"
 [ -z "$(ls -A "$victim")" ] || escape "the parent wrote $(ls "$victim" | head -n 1) into a folder outside the sandbox through a symlinked cache folder"
 check_no_key
+check_loot_has '"swap"'
 check_run_clean
 verdict

@@ -91,9 +91,9 @@ run_prereg run "$(tail -n 1 "$WORK/out")" --out "$REPORTS" --quiet
 [ "$rc" -eq 0 ] || escape "the run failed (exit $rc): $(head -n 1 "$WORK/err")"
 check_no_process "$marker"
 touch "$LOOT/stop"
-check_loot_has '"daemon_up": true'
 check_loot_lacks '"(ptrace|vm_read)": \{[^}]*"ok"' "the daemon ptraced or read the memory of a process outside its sandbox"
 check_absent "$REPORTS/daemon-was-here" "$PREREG_STORE/daemon-was-here"
 check_no_key
+check_loot_has '"daemon_up": true'
 check_run_clean
 verdict

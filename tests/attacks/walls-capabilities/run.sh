@@ -25,8 +25,6 @@ run_prereg freeze "$P/p.yaml"
 [ "$rc" -eq 0 ] || escape "freeze failed (exit $rc): $(head -n 1 "$WORK/err")"
 run_prereg run "$(tail -n 1 "$WORK/out")" --out "$REPORTS" --quiet
 [ "$rc" -eq 0 ] || escape "the run failed (exit $rc): $(head -n 1 "$WORK/err")"
-check_loot_has '"setup"'
-check_loot_has '"import"'
 verdict_line=$("$py" - "$LOOT/caps.json" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
@@ -45,5 +43,7 @@ for line in open(sys.argv[1]):
 PY
 )
 [ -z "$verdict_line" ] || escape "$verdict_line"
+check_loot_has '"setup"'
+check_loot_has '"import"'
 check_run_clean
 verdict

@@ -37,8 +37,8 @@ protocol "$P/p.yaml" attack_import_check "  - id: attacker
     function: attack"
 run_prereg check "$P/p.yaml"
 [ "$rc" -eq 0 ] || escape "check failed (exit $rc): $(head -n 1 "$WORK/err")"
-check_loot_has '"at_import"'
 check_no_store
 check_absent "$P/planted" "$REPORTS/planted"
 check_no_key
+check_loot_has '"at_import"'
 verdict

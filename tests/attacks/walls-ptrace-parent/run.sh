@@ -89,7 +89,6 @@ run_prereg freeze "$P/p.yaml"
 [ "$rc" -eq 0 ] || escape "freeze failed (exit $rc): $(head -n 1 "$WORK/err")"
 run_prereg run "$(tail -n 1 "$WORK/out")" --out "$REPORTS" --quiet
 [ "$rc" -eq 0 ] || escape "the run failed (exit $rc): $(head -n 1 "$WORK/err")"
-check_loot_has '"reach"'
 "$py" - "$LOOT" >"$WORK/reach.txt" <<'PY'
 import json, os, sys
 for name in ("operation", "arm"):
@@ -106,5 +105,6 @@ for name in ("operation", "arm"):
 PY
 [ ! -s "$WORK/reach.txt" ] || escape "$(head -n 1 "$WORK/reach.txt")"
 check_no_key
+check_loot_has '"reach"'
 check_run_clean
 verdict

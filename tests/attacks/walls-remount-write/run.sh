@@ -31,9 +31,9 @@ run_prereg freeze "$P/p.yaml"
 [ "$rc" -eq 0 ] || escape "freeze failed (exit $rc): $(head -n 1 "$WORK/err")"
 run_prereg run "$(tail -n 1 "$WORK/out")" --out "$REPORTS" --quiet
 [ "$rc" -eq 0 ] || escape "the run failed (exit $rc): $(head -n 1 "$WORK/err")"
-check_loot_has '"clear"'
 check_absent "$PREREG_STORE/planted" "$REPORTS/planted" "$P/planted" "$system"
 grep -q "planted by an attacker" "$PREREG_STORE/ledger.jsonl" && escape "the attacker appended to the ledger"
 check_no_key
+check_loot_has '"clear"'
 check_run_clean
 verdict

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Family 1 (issue 43): an operation file unmounts the masks over the key file and its folder
-# and reads the key while it is imported: at `check` and `freeze` (where it is read before
-# anything is stored) and in the measuring process of the run.
+# and reads the key while it is imported at `check` and `freeze` (where it is read before
+# anything is stored). (The measuring process that imports it again at `run` stands in the same
+# sandbox as the arms of walls-unmount-python.)
 source "$SRC/tests/attacks/lib.sh"
 plant_key
 attack_config "$KEY"
@@ -43,9 +44,6 @@ run_prereg check "$P/p.yaml"
 [ "$rc" -eq 0 ] || escape "check failed (exit $rc): $(head -n 1 "$WORK/err")"
 run_prereg freeze "$P/p.yaml"
 [ "$rc" -eq 0 ] || escape "freeze failed (exit $rc): $(head -n 1 "$WORK/err")"
-run_prereg run "$(tail -n 1 "$WORK/out")" --out "$REPORTS" --quiet
-[ "$rc" -eq 0 ] || escape "the run failed (exit $rc): $(head -n 1 "$WORK/err")"
-check_loot_has '"hunt"'
 check_no_key
-check_run_clean
+check_loot_has '"hunt"'
 verdict

@@ -15,7 +15,7 @@ run_prereg freeze "$P/p.yaml"
 [ "$rc" -eq 0 ] || escape "freeze failed (exit $rc): $(head -n 1 "$WORK/err")"
 run_prereg run "$(tail -n 1 "$WORK/out")" --out "$REPORTS" --quiet
 [ "$rc" -eq 0 ] || escape "the run failed (exit $rc): $(head -n 1 "$WORK/err")"
-check_loot_has "plugin ran"
 check_no_key
+check_loot_has "plugin ran"
 check_run_clean
 verdict
