@@ -319,7 +319,8 @@ void set_outside_reference(std::string_view name,
 
 void set_outside_device_reference(std::string_view name,
                                   device_values (*reference)(const operation_desc &, const shape &,
-                                                             pass_kind, const host_tensors &,
+                                                             pass_kind,
+                                                             const std::vector<device_input> &,
                                                              int)) {
   for (auto &o : outside_table())
     if (o.name == name)
