@@ -101,7 +101,7 @@ TEST_CASE("two shards merge into one report that audits clean") {
   }
 }
 
-TEST_CASE("a version-7 shard merges beside a version-5 one: the merge is version 7, audited") {
+TEST_CASE("a version-7 shard 2 merges beside a version-5 shard 1: the merge is version 7") {
   temp_lab lab;
   (void)lab.freeze();
   fake_plants with_state; // a state reader (version 7) whose power cap held at sample 2
@@ -114,24 +114,24 @@ TEST_CASE("a version-7 shard merges beside a version-5 one: the merge is version
     s.reasons = i == 2 ? 0x4 : 0x0;
     return s;
   };
-  run_options o1 = lab.options(with_state);
-  o1.shard = shard_spec{1, 2};
-  const fs::path one = run_protocol(o1);
-  const fs::path two = run_shard(lab, 2, 2); // no state reader: version 5
-  const json r1 = read_report(one);
-  REQUIRE(r1.at("schema_version") == 7);
-  REQUIRE(read_report(two).at("schema_version") == 5);
+  const fs::path one = run_shard(lab, 1, 2); // no state reader: version 5
+  run_options o2 = lab.options(with_state);
+  o2.shard = shard_spec{2, 2};
+  const fs::path two = run_protocol(o2);
+  const json r2 = read_report(two);
+  REQUIRE(read_report(one).at("schema_version") == 5);
+  REQUIRE(r2.at("schema_version") == 7);
   const fs::path m = merge(lab, {two, one});
   const json r = read_report(m);
-  CHECK(r.at("schema_version") == 7); // the highest of its parts'
+  CHECK(r.at("schema_version") == 7); // the highest of its parts', not shard 1's
   REQUIRE(r.at("cells").size() == 4);
-  CHECK(r.at("cells")[0] == r1.at("cells")[0]); // states copied through
-  CHECK(r.at("cells")[0].contains("states"));
-  CHECK_FALSE(r.at("cells")[1].contains("states")); // the version-5 shard's cell, as it was
+  CHECK_FALSE(r.at("cells")[0].contains("states")); // shard 1's cell (rows 64), as it was
+  CHECK(r.at("cells")[1] == r2.at("cells")[0]);     // shard 2's (rows 128): states copied through
+  CHECK(r.at("cells")[1].contains("states"));
   int throttled = 0;
   for (const auto &d : r.at("defects"))
     throttled += d.at("code") == "throttled" ? 1 : 0;
-  CHECK(throttled == 2); // both arms of shard 1
+  CHECK(throttled == 2); // both arms of shard 2
   const store s = lab.st();
   const audit_result a = audit_merged_report(m, s, resolve_trust({}, s), {});
   std::string failed;

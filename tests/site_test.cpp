@@ -178,8 +178,7 @@ TEST_CASE("site pages: revisions grouped and labelled, badges with id and claim,
 
   // the index: one group per id, each version labelled, the latest verdicts linked
   const std::string index = render_index(ps, {}, "", "../r/");
-  CHECK(index.find("<th class=\"id\" rowspan=\"2\"><code>l2norm_cpu</code>") !=
-        std::string::npos);
+  CHECK(index.find("<th class=\"id\" rowspan=\"2\"><code>l2norm_cpu</code>") != std::string::npos);
   CHECK(index.find("revision 1, frozen 2026-01-03T00:00:00Z <span class=\"muted\">(newest)") !=
         std::string::npos);
   CHECK(index.find("<a class=\"b v bad\" href=\"../r/l2norm_cpu/20260102T000000Z-run2/"

@@ -217,7 +217,6 @@ std::vector<report_facts> all_report_facts(const std::vector<fs::path> &dirs,
   return with_pages(std::move(out), dirs);
 }
 
-
 json to_json(const report_facts &f) {
   json verdicts = json::array();
   for (const verdict_fact &v : f.verdicts)
@@ -250,11 +249,11 @@ std::optional<report_facts> facts_from_json(const json &j) {
     f.attempt = j.at("attempt").get<std::int64_t>();
     f.merged = j.at("merged").get<bool>();
     for (const json &v : j.at("verdicts"))
-      f.verdicts.push_back({v.at(0).get<std::string>(), v.at(1).get<std::string>(),
-                            v.at(2).get<std::string>()});
+      f.verdicts.push_back(
+          {v.at(0).get<std::string>(), v.at(1).get<std::string>(), v.at(2).get<std::string>()});
     for (const json &m : j.at("medians"))
-      f.medians.push_back({m.at(0).get<std::string>(), m.at(1).get<double>(),
-                           m.at(2).get<double>(), m.at(3).get<double>()});
+      f.medians.push_back({m.at(0).get<std::string>(), m.at(1).get<double>(), m.at(2).get<double>(),
+                           m.at(3).get<double>()});
     return f;
   } catch (const std::exception &) {
     return std::nullopt;

@@ -55,9 +55,9 @@ const report_facts *report_of(const protocol_facts &p, const std::string &run_id
 std::string folder_link(const report_facts &r, std::string_view reports_href) {
   const std::string url = report_url(reports_href, r);
   const std::string code = fmt::format("<code>{}</code>", esc(r.rel));
-  return url.empty() ? code
-                     : fmt::format("<a href=\"{}\" title=\"open {}\">{}</a>", esc(url),
-                                   esc(r.page), code);
+  return url.empty()
+             ? code
+             : fmt::format("<a href=\"{}\" title=\"open {}\">{}</a>", esc(url), esc(r.page), code);
 }
 
 std::string report_cells(const report_facts *r, std::string_view reports_href) {
@@ -199,8 +199,8 @@ std::string render_protocol(const protocol_facts &p,
       "<p><a href=\"index.html\">all protocols</a></p>\n<h1>{} <span class=\"rev\">{}</span> "
       "<code>{}</code></h1>\n<p>{}</p>\n<p>protocol hash <code>{}</code>, frozen {}</p>\n{}"
       "<p>{}</p>\n",
-      esc(p.id), esc(label), esc(p.hash.substr(0, 12)), esc(p.title), esc(p.hash),
-      esc(p.frozen_at), revisions_nav(p, versions), esc(counts(p)));
+      esc(p.id), esc(label), esc(p.hash.substr(0, 12)), esc(p.title), esc(p.hash), esc(p.frozen_at),
+      revisions_nav(p, versions), esc(counts(p)));
   if (!p.problem.empty())
     body += fmt::format("<div class=\"banner\">The stored copy does not load: {}</div>\n",
                         esc(p.problem));

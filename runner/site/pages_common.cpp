@@ -59,8 +59,7 @@ std::string verdict_badge(const verdict_fact &v, std::string_view context, std::
 std::string change_badge(double ratio) {
   const bool slower = ratio > 1;
   return fmt::format("<span class=\"b {}\" title=\"{}\">{}</span> {:+.1f}%", slower ? "bad" : "ok",
-                     slower ? "slower" : "faster", slower ? "slower" : "faster",
-                     (ratio - 1) * 100);
+                     slower ? "slower" : "faster", slower ? "slower" : "faster", (ratio - 1) * 100);
 }
 
 std::string status_badge(std::string_view status, std::string_view why) {

@@ -119,8 +119,7 @@ site_summary build_site(const site_options &o) {
   for (const auto &[hash, p] : protocols)
     write_page(o.out_dir / page_name(hash), render_protocol(p, versions.at(p.id), href), sum);
   sum.protocols = protocols.size();
-  write_page(o.out_dir / "index.html", render_index(protocols, orphans, ledger_problem, href),
-             sum);
+  write_page(o.out_dir / "index.html", render_index(protocols, orphans, ledger_problem, href), sum);
   return sum;
 }
 

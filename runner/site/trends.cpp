@@ -195,10 +195,10 @@ std::string chart(const series &s, std::string_view reports_href) {
       "<text x=\"{}\" y=\"{}\">run 1 \u00b7 {}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">"
       "run {} \u00b7 {}</text></svg></figure>\n",
       esc(s.label), sc.n, found, chart_w, chart_h, chart_w, chart_h, esc(s.label), pad_l, pad_t,
-      chart_w - pad_l - pad_r, chart_h - pad_t - pad_b, pad_t + 10, ms_text(sc.hi),
-      chart_h - pad_b, ms_text(sc.lo), iqr_band(s, sc), points, changes(s, sc),
-      run_points(s, sc, reports_href), pad_l, chart_h - 12, esc(date_of(*s.runs.front())),
-      chart_w - pad_r, chart_h - 12, sc.n, esc(date_of(*s.runs.back())));
+      chart_w - pad_l - pad_r, chart_h - pad_t - pad_b, pad_t + 10, ms_text(sc.hi), chart_h - pad_b,
+      ms_text(sc.lo), iqr_band(s, sc), points, changes(s, sc), run_points(s, sc, reports_href),
+      pad_l, chart_h - 12, esc(date_of(*s.runs.front())), chart_w - pad_r, chart_h - 12, sc.n,
+      esc(date_of(*s.runs.back())));
 }
 
 } // namespace
