@@ -274,7 +274,9 @@ public:
     p.llc_bytes = m_llc;
     p.flush_bytes = m_llc == 0 ? min_flush_bytes : std::max(2 * m_llc, min_flush_bytes);
     p.flush_method = "read-sweep";
-    p.ceiling_bytes = std::max(4 * m_llc, min_ceiling_bytes);
+    // Each of the two copy buffers is 2 x LLC (4 x LLC read and written per copy): out of any
+    // cache, and no more memory than that (a 480 MiB L3 already makes ~2.9 GB with the flush).
+    p.ceiling_bytes = std::max(2 * m_llc, min_ceiling_bytes);
     p.ceiling_copies = ceiling_copies;
     p.ceiling_warmup = 1; // maps the destination's pages
     p.floor_steps = launch_floor_steps;
