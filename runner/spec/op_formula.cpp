@@ -119,9 +119,21 @@ private:
     for (std::size_t i = 0; i < axes.size(); ++i)
       if (axes[i] == id)
         return m_env.extents == nullptr ? 1 : m_env.extents->at(i);
+    if (m_env.tensor_sizes != nullptr && id.starts_with("s_"))
+      for (const auto &[tensor, bytes] : *m_env.tensor_sizes)
+        if (id.substr(2) == tensor)
+          return m_env.extents == nullptr ? 1 : bytes;
     std::string known;
     for (const auto &a : axes)
       known += a + ", ";
+    std::string tensors;
+    if (m_env.tensor_sizes != nullptr && id.starts_with("s_"))
+      for (const auto &[tensor, bytes] : *m_env.tensor_sizes)
+        tensors += (tensors.empty() ? "" : ", ") + tensor;
+    if (!tensors.empty())
+      fail(fmt::format("names '{}', which is neither an axis ({}) nor s nor s_NAME of a tensor "
+                       "(tensors: {})",
+                       id, known.substr(0, known.size() - 2), tensors));
     fail(fmt::format("names '{}', which is neither an axis ({}) nor s", id,
                      known.substr(0, known.size() - 2)));
   }
