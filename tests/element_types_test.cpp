@@ -71,7 +71,7 @@ TEST_CASE("fp8: e4m3 (fn) and e5m2 bits, rounding to nearest even, saturation") 
   CHECK(to_fp8(470.0, dtype::fp8_e4m3) == 0x7f);  // past it: NaN (no infinity in e4m3 fn)
   CHECK(to_fp8(1.0625, dtype::fp8_e4m3) == 0x38); // a tie between 1 and 1.125: even (1)
   CHECK(to_fp8(1.1875, dtype::fp8_e4m3) == 0x3a); // a tie between 1.125 and 1.25: even (1.25)
-  CHECK(to_fp8(std::ldexp(1.0, -9), dtype::fp8_e4m3) == 0x01); // the smallest subnormal
+  CHECK(to_fp8(std::ldexp(1.0, -9), dtype::fp8_e4m3) == 0x01);  // the smallest subnormal
   CHECK(to_fp8(std::ldexp(1.0, -11), dtype::fp8_e4m3) == 0x00); // below half of it: zero
   CHECK(to_fp8(1.0, dtype::fp8_e5m2) == 0x3c);
   CHECK(to_fp8(57344.0, dtype::fp8_e5m2) == 0x7b);
@@ -136,8 +136,8 @@ TEST_CASE("integers and bool: storage, limits, and every type's poison") {
   }
   // An input of the type's least value reads as the value (only outputs are poisoned).
   CHECK(reference::unpack(reference::pack({-128}, dtype::int8), dtype::int8)[0] == -128);
-  CHECK(reference::is_poison(reference::unpack_output(reference::pack({-128}, dtype::int8),
-                                                      dtype::int8)[0]));
+  CHECK(reference::is_poison(
+      reference::unpack_output(reference::pack({-128}, dtype::int8), dtype::int8)[0]));
 }
 
 TEST_CASE("DLPack types for plugins, uint8 capsules for Python's bool and fp8 views") {
@@ -150,7 +150,7 @@ TEST_CASE("DLPack types for plugins, uint8 capsules for Python's bool and fp8 vi
   CHECK(is(dl_type(dtype::uint8), kDLUInt, 8));
   CHECK(is(dl_type(dtype::int32), kDLInt, 32));
   CHECK(is(dl_type(dtype::int64), kDLInt, 64));
-  CHECK(is(dl_type(dtype::boolean), 6, 8));  // kDLBool (DLPack 0.8)
+  CHECK(is(dl_type(dtype::boolean), 6, 8));   // kDLBool (DLPack 0.8)
   CHECK(is(dl_type(dtype::fp8_e4m3), 10, 8)); // kDLFloat8_e4m3fn (DLPack 1.1)
   CHECK(is(dl_type(dtype::fp8_e5m2), 12, 8)); // kDLFloat8_e5m2
   CHECK(is(dl_type(dtype::bf16), kDLBfloat, 16));
@@ -201,13 +201,14 @@ TEST_CASE("an existing declaration keeps its descriptor byte for byte") {
                  "passes": ["fwd"]},
                 {"name": "y", "role": "output", "dims": ["rows", "cols"], "passes": ["fwd"]}],
     "passes": {"fwd": {"bytes": "2 * rows * cols * s"}}, "reference": "r"})");
-  CHECK(canonical_json(operation_to_json(operation_from_json(d, "f", "f"))) ==
-        R"({"axes":["rows","cols"],"eps":0,"name":"old","passes":{"fwd":{"bytes":"2 * rows * cols * s"}},)"
-        R"("reference":"r","summary":"","tensors":[{"dims":["rows","cols"],"dist":{"hi":1,"lo":-1,)"
-        R"("row_offset":2},"element":"dtype","name":"x","passes":["fwd"],"role":"input"},)"
-        R"({"dims":["rows"],"element":"fp32","name":"m","passes":["fwd"],"role":"saved"},)"
-        R"({"dims":["rows","cols"],"element":"dtype","name":"y","passes":["fwd"],"role":"output"}],)"
-        R"("tolerance":{}})");
+  CHECK(
+      canonical_json(operation_to_json(operation_from_json(d, "f", "f"))) ==
+      R"({"axes":["rows","cols"],"eps":0,"name":"old","passes":{"fwd":{"bytes":"2 * rows * cols * s"}},)"
+      R"("reference":"r","summary":"","tensors":[{"dims":["rows","cols"],"dist":{"hi":1,"lo":-1,)"
+      R"("row_offset":2},"element":"dtype","name":"x","passes":["fwd"],"role":"input"},)"
+      R"({"dims":["rows"],"element":"fp32","name":"m","passes":["fwd"],"role":"saved"},)"
+      R"({"dims":["rows","cols"],"element":"dtype","name":"y","passes":["fwd"],"role":"output"}],)"
+      R"("tolerance":{}})");
 }
 
 TEST_CASE("every bad declaration of a type is refused, naming the operation and tensor") {

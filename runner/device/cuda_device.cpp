@@ -3,12 +3,12 @@
 // read-sweep L2 flush, the SM clock probe, CUDA graph capture, NVML's other processes.
 #include "cuda/cuda_call.hpp"
 #include "device/cuda_checks.hpp"
-#include "device/reference_kernels.hpp"
 #include "device/cupti.hpp"
 #include "device/device.hpp"
 #include "device/instrument.hpp"
 #include "device/nvml.hpp"
 #include "device/nvml_state.hpp"
+#include "device/reference_kernels.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>

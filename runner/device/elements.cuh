@@ -52,8 +52,8 @@ __device__ __forceinline__ unsigned char fp8_bits(double r, const fp8_format &f)
     return static_cast<unsigned char>(
         sign | static_cast<unsigned>(ldexp(a, f.mantissa_bits - f.min_exponent)));
   const unsigned mantissa = static_cast<unsigned>(ldexp(ldexp(a, -e) - 1.0, f.mantissa_bits));
-  return static_cast<unsigned char>(
-      sign | (static_cast<unsigned>(e + f.bias) << f.mantissa_bits) | mantissa);
+  return static_cast<unsigned char>(sign | (static_cast<unsigned>(e + f.bias) << f.mantissa_bits) |
+                                    mantissa);
 }
 
 /// The value of fp8 bits (NaN codes give NaN).
@@ -66,11 +66,10 @@ __device__ __forceinline__ double fp8_value(unsigned char bits, const fp8_format
     return mantissa == 0 ? (negative ? -HUGE_VAL : HUGE_VAL) : nan("");
   if (!f.has_inf && exponent == top && mantissa == (1 << f.mantissa_bits) - 1)
     return nan("");
-  const double m = exponent == 0 ? ldexp(static_cast<double>(mantissa),
-                                         f.min_exponent - f.mantissa_bits)
-                                 : ldexp(1.0 + ldexp(static_cast<double>(mantissa),
-                                                     -f.mantissa_bits),
-                                         exponent - f.bias);
+  const double m =
+      exponent == 0
+          ? ldexp(static_cast<double>(mantissa), f.min_exponent - f.mantissa_bits)
+          : ldexp(1.0 + ldexp(static_cast<double>(mantissa), -f.mantissa_bits), exponent - f.bias);
   return negative ? -m : m;
 }
 

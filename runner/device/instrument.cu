@@ -131,9 +131,8 @@ void launch_fill_pattern(void *p, std::size_t n, std::size_t width, std::uint64_
     PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned char><<<grid, 256, 0, stream>>>(
         static_cast<unsigned char *>(p), n, static_cast<unsigned char>(bits)));
   else if (width == 4)
-    PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned>
-                       <<<grid, 256, 0, stream>>>(static_cast<unsigned *>(p), n,
-                                                  static_cast<unsigned>(bits)));
+    PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned><<<grid, 256, 0, stream>>>(
+        static_cast<unsigned *>(p), n, static_cast<unsigned>(bits)));
   else
     PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned short><<<grid, 256, 0, stream>>>(
         static_cast<unsigned short *>(p), n, static_cast<unsigned short>(bits)));

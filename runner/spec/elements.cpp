@@ -109,10 +109,9 @@ double from_fp8(std::uint8_t bits, dtype type) {
   if (!f.has_inf && exponent == top && mantissa == (1 << f.mantissa_bits) - 1)
     return std::numeric_limits<double>::quiet_NaN();
   const double magnitude =
-      exponent == 0
-          ? std::ldexp(static_cast<double>(mantissa), f.min_exponent - f.mantissa_bits)
-          : std::ldexp(1.0 + std::ldexp(static_cast<double>(mantissa), -f.mantissa_bits),
-                       exponent - f.bias);
+      exponent == 0 ? std::ldexp(static_cast<double>(mantissa), f.min_exponent - f.mantissa_bits)
+                    : std::ldexp(1.0 + std::ldexp(static_cast<double>(mantissa), -f.mantissa_bits),
+                                 exponent - f.bias);
   return negative ? -magnitude : magnitude;
 }
 

@@ -23,10 +23,9 @@ constexpr std::size_t max_tensors = 64;
 constexpr std::size_t max_axes = 8;
 
 /// Every element type a tensor may declare besides `dtype`, in the order messages list them.
-constexpr dtype element_types[] = {dtype::fp32,     dtype::fp16,  dtype::bf16,
-                                   dtype::fp8_e4m3, dtype::fp8_e5m2, dtype::int8,
-                                   dtype::uint8,    dtype::int32, dtype::int64,
-                                   dtype::boolean};
+constexpr dtype element_types[] = {dtype::fp32,     dtype::fp16,   dtype::bf16,  dtype::fp8_e4m3,
+                                   dtype::fp8_e5m2, dtype::int8,   dtype::uint8, dtype::int32,
+                                   dtype::int64,    dtype::boolean};
 
 /// Why integers [lo, hi) cannot be drawn into `type`, or nullopt.
 std::optional<std::string> range_fault(double lo, double hi, dtype type) {
@@ -142,8 +141,7 @@ public:
                          is_integral(t.type(dtype::fp32)) ? "{int: [LO, HI]} or {index_of: "
                                                             "[TENSOR, AXIS]}"
                                                           : "{lo, hi}"));
-      t.dist =
-          is_integral(t.type(dtype::fp32)) ? int_dist(j["dist"], t, axes) : dist(j["dist"], t);
+      t.dist = is_integral(t.type(dtype::fp32)) ? int_dist(j["dist"], t, axes) : dist(j["dist"], t);
     } else if (j.contains("dist")) {
       fail(fmt::format("{} {} has 'dist'; only an input is drawn", role, t.name));
     }
@@ -184,8 +182,9 @@ public:
     if (j.is_object() && (j.contains("int") || j.contains("index_of")))
       fail(fmt::format("{}: {} is for an integer or bool input; {} is {}", what,
                        j.contains("int") ? "int" : "index_of", t.name,
-                       t.element == element_rule::fixed ? to_string(t.fixed)
-                                                        : std::string_view("the protocol's dtype")));
+                       t.element == element_rule::fixed
+                           ? to_string(t.fixed)
+                           : std::string_view("the protocol's dtype")));
     only(j, what, {"lo", "hi", "row_offset"}, {"lo", "hi"});
     input_distribution d;
     d.lo = number(j["lo"], what + ".lo");
@@ -363,10 +362,10 @@ private:
 
 /// A bound as the descriptor writes it: an integer literal as a JSON integer, else the formula.
 json bound_to_json(const std::string &b) {
-  const bool literal =
-      !b.empty() && b != "-" && b.size() < 19 &&
-      std::all_of(b.begin() + (b[0] == '-' ? 1 : 0), b.end(),
-                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+  const bool literal = !b.empty() && b != "-" && b.size() < 19 &&
+                       std::all_of(b.begin() + (b[0] == '-' ? 1 : 0), b.end(), [](char c) {
+                         return std::isdigit(static_cast<unsigned char>(c)) != 0;
+                       });
   return literal ? json(std::stoll(b)) : json(b);
 }
 
@@ -397,12 +396,12 @@ std::optional<std::string> check_ranges_at(const operation_desc &op, const shape
     try {
       const input_distribution d = op.dist_at(i, s);
       if (const auto why = range_fault(d.lo, d.hi, t.type(dtype::fp32)))
-        return fmt::format("operation {}: the {} of {} {}", op.name,
-                           t.dist.kind == dist_kind::index_of
-                               ? fmt::format("indices into {}'s axis {}", t.dist.index_tensor,
-                                             t.dist.index_axis)
-                               : std::string("range"),
-                           t.name, *why);
+        return fmt::format(
+            "operation {}: the {} of {} {}", op.name,
+            t.dist.kind == dist_kind::index_of
+                ? fmt::format("indices into {}'s axis {}", t.dist.index_tensor, t.dist.index_axis)
+                : std::string("range"),
+            t.name, *why);
     } catch (const error &e) {
       return e.what();
     }

@@ -235,9 +235,9 @@ std::vector<operation_desc> build_operations() {
     op.name = "softmax";
     op.summary = "y = exp(x - max) / sum(exp(x - max)) per row; backward dx = y * (dy - <dy, y>)";
     op.axes = rows_cols();
-    op.tensors = {input("x", rows_cols(), true, false, x_dist()),
-                  output("y", rows_cols(), false, true),
-                  input("dy", rows_cols(), false, true, dy_dist()), output("dx", rows_cols(), true)};
+    op.tensors = {
+        input("x", rows_cols(), true, false, x_dist()), output("y", rows_cols(), false, true),
+        input("dy", rows_cols(), false, true, dy_dist()), output("dx", rows_cols(), true)};
     op.tensors[softmax::dy].produced_by_bwd = true;
     op.passes = both_passes();
     op.eps = 0;

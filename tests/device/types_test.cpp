@@ -14,7 +14,7 @@ using namespace prereg::device_test;
 
 namespace {
 
-constexpr dtype typed_types[] = {dtype::fp8_e4m3, dtype::fp8_e5m2, dtype::int8, dtype::uint8,
+constexpr dtype typed_types[] = {dtype::fp8_e4m3, dtype::fp8_e5m2, dtype::int8,   dtype::uint8,
                                  dtype::int32,    dtype::int64,    dtype::boolean};
 
 /// The range each type is filled in: integers [lo, hi), fp8 [lo, hi].
@@ -70,9 +70,8 @@ TEST_CASE("typed fills: every fp8, integer and bool type inside its range, repro
     CHECK(va == b.download(n, t));
     CHECK(va == c.download(n, t)); // the timed windows' fill follows the same rule
     if (is_integral(t)) {
-      CHECK(std::all_of(va.begin(), va.end(), [&](double v) {
-        return v >= d.lo && v < d.hi && v == std::floor(v);
-      }));
+      CHECK(std::all_of(va.begin(), va.end(),
+                        [&](double v) { return v >= d.lo && v < d.hi && v == std::floor(v); }));
       if (d.hi - d.lo <= 256) { // a small range is drawn whole (100003 draws)
         CHECK(*std::min_element(va.begin(), va.end()) == d.lo);
         CHECK(*std::max_element(va.begin(), va.end()) == d.hi - 1);
@@ -140,7 +139,9 @@ TEST_CASE("typed compare on the device: exact integers, unwritten poison, fp8 by
       out.upload(reference::pack(ref, t));
       CHECK(r->compare(1, out.get(), t, tol.rtol, tol.atol).result.passed); // exact copy
       std::vector<double> wrong = ref;
-      wrong[n - 1] = t == dtype::boolean ? 1.0 - ref[n - 1] : is_fp8(t) ? -ref[n - 1] : ref[n - 1] + 1;
+      wrong[n - 1] = t == dtype::boolean ? 1.0 - ref[n - 1]
+                     : is_fp8(t)         ? -ref[n - 1]
+                                         : ref[n - 1] + 1;
       out.upload(reference::pack(wrong, t));
       const device_comparison w = r->compare(1, out.get(), t, tol.rtol, tol.atol);
       CHECK_FALSE(w.result.passed);
