@@ -32,15 +32,24 @@ def _rows(x, tgt, bwd, xp):
     return lse - picked, g
 
 
+def _on_device(t, torch):
+    """Input by name as a tensor on the GPU (float64, or int64 for an integer input): prereg's own
+    copy there (t.on_device, no trip through the host) or the numpy copy moved there."""
+    ond = getattr(t, "on_device", None)
+    if ond is not None:
+        return lambda n: getattr(ond, n)
+    return lambda n: torch.from_numpy(getattr(t, n)).to("cuda")
+
+
 def reference(t):
     """float64 loss [] (the mean over the rows); for fwd+bwd also dlogits [rows, vocab]."""
     rows, vocab = t.axes["rows"], t.axes["vocab"]
     bwd = t.pass_ == "fwd+bwd"
     if t.device == "cuda":
         import torch as xp
-        x_all = xp.from_numpy(t.logits).to("cuda", xp.float64)
-        tgt_all = xp.from_numpy(t.targets).to("cuda")
-        losses = xp.empty(rows, dtype=xp.float64, device="cuda")
+        x_all = _on_device(t, xp)("logits")
+        tgt_all = _on_device(t, xp)("targets")
+        losses = xp.empty(rows, dtype=xp.float64, device=x_all.device)
         d = xp.empty_like(x_all) if bwd else None
     else:
         import numpy as xp

@@ -23,11 +23,20 @@ def _e4m3(v, xp):
     return xp.round(v / q) * q  # round: half to even in numpy and torch
 
 
+def _on_device(t, torch):
+    """Input by name as a tensor on the GPU (float64, or int64 for an integer input): prereg's own
+    copy there (t.on_device, no trip through the host) or the numpy copy moved there."""
+    ond = getattr(t, "on_device", None)
+    if ond is not None:
+        return lambda n: getattr(ond, n)
+    return lambda n: torch.from_numpy(getattr(t, n)).to("cuda")
+
+
 def reference(t):
     """float64 q [rows, cols] (e4m3 values) and scale [rows] (fp32 values)."""
     if t.device == "cuda":
         import torch as xp
-        x = xp.from_numpy(t.x).to("cuda", xp.float64)
+        x = _on_device(t, xp)("x")
         amax = x.abs().amax(-1)
         scale = (amax / E4M3_MAX).to(xp.float32).to(xp.float64)
     else:
