@@ -27,7 +27,7 @@ public:
     skip();
     if (m_pos != m_text.size())
       fail(fmt::format("unexpected '{}' at offset {}", m_text[m_pos], m_pos));
-    if (v < 0)
+    if (v < 0 && !m_env.signed_bound)
       fail(fmt::format("is negative ({})", v));
     return v;
   }
@@ -92,6 +92,8 @@ private:
         fail(fmt::format("lacks a ')' at offset {}", m_pos));
       return v;
     }
+    if (m_env.signed_bound && eat('-'))
+      return checked(-static_cast<__int128>(atom(depth + 1)));
     if (m_pos >= m_text.size())
       fail("ends where a number, an axis or s belongs");
     const char c = m_text[m_pos];
@@ -148,6 +150,12 @@ private:
 
 std::uint64_t eval_formula(std::string_view text, const formula_env &env, std::string_view what) {
   return static_cast<std::uint64_t>(formula_parser(text, env, what).run());
+}
+
+std::int64_t eval_bound(std::string_view text, const formula_env &env, std::string_view what) {
+  formula_env e = env;
+  e.signed_bound = true;
+  return formula_parser(text, e, what).run();
 }
 
 } // namespace prereg

@@ -18,6 +18,9 @@ struct formula_env {
   std::int64_t s = 1;
   /// Tensor names and their element bytes (`s_NAME`); null: no tensor symbols.
   const std::vector<std::pair<std::string, std::int64_t>> *tensor_sizes = nullptr;
+  /// An integer range's bound (docs/operations.md, "Element types"): a unary minus is allowed
+  /// and the value may be negative.
+  bool signed_bound = false;
 };
 
 /// Evaluates `text` over `env`. Throws invalid_input "WHAT: ..." on a syntax error, a name that
@@ -25,5 +28,10 @@ struct formula_env {
 /// a negative result, or a value past 2^63 - 1.
 [[nodiscard]] std::uint64_t eval_formula(std::string_view text, const formula_env &env,
                                          std::string_view what);
+
+/// Evaluates an integer range's bound: a formula as above that may also have a unary minus
+/// (`-5`, `-vocab`, `0 - rows`) and a negative value.
+[[nodiscard]] std::int64_t eval_bound(std::string_view text, const formula_env &env,
+                                      std::string_view what);
 
 } // namespace prereg

@@ -209,7 +209,7 @@ public:
     return d;
   }
 
-  /// An integer bound: a JSON integer or a formula string over the axes ('-' first negates).
+  /// An integer bound: a JSON integer or a formula string over the axes (a unary minus allowed).
   std::string bound(const json &j, const std::string &what,
                     const std::vector<std::string> &axes) const {
     if (j.is_number_integer())
@@ -218,10 +218,9 @@ public:
       fail(fmt::format("{} must be an integer or a formula over the axes, got {}", what,
                        j.is_number() ? "a fractional number" : j.type_name()));
     std::string text = j.get<std::string>();
-    const std::string body = !text.empty() && text[0] == '-' ? text.substr(1) : text;
     const formula_env env{&axes, nullptr, 1, nullptr};
     try {
-      (void)eval_formula(body, env, what);
+      (void)eval_bound(text, env, what);
     } catch (const error &e) {
       fail(e.what());
     }
@@ -261,7 +260,10 @@ public:
       only(value, "passes." + key, {"bytes", "flops"}, {});
       op_pass_formulas f;
       f.pass = pass;
-      const formula_env env{&op.axes, nullptr, 1};
+      std::vector<std::pair<std::string, std::int64_t>> sizes; // s_NAME: every tensor's (1 here)
+      for (const auto &t : op.tensors)
+        sizes.emplace_back(t.name, 1);
+      const formula_env env{&op.axes, nullptr, 1, &sizes};
       for (auto [k, target] : {std::pair{"bytes", &f.bytes}, std::pair{"flops", &f.flops}}) {
         if (!value.contains(k))
           continue;

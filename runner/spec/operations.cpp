@@ -307,11 +307,7 @@ input_distribution operation_desc::dist_at(std::size_t i, const shape &s) const 
   } else {
     const formula_env env{&axes, &s.extents, 1, nullptr};
     const auto bound = [&](const std::string &text) {
-      // A bound may be negative: "0 - 8" is refused by the formula language (results >= 0), so
-      // a leading '-' negates the rest.
-      if (!text.empty() && text[0] == '-')
-        return -static_cast<double>(eval_formula(text.substr(1), env, what));
-      return static_cast<double>(eval_formula(text, env, what));
+      return static_cast<double>(eval_bound(text, env, what));
     };
     d.lo = bound(d.int_lo);
     d.hi = bound(d.int_hi);

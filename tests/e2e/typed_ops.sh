@@ -5,8 +5,9 @@
 # the gate), the embedding lookup (numpy; an off-by-one arm fails), a probe of every integer and
 # bool type with 0-dim outputs (numpy and a C plugin that checks the DLPack types; an arm that
 # leaves an output unwritten fails as `unwritten`), and the FP8 GEMM and the fp8 probe through the
-# C plugin. The numpy fp8 arms run where ml_dtypes is importable; elsewhere `check` refuses them
-# (exit 5). Last, each bad declaration of a type is refused at `check` (exit 2, one line).
+# C plugin. The numpy fp8 arms run where ml_dtypes is importable; elsewhere `check` says why they
+# cannot run here and `run` refuses them (exit 5). Last, each bad declaration of a type is refused
+# at `check` (exit 2, one line).
 source "$(dirname "$0")/lib.bash"
 py=${PREREG_TEST_PYTHON:-/usr/bin/python3}
 export PREREG_PYTHON=$py
@@ -123,10 +124,13 @@ numpy_fp8() {
   if [ "$have_ml_dtypes" = 1 ]; then
     run_protocol "$1"
     [ "$(verdict numpy)" = passed ] && pass "$1: numpy's ml_dtypes fp8 views pass" || fail "$1: $(verdict numpy)"
-  else
-    expect_exit 5 "$1: without ml_dtypes a numpy arm of an fp8 operation is refused at check" -- "$PREREG" check "$p/protocols/$1.yaml"
-    expect_err "^prereg: error: arm numpy: operation $3 has fp8 tensors, which Python .* cannot give a Python arm: float8_e4m3fn: numpy has no fp8 type of its own: install ml_dtypes" \
-      "  ... naming what to install, in one line"
+  else # the environment's fault: check says so (exit 0, as for a missing GPU); run refuses
+    local why="arm numpy: operation $3 has fp8 tensors, which Python .* cannot give a Python arm: float8_e4m3fn: numpy has no fp8 type of its own: install ml_dtypes"
+    expect_exit 0 "$1: without ml_dtypes check says the numpy arm of an fp8 operation cannot run here" -- "$PREREG" check "$p/protocols/$1.yaml"
+    expect_err "^prereg: notice: not checked on this machine \(the environment, not the protocol\): $why" "  ... naming what to install"
+    "$PREREG" freeze "$p/protocols/$1.yaml" >"$work/out" 2>&1
+    expect_exit 5 "$1: ... and run refuses it (exit 5, the environment)" -- "$PREREG" run "$(tail -n 1 "$work/out")" --out "$out" --quiet
+    expect_err "^prereg: error: $why" "  ... in one line"
   fi
 }
 numpy_fp8 quant_cpu fp8_quant.py quant_fp8_rowwise "{rows: [4], cols: [64]}" quant_fp8_rowwise
