@@ -112,6 +112,12 @@ run_protocol gemm_cpu
 [ "$(verdict c)" = passed ] && pass "gemm_cpu: e4m3 operands, 0-dim scales: the plugin passes" || fail "gemm c: $(verdict c)"
 [ "$(json_get "$dir" "[c['bytes_per_step'] for c in r['cells']]")" = "[424]" ] \
   && pass "gemm_cpu: bytes = a, b (1 byte) + the scales + c" || fail "gemm bytes: $(json_get "$dir" "[c['bytes_per_step'] for c in r['cells']]")"
+protocol quant_c_cpu fp8_quant.py quant_fp8_rowwise "{rows: [4], cols: [64]}" \
+  "  - {id: c, plugin: ../kernels/libtyped.so, name: quant_c}" c
+run_protocol quant_c_cpu
+[ "$(verdict c)" = passed ] && pass "quant_c_cpu: e4m3 output and fp32 scales from the plugin pass" || fail "quant c: $(verdict c)"
+[ "$(json_get "$dir" "[c['bytes_per_step'] for c in r['cells']]")" = "[1296]" ] \
+  && pass "quant_c_cpu: bytes = x + q (1 byte) + 4 a row" || fail "quant bytes: $(json_get "$dir" "[c['bytes_per_step'] for c in r['cells']]")"
 protocol probe8_cpu typed_probe.py probe_fp8 "{rows: [5], cols: [7]}" \
   "  - {id: c, plugin: ../kernels/libtyped.so, name: probe_fp8_c}" c
 sed -i 's|../operations/typed_probe.py|../kernels/python/typed_probe.py|' "$p/protocols/probe8_cpu.yaml"

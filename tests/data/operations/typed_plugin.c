@@ -1,7 +1,7 @@
 /* C plugin arms of typed operations on the CPU (tests/e2e/typed_ops.sh; docs/plugins.md,
  * "Element types"): the probes of typed_probe.py (every integer, bool and fp8 type copied; a
- * 0-dim count and norm) and operations/fp8_gemm.py (e4m3 operands decoded from their bits, fp32
- * accumulation). Each setup checks that every tensor arrives with the DLPack type and ndim the
+ * 0-dim count and norm), operations/fp8_gemm.py (e4m3 operands decoded from their bits, fp32
+ * accumulation) and operations/fp8_quant.py (e4m3 written from its bits). Each setup checks that every tensor arrives with the DLPack type and ndim the
  * docs give it, and refuses otherwise.
  *
  *   cc -O2 -fPIC -shared -I../../../runner/include -o libtyped.so typed_plugin.c -lm
@@ -138,6 +138,55 @@ static int gemm_step(void *opaque, void *stream, char *error, size_t error_size)
   return 0;
 }
 
+/* --- row-wise e4m3 quantisation ------------------------------------------------------------------ */
+
+typedef struct quant_state {
+  const float *x;
+  unsigned char *q;
+  float *scale;
+  int64_t rows, cols;
+  float table[256];
+} quant_state;
+
+static int quant_setup(const prereg_cell *cell, void **out, char *error, size_t error_size) {
+  const DLTensor *x = typed(cell, "x", kDLFloat, 32, 2, error, error_size);
+  const DLTensor *q = typed(cell, "q", PREREG_DL_FLOAT8_E4M3FN, 8, 2, error, error_size);
+  const DLTensor *scale = typed(cell, "scale", kDLFloat, 32, 1, error, error_size);
+  if (x == NULL || q == NULL || scale == NULL) return 1;
+  quant_state *s = calloc(1, sizeof *s);
+  if (s == NULL) return snprintf(error, error_size, "out of memory"), 1;
+  s->x = x->data, s->q = q->data, s->scale = scale->data;
+  s->rows = x->shape[0], s->cols = x->shape[1];
+  for (int v = 0; v < 256; ++v) s->table[v] = fp8((unsigned char)v, 0);
+  *out = s;
+  return 0;
+}
+
+/* v (|v| <= 448) rounded to e4m3, to nearest, ties to even, as its bits. */
+static unsigned char to_e4m3(const float *table, float v) {
+  int e;
+  (void)frexpf(v, &e);
+  const float quantum = ldexpf(1.0f, (e - 1 < -6 ? -6 : e - 1) - 3);
+  const float r = rintf(v / quantum) * quantum;
+  for (int b = 0; b < 0x7f; ++b) /* the positive codes, then the sign */
+    if (table[b] == fabsf(r)) return (unsigned char)(b | (r < 0 ? 0x80 : 0));
+  return 0x7f;
+}
+
+static int quant_step(void *opaque, void *stream, char *error, size_t error_size) {
+  (void)stream, (void)error, (void)error_size;
+  const quant_state *s = opaque;
+  for (int64_t r = 0; r < s->rows; ++r) {
+    const float *x = s->x + r * s->cols;
+    float amax = 0;
+    for (int64_t c = 0; c < s->cols; ++c) amax = fmaxf(amax, fabsf(x[c]));
+    const float scale = amax / 448.0f;
+    s->scale[r] = scale;
+    for (int64_t c = 0; c < s->cols; ++c) s->q[r * s->cols + c] = to_e4m3(s->table, x[c] / scale);
+  }
+  return 0;
+}
+
 static void release(void *opaque) { free(opaque); }
 
 static const prereg_arm arms[] = {
@@ -147,6 +196,8 @@ static const prereg_arm arms[] = {
      probe_setup, probe_step, release},
     {"fp8_gemm_c", "fp8_gemm", "cpu", "fp32", "fwd", "FP8 GEMM: e4m3 decoded, fp32 accumulation",
      gemm_setup, gemm_step, release},
+    {"quant_c", "quant_fp8_rowwise", "cpu", "fp32", "fwd", "row-wise e4m3 quantisation in C",
+     quant_setup, quant_step, release},
 };
 
 static const prereg_arm_table table = {PREREG_ARM_ABI_VERSION, sizeof arms / sizeof arms[0], arms};
