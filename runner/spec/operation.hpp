@@ -121,8 +121,7 @@ struct operation_desc {
   /// their element types (the device is synchronized: they are written); the reference reads
   /// them there, with no copy through the host. Failures throw as `reference`'s do.
   device_values (*device_reference)(const operation_desc &op, const shape &s, pass_kind pass,
-                                    const std::vector<device_input> &inputs,
-                                    int ordinal) = nullptr;
+                                    const std::vector<device_input> &inputs, int ordinal) = nullptr;
   /// Declared outside prereg (an operation file, spec/operation_file.hpp): where it came from.
   bool outside = false;
   std::string file;                       ///< outside: the operation file, resolved
