@@ -91,7 +91,8 @@ TEST_CASE("fp8: e4m3 (fn) and e5m2 bits, rounding to nearest even, saturation") 
       CHECK(to_fp8(v, t) == b); // every finite code round-trips
       CHECK(reference::round_to(v, t) == v);
     }
-    CHECK(finite == (t == dtype::fp8_e4m3 ? 252 : 248)); // less 2 zeros and the NaNs (e4m3 2, e5m2 6)
+    CHECK(finite ==
+          (t == dtype::fp8_e4m3 ? 252 : 248)); // less 2 zeros and the NaNs (e4m3 2, e5m2 6)
   }
   CHECK(reference::largest_finite(dtype::fp8_e4m3) == 448.0);
   CHECK(reference::largest_finite(dtype::fp8_e5m2) == 57344.0);
@@ -167,7 +168,7 @@ TEST_CASE("a descriptor with integer, fp8, bool and 0-dim tensors") {
   CHECK(op.tensors[1].dist.kind == dist_kind::integer);
   CHECK(op.tensors[2].dist.kind == dist_kind::index_of);
   CHECK(op.tensors[6].dims.empty());
-  const shape s{{6, 10}}; // rows, vocab
+  const shape s{{6, 10}};        // rows, vocab
   CHECK(op.elements(6, s) == 1); // a 0-dim tensor holds one element
   CHECK(op.elements(7, s) == 1);
   // rows vocab s + rows 8 + rows 4 + 4

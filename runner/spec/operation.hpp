@@ -50,7 +50,7 @@ struct tensor_desc {
   tensor_role role = tensor_role::input;
   std::vector<std::string> dims; ///< axis names, outermost first: {"rows","cols"}, {"cols"}
   element_rule element = element_rule::protocol_dtype;
-  dtype fixed = dtype::fp32; ///< the element type when `element` is fixed
+  dtype fixed = dtype::fp32;    ///< the element type when `element` is fixed
   bool fwd = false;             ///< the forward reads (input/saved) or writes (output/saved) it
   bool bwd = false;             ///< the backward reads or writes it
   bool produced_by_bwd = false; ///< an output of the backward (dx, dgamma): exists in fwd+bwd only

@@ -67,8 +67,7 @@ void encode(double v, dtype type, std::uint8_t *dst);
 [[nodiscard]] bool is_poison_element(const std::uint8_t *src, dtype type);
 /// unpack() of an output: an integer or bool element holding the poison (a value no output
 /// holds) becomes the poison NaN, as a floating-point poison unpacks.
-[[nodiscard]] std::vector<double> unpack_output(const std::vector<std::uint8_t> &bytes,
-                                                dtype type);
+[[nodiscard]] std::vector<double> unpack_output(const std::vector<std::uint8_t> &bytes, dtype type);
 /// The NaN every poison unpacks to (is_poison() is true of it).
 [[nodiscard]] double poison_nan();
 
