@@ -5,6 +5,7 @@
 #include "arms/python_runtime.hpp"
 #include "prereg/error.hpp"
 #include "spec/operation_file.hpp"
+#include "spec/reference.hpp"
 
 #include <fmt/format.h>
 
@@ -49,7 +50,8 @@ json reference_meta(const operation_desc &op, const shape &s, pass_kind pass, co
                {"outputs", json::object()},
                {"order", json::array()},
                {"absent", json::array()},
-               {"axes", json::object()}};
+               {"axes", json::object()},
+               {"kinds", json::object()}};
   const auto it = bound_devices().find(op.name);
   meta["device"] = it == bound_devices().end() ? std::string("cpu") : it->second;
   for (std::size_t a = 0; a < op.axes.size(); ++a)
@@ -63,6 +65,15 @@ json reference_meta(const operation_desc &op, const shape &s, pass_kind pass, co
     if (!op.used_in(i, pass)) {
       meta["absent"].push_back(d.name);
       continue;
+    }
+    if (const dtype et = d.type(dtype::fp32); is_integral(et)) {
+      // [type, least, largest]: an output's values exclude the poison (reference.hpp).
+      auto [least, most] = reference::integer_limits(et);
+      if (d.role != tensor_role::input && et == dtype::uint8)
+        most -= 1; // 255 is the poison
+      else if (d.role != tensor_role::input && (et == dtype::int8 || et == dtype::int32))
+        least += 1; // the type's least is the poison
+      meta["kinds"][d.name] = {std::string(to_string(et)), least, most};
     }
     json dims = json::array();
     for (const auto &ax : d.dims)

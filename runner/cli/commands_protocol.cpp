@@ -156,8 +156,15 @@ int cmd_check(args_t args) {
   const auto loaded = load_outside_arms(p, file);
   if (const operation_desc *op = find_operation(p.op); op != nullptr && op->outside) {
     std::vector<std::string> tensors;
-    for (const auto &t : op->tensors)
-      tensors.push_back(t.name);
+    for (const auto &t : op->tensors) { // a 0-dim shape, a type beyond fp32 and dtype: said
+      std::vector<std::string> notes;
+      if (t.dims.empty())
+        notes.emplace_back("0-dim");
+      if (t.element == element_rule::fixed && t.fixed != dtype::fp32)
+        notes.emplace_back(to_string(t.fixed));
+      tensors.push_back(notes.empty() ? t.name
+                                      : fmt::format("{} ({})", t.name, fmt::join(notes, " ")));
+    }
     fmt::print("  operation {}: python {} sha256 {}, tensors {}\n", p.op, escape_control(p.op_file),
                outside_file_sha256(op->file, "operation " + p.op).substr(0, 16),
                fmt::join(tensors, ", "));

@@ -233,6 +233,24 @@ private:
 
 // ---- the device -------------------------------------------------------------------------------
 
+/// fill_uniform of an integer, bool or fp8 type: integers lo + below(hi - lo); fp8 U(lo, hi)
+/// kept inside the range, drawn again while zero (64 attempts, then the range's fallback).
+void fill_typed(std::uint8_t *p, std::size_t n, dtype type, double lo, double hi, rng &g) {
+  const std::size_t w = element_bytes(type);
+  for (std::size_t i = 0; i < n; ++i) {
+    double v = 0.0;
+    if (is_integral(type)) {
+      v = lo + static_cast<double>(g.below(static_cast<std::uint64_t>(hi - lo)));
+    } else {
+      for (int attempt = 0; attempt < 64 && v == 0.0; ++attempt)
+        v = reference::fp8_inside(lo + (hi - lo) * g.uniform(), lo, hi, type);
+      if (v == 0.0)
+        v = reference::fp8_fallback(lo, hi, type);
+    }
+    reference::encode(v, type, p + i * w);
+  }
+}
+
 class cpu_device final : public device {
 public:
   cpu_device() : m_llc(read_llc_bytes()) {}
@@ -310,6 +328,10 @@ public:
   void fill_uniform(void *p, std::size_t n, dtype type, double lo, double hi, std::uint64_t seed,
                     std::int64_t cols, double row_offset) override {
     rng g(seed);
+    if (is_integral(type) || is_fp8(type)) {
+      fill_typed(static_cast<std::uint8_t *>(p), n, type, lo, hi, g);
+      return;
+    }
     double offset = 0;
     for (std::size_t i = 0; i < n; ++i) {
       if (cols > 0 && i % static_cast<std::size_t>(cols) == 0)

@@ -8,6 +8,7 @@
 #include "device/instrument.hpp"
 #include "device/nvml.hpp"
 #include "device/nvml_state.hpp"
+#include "device/reference_kernels.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>
@@ -366,6 +367,11 @@ public:
   }
   void fill_uniform(void *p, std::size_t n, dtype type, double lo, double hi, std::uint64_t seed,
                     std::int64_t cols, double row_offset) override {
+    if (is_integral(type) || is_fp8(type)) { // elements.cuh's rule, as a checked call's
+      launch_typed_fill(p, n, type, lo, hi,
+                        is_fp8(type) ? reference::fp8_fallback(lo, hi, type) : 0.0, seed, m_stream);
+      return;
+    }
     launch_fill_uniform(p, n, type, static_cast<float>(lo), static_cast<float>(hi), seed, cols,
                         static_cast<float>(row_offset), m_stream);
   }

@@ -127,6 +127,8 @@ public:
   virtual void copy(void *dst, const void *src, std::size_t bytes) = 0;
   /// Fills `n` elements of `type` with U(lo, hi) from (seed, index), plus a per-row offset
   /// U(-row_offset, row_offset) for rows of `cols` elements when cols > 0. Never all zeros.
+  /// An integer or bool `type`: integers uniform in [lo, hi) (zeros allowed); fp8: U(lo, hi)
+  /// kept inside [lo, hi] (reference::fp8_inside), never zero (docs/engine.md).
   virtual void fill_uniform(void *p, std::size_t n, dtype type, double lo, double hi,
                             std::uint64_t seed, std::int64_t cols, double row_offset) = 0;
   /// Fills `n` elements of `type` at device address p with the poison (reference::poison's

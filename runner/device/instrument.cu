@@ -119,14 +119,20 @@ void launch_fill_uniform(void *p, std::size_t n, dtype type, float lo, float hi,
   });
 }
 
-void launch_fill_pattern(void *p, std::size_t n, std::size_t width, std::uint32_t bits,
+void launch_fill_pattern(void *p, std::size_t n, std::size_t width, std::uint64_t bits,
                          cudaStream_t stream) {
   if (n == 0)
     return;
   const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 65536));
-  if (width == 4)
-    PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned>
-                       <<<grid, 256, 0, stream>>>(static_cast<unsigned *>(p), n, bits));
+  if (width == 8)
+    PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned long long>
+                       <<<grid, 256, 0, stream>>>(static_cast<unsigned long long *>(p), n, bits));
+  else if (width == 1)
+    PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned char><<<grid, 256, 0, stream>>>(
+        static_cast<unsigned char *>(p), n, static_cast<unsigned char>(bits)));
+  else if (width == 4)
+    PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned><<<grid, 256, 0, stream>>>(
+        static_cast<unsigned *>(p), n, static_cast<unsigned>(bits)));
   else
     PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned short><<<grid, 256, 0, stream>>>(
         static_cast<unsigned short *>(p), n, static_cast<unsigned short>(bits)));

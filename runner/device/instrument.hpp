@@ -48,9 +48,9 @@ void launch_clock_probe(unsigned long long *out, std::uint64_t interval_ns, cuda
 void launch_fill_uniform(void *p, std::size_t n, dtype type, float lo, float hi, std::uint64_t seed,
                          std::int64_t cols, float row_offset, cudaStream_t stream);
 
-/// Writes the `width`-byte (2 or 4) pattern `bits` (its low 16 bits when width is 2) into n
-/// elements at p (the poison of docs/engine.md).
-void launch_fill_pattern(void *p, std::size_t n, std::size_t width, std::uint32_t bits,
+/// Writes the `width`-byte (1, 2, 4 or 8) pattern `bits` (its low `width` bytes) into n elements
+/// at p (the poison of docs/engine.md).
+void launch_fill_pattern(void *p, std::size_t n, std::size_t width, std::uint64_t bits,
                          cudaStream_t stream);
 
 } // namespace prereg::cuda

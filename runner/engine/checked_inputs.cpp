@@ -57,8 +57,8 @@ void fill_checked_inputs(device_checks &checks, const operation_desc &op, const 
       const std::int64_t rows = s.extents.at(static_cast<std::size_t>(op.axis_of(d.dims[0])));
       row_len = static_cast<std::int64_t>(n / static_cast<std::uint64_t>(rows));
     }
-    checks.fill_input(targets.at(t), static_cast<std::size_t>(n), element_type(op, t, type), d.dist,
-                      row_len, seed_of_tensor(seed, t));
+    checks.fill_input(targets.at(t), static_cast<std::size_t>(n), element_type(op, t, type),
+                      op.dist_at(t, s), row_len, seed_of_tensor(seed, t));
   }
 }
 

@@ -22,14 +22,26 @@ enum class tensor_role {
   saved,  ///< written by the forward and read by the backward (e.g. mean, rstd)
 };
 
-/// The element type of a tensor: the protocol's dtype, or always fp32 (statistics).
-enum class element_rule { protocol_dtype, fp32 };
+/// The element type of a tensor: the protocol's dtype, or a type of its own (tensor_desc::fixed:
+/// fp32 for statistics; any dtype in an operation file, docs/operations.md "Element types").
+enum class element_rule { protocol_dtype, fixed };
 
-/// How a random input is drawn (values are then rounded to the element type).
+/// How a random input is drawn.
+enum class dist_kind {
+  uniform, ///< floating point: U(lo, hi) rounded to the element type, never zero
+  integer, ///< integers (and bool) uniform in [int_lo, int_hi), bounds as formulas over the axes
+  index_of ///< integers uniform in [0, extent of index_axis), index_axis a dim of index_tensor
+};
+
+/// How a random input is drawn (values are then rounded to the element type). At a shape,
+/// dist_at() gives an integer or index_of distribution as numbers: [lo, hi) in lo, hi.
 struct input_distribution {
   double lo = -1; ///< U(lo, hi)
   double hi = 1;
   double row_offset = 0; ///< plus U(-row_offset, row_offset) per row (a per-row mean)
+  dist_kind kind = dist_kind::uniform;
+  std::string int_lo, int_hi;           ///< integer: the bounds as written (formulas)
+  std::string index_tensor, index_axis; ///< index_of: the tensor and the axis it indexes
 };
 
 /// One tensor of an operation.
@@ -38,11 +50,17 @@ struct tensor_desc {
   tensor_role role = tensor_role::input;
   std::vector<std::string> dims; ///< axis names, outermost first: {"rows","cols"}, {"cols"}
   element_rule element = element_rule::protocol_dtype;
+  dtype fixed = dtype::fp32;    ///< the element type when `element` is fixed
   bool fwd = false;             ///< the forward reads (input/saved) or writes (output/saved) it
   bool bwd = false;             ///< the backward reads or writes it
   bool produced_by_bwd = false; ///< an output of the backward (dx, dgamma): exists in fwd+bwd only
   bool checked = false;         ///< the correctness gate compares it with the reference
   input_distribution dist;      ///< inputs only
+
+  /// The element type at protocol dtype `protocol`.
+  [[nodiscard]] dtype type(dtype protocol) const {
+    return element == element_rule::fixed ? fixed : protocol;
+  }
 };
 
 /// A shape: the value of each of the operation's axes, in the descriptor's axis order.
@@ -128,6 +146,15 @@ struct operation_desc {
   [[nodiscard]] std::uint64_t elements(std::size_t i, const shape &s) const;
   /// Bytes of one element of tensor `i` for protocol dtype `type`.
   [[nodiscard]] std::size_t element_size(std::size_t i, dtype type) const;
+  /// Input `i`'s distribution at shape `s`: an integer or index_of one with its bounds [lo, hi)
+  /// evaluated there; a uniform one as declared. Throws invalid_input when a bound does not
+  /// evaluate or the range is empty.
+  [[nodiscard]] input_distribution dist_at(std::size_t i, const shape &s) const;
+  /// The tolerance of checked tensor `i` (docs/operations.md, "Element types"): exact for an
+  /// integer or bool tensor, the operation's declared tolerance for an fp8 one, else
+  /// `protocol` (the protocol's `correctness`).
+  [[nodiscard]] op_tolerance tolerance_of(std::size_t i, const op_tolerance &protocol,
+                                          dtype type) const;
   /// Whether tensor `i` exists in `pass` (backward-only tensors exist in fwd+bwd only).
   [[nodiscard]] bool used_in(std::size_t i, pass_kind pass) const;
   /// The bytes model: every tensor the pass touches, once, at its element size (the forward's

@@ -7,6 +7,7 @@
 #include "spec/operation.hpp"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,11 @@ struct protocol;
 /// `file` as given). Throws invalid_input "operation NAME: WHAT" (exit 2) at `where`.
 [[nodiscard]] operation_desc operation_from_json(const json &descriptor, const std::string &file,
                                                  const std::string &where);
+
+/// Why the integer inputs of `op` cannot be drawn at shape `s` (a range over the axes that is
+/// empty there or leaves its type, indices into an axis longer than the type holds), one line
+/// naming the operation and tensor; nullopt when they can.
+[[nodiscard]] std::optional<std::string> check_ranges_at(const operation_desc &op, const shape &s);
 
 /// The SHA-256 (hex) of the descriptor's canonical JSON.
 [[nodiscard]] std::string operation_digest(const json &descriptor);
