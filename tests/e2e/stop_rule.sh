@@ -1,7 +1,7 @@
 # End-to-end (issue 35): a prereg: 2 CPU protocol with a stopping rule freezes, runs through the
-# CLI (the measuring process, the pipe), is written as schema_version 7 with a stop record per
-# cell, renders the device-state section and audits clean; the CPU has no state reader and
-# says so. A cell's samples cut short and re-signed by hand fail the audit's statistics check
+# CLI (the measuring process, the pipe), is written as schema_version 8 (version 7's records and
+# the CPU's roofs) with a stop record per cell, renders the device-state section and audits
+# clean; the CPU has no state reader and says so. A cell's samples cut short and re-signed by hand fail the audit's statistics check
 # (the ledger's too: the report's bytes are not the ones it recorded).
 source "$(dirname "$0")/lib.bash"
 out=$work/reports
@@ -42,10 +42,10 @@ dir=$(tail -n 1 "$work/out")
 expect_exit 0 "audit it" -- "$PREREG" audit "$dir"
 grep -q "the stopping rule (rel_ci 0.05, min 5, max 40, max_seconds 5) replayed explains" "$work/out" \
   && pass "the audit replayed the rule" || fail "audit output: $(grep statistics "$work/out")"
-/usr/bin/python3 - "$dir/report.json" <<'PY' && pass "schema 7: a stop record per cell, no state reader on the CPU" || fail "report contents"
+/usr/bin/python3 - "$dir/report.json" <<'PY' && pass "schema 8: a stop record per cell, no state reader on the CPU" || fail "report contents"
 import json, sys
 r = json.load(open(sys.argv[1]))
-assert r["schema_version"] == 7, r["schema_version"]
+assert r["schema_version"] == 8, r["schema_version"]  # 7's stop records, with the CPU's roofs
 assert r["environment"]["device_state"].startswith("unknown: "), r["environment"]["device_state"]
 assert "stop" in r["protocol"]["body"]["measurement"]
 assert "repetitions" not in r["protocol"]["body"]["measurement"]
@@ -61,7 +61,7 @@ assert "stopping rule" in parts and "device state" not in parts, parts
 PY
 if /usr/bin/python3 -c 'import jsonschema' 2>/dev/null; then
   /usr/bin/python3 "$PREREG_SOURCE_DIR/tests/schemas/validate.py" "$PREREG_SOURCE_DIR/docs/schema" \
-    report "$dir/report.json" >"$work/val" 2>&1 && pass "the schema 7 report holds for report.schema.json" \
+    report "$dir/report.json" >"$work/val" 2>&1 && pass "the schema 8 report holds for report.schema.json" \
     || fail "report.schema.json: $(grep -v '^ok' "$work/val" | head -3)"
 fi
 grep -q "## Device state and stopping" "$dir/report.md" && pass "report.md has the device-state section" \
