@@ -369,10 +369,9 @@ TEST_CASE("sample pages for the browser check") {
   // outside arms as renderer 3 draws them, (CUDA) as renderer 4 draws it, a CPU run over
   // named axes b, n, d (schema_version 6) as it was written, and the CUDA sample against
   // modelled roofs (schema_version 8: the roofline chart).
-  for (const std::string name :
-       {"cuda_layernorm", "cpu_rmsnorm", "cuda_layernorm_r2", "cpu_rmsnorm_r2",
-        "cpu_rmsnorm_exploratory", "cpu_outside_r3", "cuda_layernorm_r4", "cpu_rotary_named",
-        "cuda_layernorm_roofs"}) {
+  for (const std::string name : {"cuda_layernorm", "cpu_rmsnorm", "cuda_layernorm_r2",
+                                 "cpu_rmsnorm_r2", "cpu_rmsnorm_exploratory", "cpu_outside_r3",
+                                 "cuda_layernorm_r4", "cpu_rotary_named", "cuda_layernorm_roofs"}) {
     json r = name == "cpu_outside_r3" ? sample_with_outside_arms(3)
                                       : sample(name.substr(0, name.find('_', 5)) + ".json");
     if (name.ends_with("_roofs")) { // schema_version 8: the roofline section

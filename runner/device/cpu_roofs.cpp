@@ -31,7 +31,12 @@ __attribute__((target("avx512f"))) float fma_avx512(std::uint64_t iterations) {
   __m512 sum = acc[0];
   for (int j = 1; j < chains; ++j)
     sum = _mm512_add_ps(sum, acc[j]);
-  return _mm512_reduce_add_ps(sum);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  float out = 0;
+  for (const float v : lanes)
+    out += v;
+  return out;
 }
 
 __attribute__((target("avx2,fma"))) float fma_avx2(std::uint64_t iterations) {

@@ -177,6 +177,7 @@ std::string roofs_svg(const std::vector<roof_line> &lines, const log_scale &px,
   const double x_lo = std::pow(10.0, px.lo), x_hi = std::pow(10.0, px.hi);
   const double y_lo = std::pow(10.0, py.lo), y_hi = std::pow(10.0, py.hi);
   std::string out = "<g class=\"roofs\">";
+  int bandwidth = 0;
   for (const auto &l : lines) {
     double x0 = x_lo, x1 = x_hi, y0 = 0, y1 = 0;
     if (l.gbps > 0) { // TFLOP/s = FLOP/byte x GB/s / 1000
@@ -194,8 +195,15 @@ std::string roofs_svg(const std::vector<roof_line> &lines, const log_scale &px,
                        "stroke-width=\"1.5\"{}/>",
                        num(px(x0)), num(px(x1)), num(py(y0)), num(py(y1)),
                        l.dashed ? " stroke-dasharray=\"5 4\"" : "");
-    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"rooflabel\">{}</text>",
-                       num(std::min(px(x1), left + plot_w - 2)), num(py(y1) - 4), html(l.label));
+    if (l.gbps > 0) { // a bandwidth roof: labelled mid-line (in log x), the first above it
+      const double xm = std::sqrt(x0 * x1);
+      out +=
+          fmt::format("<text x=\"{}\" y=\"{}\" class=\"rooflabel\">{}</text>", num(px(xm)),
+                      num(py(xm * l.gbps / 1e3) + (bandwidth++ == 0 ? -6.0 : 14.0)), html(l.label));
+    } else // a compute roof: at its right end, above it
+      out +=
+          fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"rooflabel\">{}</text>",
+                      num(left + plot_w - 4), num(py(y1) - 4), html(l.label));
   }
   return out + "</g>\n";
 }
