@@ -2,6 +2,8 @@
 // memory, a steady-clock window, a read-sweep flush of the last-level cache, the core clock.
 #include "device/device.hpp"
 
+#include "device/cpu_roofs.hpp"
+
 #include "base/rng.hpp"
 #include "prereg/error.hpp"
 #include "spec/reference.hpp"
@@ -35,6 +37,8 @@ constexpr std::uint64_t mib = 1024ull * 1024ull;
 constexpr std::uint64_t min_flush_bytes = 64 * mib; // when the LLC size is unknown
 constexpr std::uint64_t min_ceiling_bytes = 64 * mib;
 constexpr int ceiling_copies = 9;
+constexpr int stream_runs = 3;  // read and write ceilings: windows of 2 x LLC each (docs/cpu.md)
+constexpr int compute_runs = 9; // the FMA loop, a few ms a call
 constexpr int launch_floor_steps = 51; // each flushed like a sample: ~40 ms apiece here
 constexpr int timer_reads = 200000;
 
@@ -299,6 +303,11 @@ public:
     p.ceiling_warmup = 1; // maps the destination's pages
     p.floor_steps = launch_floor_steps;
     p.floor_warmup = 0;
+    p.stream_bytes = p.flush_bytes; // 2 x LLC: a sweep that misses the cache whatever it holds
+    p.stream_runs = stream_runs;
+    p.stream_warmup = 1;
+    p.compute_runs = compute_runs;
+    p.compute_warmup = 1;
     return p;
   }
 
@@ -367,6 +376,20 @@ public:
   }
   [[nodiscard]] window_result timed(const std::function<void()> &step) override {
     return {time_step(step), 0};
+  }
+  [[nodiscard]] std::optional<stream_methods> stream_roofs() const override {
+    return cpu_roofs::methods();
+  }
+  void read_stream(const void *p, std::size_t bytes) override {
+    m_sink = cpu_roofs::read_sweep(p, bytes);
+  }
+  void write_stream(void *p, std::size_t bytes) override { cpu_roofs::write_fill(p, bytes); }
+  [[nodiscard]] std::unique_ptr<compute_step> compute_ceiling(std::string_view type,
+                                                              std::string &why_not) override {
+    if (type == "fp32")
+      return cpu_roofs::fp32_fma_step();
+    why_not = fmt::format("the cpu device has no {} arithmetic loop (it measures fp32 only)", type);
+    return nullptr;
   }
   void empty_step() override {}
   [[nodiscard]] resolution timer_resolution() override {

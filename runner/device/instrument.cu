@@ -1,4 +1,5 @@
-// The instrument's device kernels: read-sweep L2 flush, empty step, clock probe, input fill.
+// The instrument's device kernels: read sweep (L2 flush, read ceiling), write fill (write ceiling),
+// empty step, clock probe, input fill.
 #include "cuda/common.cuh"
 #include "device/instrument.hpp"
 
@@ -22,6 +23,22 @@ __global__ void __launch_bounds__(256)
   }
   if (acc != fill)
     *sink = acc; // never true: the buffer holds only the fill byte
+}
+
+// The write ceiling: 16-byte stores of the fill pattern, four per thread and iteration, no load.
+__global__ void __launch_bounds__(256) write_fill_kernel(uint4 *__restrict__ p, std::size_t n) {
+  constexpr unsigned fill = 0x01010101u * static_cast<unsigned>(flush_fill_byte);
+  const uint4 v = make_uint4(fill, fill, fill, fill);
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    p[i] = v;
+    p[i + stride] = v;
+    p[i + 2 * stride] = v;
+    p[i + 3 * stride] = v;
+  }
+  for (; i < n; i += stride)
+    p[i] = v;
 }
 
 __global__ void empty_kernel() {}
@@ -80,6 +97,11 @@ void launch_read_sweep(const void *buffer, std::size_t bytes, unsigned long long
                        cudaStream_t stream) {
   PREREG_CUDA_LAUNCH(read_sweep_kernel<<<static_cast<unsigned>(sms * 4), 256, 0, stream>>>(
       static_cast<const uint4 *>(buffer), bytes / 16, sink));
+}
+
+void launch_write_fill(void *buffer, std::size_t bytes, int sms, cudaStream_t stream) {
+  PREREG_CUDA_LAUNCH(write_fill_kernel<<<static_cast<unsigned>(sms * 4), 256, 0, stream>>>(
+      static_cast<uint4 *>(buffer), bytes / 16));
 }
 
 void launch_empty(cudaStream_t stream) { PREREG_CUDA_LAUNCH(empty_kernel<<<1, 1, 0, stream>>>()); }

@@ -1,4 +1,5 @@
-// The instrument's own device kernels (cache flush, empty step, clock probe, input fill),
+// The instrument's own device kernels (cache flush and read ceiling, write ceiling, empty step,
+// clock probe, input fill),
 // callable from host C++ in kernels/cuda.
 #pragma once
 
@@ -18,6 +19,11 @@ inline constexpr int flush_fill_byte = 0x5a;
 /// only if the data differ from flush_fill_byte, which never happens: a read-only L2 flush.
 void launch_read_sweep(const void *buffer, std::size_t bytes, unsigned long long *sink,
                        int sm_count, cudaStream_t stream);
+
+/// Writes the byte flush_fill_byte over all `bytes` (a multiple of 16) of `buffer` with
+/// 16-byte stores and reads nothing: the write ceiling's step (a later launch_read_sweep of the
+/// same buffer is then the read ceiling's, its sink never written).
+void launch_write_fill(void *buffer, std::size_t bytes, int sm_count, cudaStream_t stream);
 
 /// An empty kernel (<<<1, 1>>>): the launch floor's step.
 void launch_empty(cudaStream_t stream);

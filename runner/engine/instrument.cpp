@@ -73,8 +73,9 @@ void time_copies(run_context &ctx, const instrument_plan &ip, void *dst, void *s
   }
 }
 
-/// The copy ceiling: the median bandwidth of time_copies, in buffers of its own.
-void time_ceiling(run_context &ctx, const instrument_plan &ip) {
+/// The copy ceiling: the median bandwidth of time_copies, in buffers of its own; then the roofs
+/// (roofs.cpp), their streams over the copy's destination.
+void time_ceilings(run_context &ctx, const instrument_plan &ip) {
   ctx.progress.phase("ceiling");
   device &dev = ctx.dev;
   instrument_record &in = ctx.raw.instrument;
@@ -84,6 +85,9 @@ void time_ceiling(run_context &ctx, const instrument_plan &ip) {
   try {
     dst = dev.allocate(bytes);
     time_copies(ctx, ip, dst, src, bytes);
+    in.ceiling_gbps = in.ceiling_samples_gbps.empty() ? 0.0 : median(in.ceiling_samples_gbps);
+    in.ceiling_bytes = bytes;
+    time_roofs(ctx, ip, dst, bytes);
   } catch (...) {
     dev.release(src);
     if (dst != nullptr)
@@ -92,8 +96,6 @@ void time_ceiling(run_context &ctx, const instrument_plan &ip) {
   }
   dev.release(src);
   dev.release(dst);
-  in.ceiling_gbps = in.ceiling_samples_gbps.empty() ? 0.0 : median(in.ceiling_samples_gbps);
-  in.ceiling_bytes = bytes;
 }
 
 /// The kernel clock (docs/engine.md): on for every window from here (the untraced floor and
@@ -172,7 +174,7 @@ void calibrate(run_context &ctx) {
   const instrument_plan ip = ctx.dev.instrument();
   prepare_timer_and_flush(ctx, ip);
   time_launch_floor(ctx, ip);
-  time_ceiling(ctx, ip);
+  time_ceilings(ctx, ip);
   ctx.raw.instrument.clock_start_mhz = ctx.dev.clock_mhz();
   start_kernel_clock(ctx, ctx.proto.measurement.l2_flush, ip);
   measure_idle_drain(ctx);

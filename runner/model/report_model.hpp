@@ -25,8 +25,14 @@ inline constexpr int report_schema_version_named = report_schema_version + 1;
 /// The schema_version of a report whose cells carry the device's state per sample or a stopping
 /// rule's stop record (docs/report.md, "Device state and stopping"): version 5's or 6's cells
 /// (rows x cols, or a `shape`) plus `states` and `stop`. A report with neither keeps 5 or 6.
-/// Always the newest version this build reads.
 inline constexpr int report_schema_version_state = report_schema_version_named + 1;
+/// The schema_version of a report whose instrument measured the roofs beside the copy ceiling
+/// (docs/report.md, "The roofs"): the read and write ceilings and the compute ceilings in
+/// instrument.roofs, and per cell its `roofline`; cells keyed either way, as in 7. A report
+/// without roofs keeps 5, 6 or 7.
+inline constexpr int report_schema_version_roofs = report_schema_version_state + 1;
+/// The newest schema_version this build reads.
+inline constexpr int report_schema_version_max = report_schema_version_roofs;
 /// The oldest schema_version the parser reads (version 1: cells carry no clock_mhz and no
 /// harness_bytes_in_window; before version 3 no first_call_ms, warmup_calls, off_window_ms;
 /// before version 4 no kernel clock: no cells[].kernel_clock, no instrument.kernel_*; before
@@ -46,9 +52,9 @@ inline constexpr int report_renderer_version = 5;
 /// not 115%, since a fwd+bwd bytes model may over-count a fused kernel's traffic by 4/3).
 inline constexpr int report_analysis_version = 3;
 
-/// What limits a cell, judged from its median.
-enum class bound_kind { launch, bandwidth, neither };
-/// "launch" | "bandwidth" | "neither".
+/// What limits a cell, judged from its median (compute: schema_version 8, a report with roofs).
+enum class bound_kind { launch, bandwidth, neither, compute };
+/// "launch" | "bandwidth" | "neither" | "compute".
 [[nodiscard]] std::string_view to_string(bound_kind b);
 
 enum class verdict_kind { confirmed, refuted, inconclusive };
@@ -175,6 +181,22 @@ struct region_share {
   }
 };
 
+/// Version 8: a cell against the roofs (docs/analysis.md, "The roofs"), all derived: its bytes
+/// split into reads and writes, the bandwidth roof of that mix and its share of it, and where
+/// the operation declares FLOPs, its rate, its share of the compute ceiling of its element type
+/// and its arithmetic intensity. NaN stands for null.
+struct report_roofline {
+  std::uint64_t read_bytes_per_step = 0;
+  std::uint64_t write_bytes_per_step = 0;
+  double roof_gbps = std::numeric_limits<double>::quiet_NaN(); ///< the mix roof [GB/s]
+  double pct_roof = std::numeric_limits<double>::quiet_NaN();  ///< 100 x gbps / roof_gbps [%]
+  std::optional<std::string> compute;          ///< the compute ceiling's type; null: no FLOPs
+  std::optional<std::uint64_t> flops_per_step; ///< null: the operation declares no FLOPs
+  double tflops = std::numeric_limits<double>::quiet_NaN();      ///< [TFLOP/s]
+  double pct_compute = std::numeric_limits<double>::quiet_NaN(); ///< of the compute ceiling [%]
+  double intensity = std::numeric_limits<double>::quiet_NaN();   ///< FLOPs per byte of the model
+};
+
 /// One cells[] entry: the raw record and every statistic derived from it. NaN stands for null.
 struct report_cell {
   cell_key key;
@@ -220,6 +242,8 @@ struct report_cell {
   std::vector<device_state_sample> states;
   /// Version 7, under a stopping rule: why the cell stopped (JSON `stop`).
   std::optional<stop_record> stop;
+  /// Version 8: the cell against the roofs; present exactly when the instrument has roofs.
+  std::optional<report_roofline> roofline;
 };
 
 /// One correctness[] entry. NaN stands for null.

@@ -101,6 +101,18 @@ struct op_pass_formulas {
   pass_kind pass = pass_kind::fwd;
   std::string bytes; ///< "" : the tensor rule (every tensor the pass touches, once)
   std::string flops; ///< "" : not declared
+  /// The bytes it reads and writes of `bytes` ("" : not declared; one of them alone: the other
+  /// is the rest of `bytes`; neither: derived from the tensors, docs/operations.md).
+  std::string read_bytes;
+  std::string write_bytes;
+};
+
+/// The bytes one invocation reads and writes (docs/operations.md, "Reads and writes"); their
+/// sum is the bytes model.
+struct op_traffic {
+  std::uint64_t read = 0;
+  std::uint64_t write = 0;
+  friend bool operator==(const op_traffic &, const op_traffic &) = default;
 };
 
 /// An operation.
@@ -161,6 +173,14 @@ struct operation_desc {
   /// tensors plus, for fwd+bwd, the backward's). Throws invalid_input on 64-bit overflow.
   [[nodiscard]] std::uint64_t bytes_per_invocation(dtype type, pass_kind pass,
                                                    const shape &s) const;
+  /// The bytes model split into reads and writes (op_traffic.cpp; docs/operations.md, "Reads and
+  /// writes"): read + write == bytes_per_invocation. Throws invalid_input where declared
+  /// read_bytes/write_bytes do not add up to the pass's bytes.
+  [[nodiscard]] op_traffic traffic_per_invocation(dtype type, pass_kind pass, const shape &s) const;
+  /// The element type a pass's arithmetic is judged against (the key of its compute ceiling,
+  /// docs/analysis.md, "The roofs"): the narrowest element type of the inputs the pass reads,
+  /// the first such input in tensor order on a tie ("bf16", "fp32", ...).
+  [[nodiscard]] std::string compute_type(dtype type, pass_kind pass) const;
 };
 
 /// Every operation this build knows, in a stable order.

@@ -257,14 +257,16 @@ public:
     only(j, "passes", {"fwd", "fwd+bwd"}, {"fwd"});
     for (const auto &[key, value] : j.items()) {
       const pass_kind pass = key == "fwd" ? pass_kind::fwd : pass_kind::fwd_bwd;
-      only(value, "passes." + key, {"bytes", "flops"}, {});
+      only(value, "passes." + key, {"bytes", "flops", "read_bytes", "write_bytes"}, {});
       op_pass_formulas f;
       f.pass = pass;
       std::vector<std::pair<std::string, std::int64_t>> sizes; // s_NAME: every tensor's (1 here)
       for (const auto &t : op.tensors)
         sizes.emplace_back(t.name, 1);
       const formula_env env{&op.axes, nullptr, 1, &sizes};
-      for (auto [k, target] : {std::pair{"bytes", &f.bytes}, std::pair{"flops", &f.flops}}) {
+      for (auto [k, target] :
+           {std::pair{"bytes", &f.bytes}, std::pair{"flops", &f.flops},
+            std::pair{"read_bytes", &f.read_bytes}, std::pair{"write_bytes", &f.write_bytes}}) {
         if (!value.contains(k))
           continue;
         *target = str(value[k], fmt::format("passes.{}.{}", key, k));
@@ -274,6 +276,7 @@ public:
           fail(e.what());
         }
       }
+      split(f, key, env);
       op.passes.push_back(pass);
       op.formulas.push_back(std::move(f));
     }
@@ -285,6 +288,25 @@ public:
     if (backward != (op.passes.size() == 2))
       fail(backward ? "a tensor lists bwd, but passes has no fwd+bwd"
                     : "passes has fwd+bwd, but no tensor lists bwd");
+  }
+
+  // read_bytes / write_bytes split `bytes`: they need it, and with every name 1 they fit in it
+  // (both: they add up to it), a necessary condition of doing so at every cell.
+  void split(const op_pass_formulas &f, const std::string &key, const formula_env &env) const {
+    if (f.read_bytes.empty() && f.write_bytes.empty())
+      return;
+    if (f.bytes.empty())
+      fail(fmt::format("passes.{} declares {} without bytes (they split the pass's bytes)", key,
+                       f.read_bytes.empty() ? "write_bytes" : "read_bytes"));
+    const std::uint64_t b = eval_formula(f.bytes, env, "bytes");
+    const std::uint64_t r = f.read_bytes.empty() ? 0 : eval_formula(f.read_bytes, env, "r");
+    const std::uint64_t w = f.write_bytes.empty() ? 0 : eval_formula(f.write_bytes, env, "w");
+    const bool both = !f.read_bytes.empty() && !f.write_bytes.empty();
+    if (r > b || w > b || (both && r + w != b))
+      fail(fmt::format("passes.{}: read_bytes and write_bytes do not split bytes (with every "
+                       "name 1: bytes {}, read_bytes {}, write_bytes {})",
+                       key, b, f.read_bytes.empty() ? "-" : std::to_string(r),
+                       f.write_bytes.empty() ? "-" : std::to_string(w)));
   }
 
   void tolerance(const json &j, operation_desc &op) const {
@@ -441,6 +463,10 @@ json operation_to_json(const operation_desc &op) {
         f["bytes"] = d->bytes;
       if (!d->flops.empty())
         f["flops"] = d->flops;
+      if (!d->read_bytes.empty()) // only where declared: older descriptors keep their bytes
+        f["read_bytes"] = d->read_bytes;
+      if (!d->write_bytes.empty())
+        f["write_bytes"] = d->write_bytes;
     }
     passes[std::string(to_string(p))] = f;
   }

@@ -135,6 +135,13 @@ std::vector<std::string> cols_only() { return {"cols"}; }
 std::vector<std::string> rows_only() { return {"rows"}; }
 std::vector<pass_kind> both_passes() { return {pass_kind::fwd, pass_kind::fwd_bwd}; }
 
+/// FLOPs per invocation of the forward and of fwd+bwd (a count of the arithmetic per element,
+/// docs/operations.md); bytes by the tensor rule.
+std::vector<op_pass_formulas> flops_only(std::string fwd, std::string fwd_bwd) {
+  return {{pass_kind::fwd, "", std::move(fwd), "", ""},
+          {pass_kind::fwd_bwd, "", std::move(fwd_bwd), "", ""}};
+}
+
 tensor_desc input(std::string name, std::vector<std::string> dims, bool fwd, bool bwd,
                   input_distribution dist) {
   tensor_desc t;
@@ -207,6 +214,7 @@ std::vector<operation_desc> build_operations() {
     op.tensors[3].produced_by_bwd = true; // dy exists in fwd+bwd only
     op.passes = both_passes();
     op.eps = norm_eps(operation::layernorm);
+    op.formulas = flops_only("7 * rows * cols", "20 * rows * cols");
     op.reference = norm_reference;
     ops.push_back(std::move(op));
   }
@@ -227,6 +235,7 @@ std::vector<operation_desc> build_operations() {
     op.tensors[3].produced_by_bwd = true;
     op.passes = both_passes();
     op.eps = norm_eps(operation::rmsnorm);
+    op.formulas = flops_only("4 * rows * cols", "13 * rows * cols");
     op.reference = norm_reference;
     ops.push_back(std::move(op));
   }
@@ -241,6 +250,7 @@ std::vector<operation_desc> build_operations() {
     op.tensors[softmax::dy].produced_by_bwd = true;
     op.passes = both_passes();
     op.eps = 0;
+    op.formulas = flops_only("5 * rows * cols", "9 * rows * cols");
     op.reference = softmax_reference;
     ops.push_back(std::move(op));
   }

@@ -102,8 +102,8 @@ expect_exit 0 "run it on the CPU" -- "$PREREG" run "$work/tiny.yaml" --out "$wor
 dir=$(tail -n 1 "$work/out")
 fresh=$dir/report.json
 [ -s "$fresh" ] && pass "fresh report written" || fail "no fresh report at $fresh"
-"$py" -c 'import json,sys; assert json.load(open(sys.argv[1]))["schema_version"] == 5' "$fresh" \
-  && pass "fresh report is schema_version 5" || fail "fresh report is not schema_version 5"
+"$py" -c 'import json,sys; r = json.load(open(sys.argv[1])); assert r["schema_version"] == 8 and "roofs" in r["instrument"]' "$fresh" \
+  && pass "fresh report is schema_version 8 (the CPU's roofs)" || fail "fresh report is not schema_version 8 with roofs"
 check "the fresh report" report "$fresh"
 check "the fresh frozen protocol" protocol "$PREREG_STORE"/protocols/*/protocol.json
 
