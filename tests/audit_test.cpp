@@ -378,7 +378,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     expected = {"payload", "ledger"};
   }
   SUBCASE("a schema_version newer than any this build reads") {
-    report.at("schema_version") = report_schema_version_state + 1;
+    report.at("schema_version") = report_schema_version_newest + 1;
     resign(dir, report, key);
     expected = {"payload", "statistics", "verdicts", "defects", "pages", "ledger"};
   }

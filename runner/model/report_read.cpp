@@ -121,7 +121,11 @@ report_run read_run(const node &n) {
 }
 
 report_instrument read_instrument(const node &n, int version) {
-  if (version >= 4)
+  if (version >= report_schema_version_ceiling)
+    n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
+            "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz",
+            "kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped", "ceiling_reused"});
+  else if (version >= 4)
     n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
             "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz",
             "kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped"});
@@ -143,6 +147,8 @@ report_instrument read_instrument(const node &n, int version) {
     in.kernel_clock_floor_ms = n["kernel_clock_floor_ms"].number_or_null();
     in.kernel_records_dropped = n["kernel_records_dropped"].count();
   }
+  if (n.has("ceiling_reused")) // version 8 only (n.only above)
+    in.ceiling_reused = n["ceiling_reused"].object().value();
   return in;
 }
 
@@ -255,9 +261,9 @@ report_phases read_phases(const node &n, int schema_version) {
 int read_schema_version(const node &root) {
   const node v = root["schema_version"];
   const std::int64_t version = v.integer();
-  if (version < report_schema_version_min || version > report_schema_version_state)
+  if (version < report_schema_version_min || version > report_schema_version_newest)
     v.fail(fmt::format("is {}; this build reads versions {} to {}", version,
-                       report_schema_version_min, report_schema_version_state));
+                       report_schema_version_min, report_schema_version_newest));
   return static_cast<int>(version);
 }
 

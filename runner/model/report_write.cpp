@@ -129,6 +129,8 @@ json instrument_json(const report_instrument &in, int schema_version) {
     j["kernel_clock_floor_ms"] = finite_or_null(in.kernel_clock_floor_ms);
     j["kernel_records_dropped"] = in.kernel_records_dropped;
   }
+  if (in.ceiling_reused) // version 8
+    j["ceiling_reused"] = *in.ceiling_reused;
   return j;
 }
 

@@ -181,6 +181,9 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   if (proto.measurement.stop || std::any_of(raw.cells.begin(), raw.cells.end(),
                                             [](const cell_record &c) { return !c.states.empty(); }))
     r.schema_version = report_schema_version_state;
+  // A copy ceiling reused from an earlier measurement: the version that records its entry.
+  if (raw.instrument.ceiling_reused)
+    r.schema_version = report_schema_version_ceiling;
   r.tool = {"prereg",
             build_info::version,
             build_info::git_commit,
