@@ -168,6 +168,12 @@ rdir=$(tail -n 1 "$work/out")
 expect_exit 0 "its report audits clean" -- "$PREREG" audit "$rdir"
 grep -qE "^PASS statistics: .*; ceiling: reused, [0-9]+ min old, measured by (run|try) [^ ]+ \(its signed entry verifies\)(;|$)" "$work/out" \
   && pass "  ... the audit says the ceiling was reused, how old, from which run" || fail "audit: $(grep statistics "$work/out")"
+if "$py" -c 'import jsonschema' 2>/dev/null; then
+  for d in "$rdir" "$dir"; do
+    "$py" "$PREREG_SOURCE_DIR/tests/schemas/validate.py" "$PREREG_SOURCE_DIR/docs/schema" report "$d/report.json" >"$work/val" 2>&1 \
+      && pass "report.schema.json holds for $(json_get "$d" "'schema_version ' + str(r['schema_version'])")" || fail "schema: $(head -5 "$work/val")"
+  done
+fi
 expect_exit 0 "an earlier report audits" -- "$PREREG" audit "$dir"
 grep -qE "^PASS statistics: .*; ceiling: measured in this run(;|$)" "$work/out" && pass "  ... saying its ceiling was measured" || fail "$(grep statistics "$work/out")"
 # An entry the key did not sign (written by anyone who can write the cache) is not reused.
