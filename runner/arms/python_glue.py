@@ -375,16 +375,64 @@ def _host_view(addr, shape):
         return numpy.zeros(shape)
     return numpy.ctypeslib.as_array((ctypes.c_double * n).from_address(addr)).reshape(shape)
 
+class _CudaInput:
+    """A checked call's input where it lies in device memory (__cuda_array_interface__ v3; 16-bit
+    floats as uint16, viewed as their torch type after). Written and synchronized by prereg."""
+    _TYPESTR = {"fp32": "<f4", "fp16": "<f2", "bf16": "<u2"}
+
+    def __init__(self, addr, shape, dtype):
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": self._TYPESTR[dtype],
+                                         "data": (addr, False), "version": 3, "strides": None,
+                                         "stream": None}
+
+
+def _device_inputs(m):
+    """{name: float64 torch tensor on the run's device}: a fresh float64 copy of each input, made
+    on the device from prereg's buffer (docs/operations.md, "The reference")."""
+    import torch
+    device = torch.device("cuda", m["ordinal"])
+    out = {}
+    with torch.cuda.device(device):
+        for k, (addr, shape, dtype) in m["inputs"].items():
+            n = 1
+            for d in shape:
+                n *= d
+            if n == 0:
+                out[k] = torch.zeros(shape, dtype=torch.float64, device=device)
+                continue
+            raw = torch.as_tensor(_CudaInput(addr, shape, dtype), device=device)
+            if dtype == "bf16":
+                raw = raw.view(torch.bfloat16)
+            out[k] = raw.to(torch.float64)
+    return out
+
+
+class _ReferenceArgs(types.SimpleNamespace):
+    """The reference's `t`. On the device path an input read by name (t.x) is a float64 numpy
+    copy, made from the device on first use; t.on_device.x is the float64 torch tensor there."""
+
+    def __getattr__(self, k):
+        dev = self.__dict__.get("on_device")
+        if dev is not None and k in vars(dev):
+            v = getattr(dev, k).cpu().numpy()
+            setattr(self, k, v)
+            return v
+        raise AttributeError(k)
+
+
 def _reference_call(path, name, m):
     """The reference's dict for the call `m` describes (inputs: copies of prereg's float64
-    buffers), or (None, why not)."""
+    buffers, or on the device path float64 copies on the device), or (None, why not)."""
     fn = getattr(_op_module(path), name)["reference"]
-    t = types.SimpleNamespace(rows=m["rows"], cols=m["cols"], axes=m["axes"], eps=m["eps"],
-                              device=m["device"], operation=name, pass_=m["pass"])
+    t = _ReferenceArgs(rows=m["rows"], cols=m["cols"], axes=m["axes"], eps=m["eps"],
+                       device=m["device"], operation=name, pass_=m["pass"], on_device=None)
+    if m.get("where") == "device":
+        t.on_device = types.SimpleNamespace(**{k: None for k in m["absent"]}, **_device_inputs(m))
     for k in m["absent"]:
         setattr(t, k, None)
-    for k, (addr, shape) in m["inputs"].items():
-        setattr(t, k, _host_view(addr, shape).copy())
+    if m.get("where") != "device":
+        for k, (addr, shape) in m["inputs"].items():
+            setattr(t, k, _host_view(addr, shape).copy())
     try:
         r = fn(t)
     except Exception as exc:

@@ -63,6 +63,13 @@ struct device_values {
   std::shared_ptr<const void> owner;
 };
 
+/// One input of a device reference call: its device address and element type (null: a tensor
+/// the call does not read).
+struct device_input {
+  const void *at = nullptr;
+  dtype type = dtype::fp32;
+};
+
 /// A tolerance of the correctness gate (docs/protocol.md `correctness`).
 struct op_tolerance {
   dtype type = dtype::fp32;
@@ -92,9 +99,12 @@ struct operation_desc {
                     host_tensors &t) = nullptr;
   /// An outside operation's reference computed on the device of `ordinal` that leaves its
   /// outputs there (an operation file's torch reference on CUDA), or null: `reference` only.
-  /// `t` holds the inputs as for `reference`; failures throw as `reference`'s do.
+  /// `inputs` (descriptor order) are the checked call's inputs where they lie on the device, in
+  /// their element types (the device is synchronized: they are written); the reference reads
+  /// them there, with no copy through the host. Failures throw as `reference`'s do.
   device_values (*device_reference)(const operation_desc &op, const shape &s, pass_kind pass,
-                                    const host_tensors &t, int ordinal) = nullptr;
+                                    const std::vector<device_input> &inputs,
+                                    int ordinal) = nullptr;
   /// Declared outside prereg (an operation file, spec/operation_file.hpp): where it came from.
   bool outside = false;
   std::string file;                       ///< outside: the operation file, resolved

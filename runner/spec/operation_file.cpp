@@ -88,6 +88,8 @@ public:
     t.name = str(j["name"], what + ".name");
     if (!is_identifier(t.name))
       fail(fmt::format("{}.name '{}' is not a name [a-z][a-z0-9_]*", what, t.name));
+    if (t.name == "on_device") // the reference's t.on_device (docs/operations.md)
+      fail(fmt::format("{}.name 'on_device' is the reference's own attribute", what));
     const std::string role = str(j["role"], what + ".role");
     if (role == "input")
       t.role = tensor_role::input;
@@ -319,7 +321,8 @@ void set_outside_reference(std::string_view name,
 
 void set_outside_device_reference(std::string_view name,
                                   device_values (*reference)(const operation_desc &, const shape &,
-                                                             pass_kind, const host_tensors &,
+                                                             pass_kind,
+                                                             const std::vector<device_input> &,
                                                              int)) {
   for (auto &o : outside_table())
     if (o.name == name)

@@ -39,7 +39,9 @@ void set_outside_reference(std::string_view name,
 /// Sets the device reference of the registered outside operation `name` (null: none).
 void set_outside_device_reference(std::string_view name,
                                   device_values (*reference)(const operation_desc &, const shape &,
-                                                             pass_kind, const host_tensors &, int));
+                                                             pass_kind,
+                                                             const std::vector<device_input> &,
+                                                             int));
 
 /// The registered outside operation `name`, or null.
 [[nodiscard]] const operation_desc *find_outside_operation(std::string_view name);
