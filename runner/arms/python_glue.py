@@ -248,8 +248,23 @@ def element_support(device, kinds_json):
     missing = [k for k in kinds if getattr(ml_dtypes, k, None) is None]
     return f"ml_dtypes {getattr(ml_dtypes, '__version__', '?')} has no {', '.join(missing)}" if missing else ""
 
+def _arm_namespace(tensors):
+    """An empty `t` whose missing attributes name the operation's tensors: `t.out` on an
+    operation without `out` raises AttributeError listing the tensors there are."""
+    listed = ", ".join(tensors)
+
+    class t_(types.SimpleNamespace):
+        __slots__ = ()
+
+        def __getattr__(self, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            raise AttributeError(f"t has no tensor or field {name!r} "
+                                 f"(the operation's tensors: {listed})")
+    return t_()
+
 def bind(fn, meta, caps, device, ordinal, stream_ptr, mark_ptr=0):
-    t = types.SimpleNamespace()
+    t = _arm_namespace(list(caps))
     views = meta.pop("views", {})
     if device == "cuda":
         import torch
@@ -614,3 +629,34 @@ def operation_reference_device(path, name, meta_json):
 def operation_reference_release(handle):
     """Lets go of the outputs of operation_reference_device's call `handle`."""
     _device_outputs.pop(handle, None)
+
+# --- what changed in a Python file since freezing (docs/store.md, "Before a run") --------------
+
+def changed_functions(frozen_path, current_path):
+    """JSON {"changed", "added", "removed": top-level function and class names, "module": whether
+    code outside them changed}, comparing the two files' syntax trees (comments and formatting
+    do not count); or "" when either does not parse. Neither file is imported or run."""
+    import ast, json
+
+    def parts(path):
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+        defs, rest = {}, []
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defs[node.name] = ast.dump(node, include_attributes=False)
+            else:
+                rest.append(ast.dump(node, include_attributes=False))
+        return defs, rest
+
+    try:
+        old, old_rest = parts(frozen_path)
+        new, new_rest = parts(current_path)
+    except Exception:
+        return ""
+    return json.dumps({
+        "changed": sorted(n for n in old if n in new and old[n] != new[n]),
+        "added": sorted(n for n in new if n not in old),
+        "removed": sorted(n for n in old if n not in new),
+        "module": old_rest != new_rest,
+    })

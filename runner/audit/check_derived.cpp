@@ -133,6 +133,7 @@ std::string check_statistics(const audit_context &ctx) {
                                  raw.cells.size(), samples);
   line += roofs;
   line += check_stop_rule(ctx);
+  line += check_ceiling(ctx);
   // Schema 5: the recorded phases add up to the run's wall time (docs/audit.md).
   if (const auto &phases = ctx.doc(report_part::phases).phases) {
     if (const std::string why = phases_problem(*phases); !why.empty())

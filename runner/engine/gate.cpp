@@ -2,6 +2,8 @@
 // cell's arm run once on them with poisoned outputs, its outputs compared.
 #include "engine/gate.hpp"
 
+#include "prereg/error.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -39,6 +41,7 @@ private:
                    const checked_reference &ref);
   void fail_group(const std::vector<std::size_t> &g, const std::exception &e,
                   const char *what = "buffers for this shape could not be set up");
+  void note_reference_failure(const std::exception &e);
   std::optional<correctness_record> check_one(std::size_t i, const shape &s, const buffer_set &set,
                                               const checked_reference &ref);
   bool capture_first_call(std::size_t i, const std::function<void()> &step,
@@ -88,6 +91,7 @@ void correctness_gate::check_shape(const cell_key &shape_key) {
       try {
         std::rethrow_exception(f.original);
       } catch (const std::exception &e) {
+        note_reference_failure(e);
         for (std::size_t j = k; j < mine.size(); ++j)
           fail_group(*mine[j], e, "the operation's reference failed");
       }
@@ -98,6 +102,7 @@ void correctness_gate::check_shape(const cell_key &shape_key) {
       try {
         op.reference(op, s, widest, *t);  // fills the outputs; the inputs stay
       } catch (const std::exception &e) { // an operation file's reference: every cell left
+        note_reference_failure(e);
         for (std::size_t j = k; j < mine.size(); ++j)
           fail_group(*mine[j], e, "the operation's reference failed");
         return;
@@ -165,6 +170,14 @@ void correctness_gate::check_cells(const std::vector<std::size_t> &g, const shap
       m_ctx.record_skip(i);
     m_ctx.progress.cell_done(++m_done, m_total);
   }
+}
+
+/// The first failure of the operation's reference, kept on the context (its message and where).
+void correctness_gate::note_reference_failure(const std::exception &e) {
+  if (m_ctx.reference_failure)
+    return;
+  const auto *pe = dynamic_cast<const prereg::error *>(&e);
+  m_ctx.reference_failure.emplace(e.what(), pe != nullptr ? pe->where() : std::string());
 }
 
 void correctness_gate::fail_group(const std::vector<std::size_t> &g, const std::exception &e,

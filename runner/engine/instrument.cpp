@@ -73,10 +73,36 @@ void time_copies(run_context &ctx, const instrument_plan &ip, void *dst, void *s
   }
 }
 
+/// The plan's earlier ceiling taken instead of a measurement, when it was measured with this
+/// instrument's copy size and flush (docs/engine.md, "Reusing the copy ceiling"); false: measure.
+bool reuse_ceiling(run_context &ctx, const instrument_plan &ip) {
+  const json &e = ctx.plan.reuse_ceiling;
+  if (!e.is_object())
+    return false;
+  instrument_record &in = ctx.raw.instrument;
+  try {
+    if (e.at("ceiling_bytes").get<std::uint64_t>() != ip.ceiling_bytes ||
+        e.at("flush_bytes").get<std::uint64_t>() != ip.flush_bytes ||
+        e.at("flush_method").get<std::string>() != ip.flush_method)
+      return false;
+    in.ceiling_samples_gbps = e.at("ceiling_samples_gbps").get<std::vector<double>>();
+    in.ceiling_gbps = e.at("ceiling_gbps").get<double>();
+  } catch (const std::exception &) {
+    in.ceiling_samples_gbps.clear();
+    return false;
+  }
+  in.ceiling_bytes = ip.ceiling_bytes;
+  in.ceiling_reused = e;
+  return true;
+}
+
 /// The copy ceiling: the median bandwidth of time_copies, in buffers of its own; then the roofs
-/// (roofs.cpp), their streams over the copy's destination.
+/// (roofs.cpp), their streams over the copy's destination. A reused ceiling measures no roofs
+/// (they are not in the cache entry: docs/engine.md, "The roofs").
 void time_ceilings(run_context &ctx, const instrument_plan &ip) {
   ctx.progress.phase("ceiling");
+  if (reuse_ceiling(ctx, ip))
+    return;
   device &dev = ctx.dev;
   instrument_record &in = ctx.raw.instrument;
   const std::size_t bytes = ip.ceiling_bytes;

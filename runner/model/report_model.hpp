@@ -31,8 +31,16 @@ inline constexpr int report_schema_version_state = report_schema_version_named +
 /// instrument.roofs, and per cell its `roofline`; cells keyed either way, as in 7. A report
 /// without roofs keeps 5, 6 or 7.
 inline constexpr int report_schema_version_roofs = report_schema_version_state + 1;
+/// The schema_version of a report whose instrument did not measure its copy ceiling but reused
+/// an earlier measurement (instrument.ceiling_reused, docs/report.md "Reused copy ceiling"):
+/// version 7's members (cells with or without `shape`, `states`, `stop`) plus that one. A
+/// report without it keeps 5, 6 or 7.
+inline constexpr int report_schema_version_ceiling = report_schema_version_state + 1;
+static_assert(report_schema_version_ceiling == report_schema_version_roofs,
+              "version 8 carries both the roofs and the reused ceiling");
 /// The newest schema_version this build reads.
-inline constexpr int report_schema_version_max = report_schema_version_roofs;
+inline constexpr int report_schema_version_newest = report_schema_version_ceiling;
+inline constexpr int report_schema_version_max = report_schema_version_newest;
 /// The oldest schema_version the parser reads (version 1: cells carry no clock_mhz and no
 /// harness_bytes_in_window; before version 3 no first_call_ms, warmup_calls, off_window_ms;
 /// before version 4 no kernel clock: no cells[].kernel_clock, no instrument.kernel_*; before
@@ -43,8 +51,9 @@ inline constexpr int report_schema_version_min = 1;
 /// (docs/report.md: renderer 2 moved the summary first; renderer 3 names outside arms' files,
 /// entries and source hashes and says "not measured" for memory no one measured; renderer 4
 /// shows cells excluded from verdicts as excluded: never fastest, no speedup, not drawn;
-/// renderer 5 also shows where the run's time went, from the report's phases).
-inline constexpr int report_renderer_version = 5;
+/// renderer 5 also shows where the run's time went, from the report's phases; renderer 6 says in
+/// the Summary how the times were taken: the cache policy and where the copy ceiling came from).
+inline constexpr int report_renderer_version = 6;
 /// The newest rules of the verdicts (docs/analysis.md section 5); a new report records it in
 /// tool.analysis, and the audit re-judges each report by the rules it names (analysis 2: a cell
 /// with off-window work, a changed input or a reading beyond the physical margin over the copy

@@ -125,7 +125,8 @@ report_instrument read_instrument(const node &n, int version) {
   if (version >= report_schema_version_roofs)
     n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
             "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz",
-            "kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped", "roofs"});
+            "kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped", "roofs",
+             "ceiling_reused"});
   else if (version >= 4)
     n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
             "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz",
@@ -153,6 +154,8 @@ report_instrument read_instrument(const node &n, int version) {
     if (const std::string bad = read_roofs_json(n["roofs"].value(), *in.roofs); !bad.empty())
       n["roofs"].fail(bad);
   }
+  if (n.has("ceiling_reused")) // version 8 only (n.only above)
+    in.ceiling_reused = n["ceiling_reused"].object().value();
   return in;
 }
 

@@ -146,6 +146,8 @@ json instrument_json(const report_instrument &in, int schema_version) {
   }
   if (schema_version >= report_schema_version_roofs && in.roofs)
     j["roofs"] = roofs_json(*in.roofs);
+  if (in.ceiling_reused) // version 8
+    j["ceiling_reused"] = *in.ceiling_reused;
   return j;
 }
 

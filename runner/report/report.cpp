@@ -186,6 +186,9 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   // The roofs beside the copy ceiling: the version that carries them (docs/report.md).
   if (raw.instrument.roofs)
     r.schema_version = report_schema_version_roofs;
+  // A copy ceiling reused from an earlier measurement: the version that records its entry.
+  if (raw.instrument.ceiling_reused)
+    r.schema_version = report_schema_version_ceiling;
   r.tool = {"prereg",
             build_info::version,
             build_info::git_commit,

@@ -79,7 +79,7 @@ detail::sandbox_paths loading_paths() {
 }
 
 [[noreturn]] void child(const protocol &p, const fs::path &dir, const device_factory &make_device,
-                        int fd) {
+                        const dry_run_request *dry, int fd) {
   (void)detail::enter_sandbox(loading_paths(), {fd}); // before the arms' code is imported
   ::unsetenv("PREREG_KEY");
   outside::set_crash_channel(fd); // a crash while loading: one error message up
@@ -90,6 +90,8 @@ detail::sandbox_paths loading_paths() {
     for (const auto &a : p.arms)
       if (a.outside())
         send(fd, load_one(p, a, dir, no_device));
+    if (dry != nullptr) // the arms' and the reference's first calls (run/dry_run.cpp)
+      send(fd, {{"dry_run", dry_run_here(p, dir, make_device, dry->resolve, no_device).to_json()}});
   } catch (const std::exception &e) {
     send(fd, detail::error_message(e));
   }
@@ -99,14 +101,15 @@ detail::sandbox_paths loading_paths() {
 } // namespace
 
 arm_load_result load_arms_here(const protocol &p, const fs::path &protocol_dir,
-                               const device_factory &make_device) {
+                               const device_factory &make_device, const dry_run_request *dry) {
   arm_load_result out;
-  if (std::none_of(p.arms.begin(), p.arms.end(), [](const arm_spec &a) { return a.outside(); }))
+  if (dry == nullptr &&
+      std::none_of(p.arms.begin(), p.arms.end(), [](const arm_spec &a) { return a.outside(); }))
     return out;
   pipe_ends up = open_pipe(on_exec::close);
   const pid_t pid = fork_child([&] {
     up.read.reset();
-    child(p, protocol_dir, make_device, up.write.get());
+    child(p, protocol_dir, make_device, dry, up.write.get());
   });
   up.write.reset();
   ::prctl(PR_SET_DUMPABLE, 0); // the arms' code cannot read this process (docs/engine.md)
@@ -114,6 +117,7 @@ arm_load_result load_arms_here(const protocol &p, const fs::path &protocol_dir,
   const wait_status st = wait_for(pid);
   std::istringstream lines(text);
   std::size_t expected = 0;
+  bool dry_done = false;
   for (const auto &a : p.arms)
     expected += a.outside() ? 1 : 0;
   for (std::string line; std::getline(lines, line);) {
@@ -129,9 +133,14 @@ arm_load_result load_arms_here(const protocol &p, const fs::path &protocol_dir,
       out.device_notice = msg.value("device", "");
       continue;
     }
+    if (msg.contains("dry_run")) {
+      out.dry_run = dry_run_report::from_json(msg.at("dry_run"));
+      dry_done = true;
+      continue;
+    }
     out.arms.push_back({msg.value("arm", ""), msg.value("loaded", ""), msg.value("notice", "")});
   }
-  if (out.arms.size() != expected)
+  if (out.arms.size() != expected || (dry != nullptr && !dry_done))
     throw io_error(fmt::format("the process that loads the arms (pid {}) {} before it had loaded "
                                "them all",
                                pid,

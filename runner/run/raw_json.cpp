@@ -149,6 +149,8 @@ instrument_record read_instrument(const json_node &in) {
     if (const std::string bad = read_roofs_json(in["roofs"].value(), *r.roofs); !bad.empty())
       in["roofs"].fail(bad);
   }
+  if (in.has("ceiling_reused")) // the parent checks it is the entry it gave (run/ceiling_cache)
+    r.ceiling_reused = in["ceiling_reused"].object().value();
   return r;
 }
 
@@ -334,6 +336,8 @@ json instrument_json(const instrument_record &in) {
             {"kernel_records_dropped", in.kernel_records_dropped}};
   if (in.roofs)
     j["roofs"] = roofs_json(*in.roofs);
+  if (in.ceiling_reused)
+    j["ceiling_reused"] = *in.ceiling_reused;
   return j;
 }
 

@@ -91,6 +91,10 @@ struct run_plan {
   /// Loads a protocol's outside arm (plugin, python) where the engine runs: in the measuring
   /// process, never in one that holds the signing key. Unset: outside arms are cell-skipped.
   std::function<std::shared_ptr<outside_arm>(const arm_spec &)> load_outside;
+  /// A copy ceiling measured earlier on this device and build (a verified, signed cache entry:
+  /// docs/engine.md, "Reusing the copy ceiling"), or null. The instrument takes its values
+  /// instead of measuring when its copy size and flush are this instrument's.
+  json reuse_ceiling = nullptr;
 };
 
 /// The kernel clock's facts about one kernel name at one cell (docs/engine.md, kernel clock).
@@ -237,7 +241,15 @@ struct instrument_record {
   /// The read, write and compute ceilings (docs/engine.md, "The roofs"); nullopt where the
   /// device has none, and in reports before schema_version 8.
   std::optional<roofs_record> roofs;
+  /// The copy ceiling was not measured but taken from an earlier measurement of this device and
+  /// build (docs/engine.md, "Reusing the copy ceiling"): the signed cache entry it came from,
+  /// whose values ceiling_gbps, ceiling_samples_gbps and ceiling_bytes are. Absent: measured.
+  std::optional<json> ceiling_reused;
 };
+
+/// The longest a copy ceiling may be reused after it was measured [s] (docs/engine.md, "Reusing
+/// the copy ceiling"): measured_at at most this long before the run's started_at.
+inline constexpr double ceiling_reuse_max_age_s = 3600;
 
 /// Everything a backend measured; analysis derives statistics, defects and verdicts from it.
 /// One phase of a run and its wall time on the host (docs/report.md, "phases").

@@ -5,6 +5,7 @@
 #include "report/render/body.hpp"
 #include "report/render/escape.hpp"
 #include "report/render/html_style.hpp"
+#include "report/render/measuring_notes.hpp"
 #include "report/render/phase_tables.hpp"
 #include "report/render/result_tables.hpp"
 #include "report/render/roofline.hpp"
@@ -129,6 +130,11 @@ std::string summary_section(const view &v) {
       out += "</ul>\n";
     }
   }
+  if (v.renderer >= 6) // how the times were taken (docs/report.md)
+    out += "<p class=\"caption\">How the times were taken:</p>\n<ul class=\"measuring\">\n"
+           "<li>caches: " +
+           html(cache_policy_text(*v.report)) +
+           "</li>\n<li>copy ceiling: " + html(ceiling_source_text(*v.report)) + "</li>\n</ul>\n";
   return out + "</section>\n";
 }
 

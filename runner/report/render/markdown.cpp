@@ -7,6 +7,7 @@
 #include "report/render/body.hpp"
 #include "report/render/escape.hpp"
 #include "report/render/format.hpp"
+#include "report/render/measuring_notes.hpp"
 #include "report/render/phase_tables.hpp"
 #include "report/render/result_tables.hpp"
 #include "report/render/setup_tables.hpp"
@@ -88,6 +89,9 @@ std::string summary_section(const view &v) {
       out += "- " + md_code(arm) + " at " + md(note) + "\n";
     out += "\n";
   }
+  if (v.renderer >= 6) // how the times were taken (docs/report.md)
+    out += "How the times were taken:\n\n- caches: " + md(cache_policy_text(*v.report)) +
+           "\n- copy ceiling: " + md(ceiling_source_text(*v.report)) + "\n\n";
   return out;
 }
 
