@@ -108,7 +108,7 @@ op_traffic declared(const operation_desc &op, const op_pass_formulas &f, std::ui
 
 /// The name of tensor `i`'s element type under protocol dtype `type`.
 std::string element_name(const tensor_desc &t, dtype type) {
-  return t.element == element_rule::fp32 ? std::string("fp32") : std::string(to_string(type));
+  return std::string(to_string(t.type(type)));
 }
 
 } // namespace
@@ -120,7 +120,11 @@ op_traffic operation_desc::traffic_per_invocation(dtype type, pass_kind pass,
   if (f == nullptr || f->bytes.empty())
     return tensor_rule(*this, type, pass, s); // the same rule as the total: read + write = bytes
   if (!f->read_bytes.empty() || !f->write_bytes.empty()) {
-    const formula_env env{&axes, &s.extents, static_cast<std::int64_t>(element_bytes(type))};
+    std::vector<std::pair<std::string, std::int64_t>> sizes; // s_NAME: each tensor's bytes
+    for (const auto &t : tensors)
+      sizes.emplace_back(t.name, static_cast<std::int64_t>(element_bytes(t.type(type))));
+    const formula_env env{&axes, &s.extents, static_cast<std::int64_t>(element_bytes(type)),
+                          &sizes};
     return declared(*this, *f, bytes, pass, env);
   }
   const op_traffic rule = tensor_rule(*this, type, pass, s);
