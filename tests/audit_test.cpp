@@ -326,6 +326,24 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     resign(dir, report, key);
     expected = {"statistics", "ledger"};
   }
+  SUBCASE("a reused copy ceiling added, in a run whose protocol does not allow reuse") {
+    const json &in = report.at("instrument");
+    report.at("schema_version") = report_schema_version_ceiling;
+    report.at("instrument")["ceiling_reused"] =
+        sign_record({{"cache", "prereg copy ceiling"},
+                     {"identity", json::object()},
+                     {"measured_at", report.at("run").at("started_at")},
+                     {"source", "run forged"},
+                     {"ceiling_bytes", in.at("ceiling_bytes")},
+                     {"flush_bytes", in.at("flush_bytes")},
+                     {"flush_method", in.at("flush_method")},
+                     {"ceiling_gbps", in.at("ceiling_gbps")},
+                     {"ceiling_samples_gbps", in.at("ceiling_samples_gbps")},
+                     {"signer", key.fingerprint()}},
+                    key);
+    resign(dir, report, key);
+    expected = {"statistics", "pages", "ledger"};
+  }
   SUBCASE("the attempt number changed") {
     report.at("attempt") = 2;
     resign(dir, report, key);
@@ -378,7 +396,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     expected = {"payload", "ledger"};
   }
   SUBCASE("a schema_version newer than any this build reads") {
-    report.at("schema_version") = report_schema_version_state + 1;
+    report.at("schema_version") = report_schema_version_max + 1;
     resign(dir, report, key);
     expected = {"payload", "statistics", "verdicts", "defects", "pages", "ledger"};
   }

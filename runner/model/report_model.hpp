@@ -27,9 +27,25 @@ inline constexpr int report_schema_version_named = report_schema_version + 1;
 /// (rows x cols, or a `shape`) plus `states` and `stop`. A report with neither keeps 5 or 6.
 inline constexpr int report_schema_version_state = report_schema_version_named + 1;
 /// The schema_version of a report whose run.isolation carries the probes' results and the level
-/// (docs/report.md, "run.isolation"): version 7's members plus those. Always the newest version
-/// this build reads.
+/// (docs/report.md, "run.isolation"): version 7's members plus those. Every report of a sandboxed run
+/// (outside arms) is one.
 inline constexpr int report_schema_version_probes = report_schema_version_state + 1;
+/// The schema_version of a report whose instrument measured the roofs beside the copy ceiling
+/// (docs/report.md, "The roofs"): the read and write ceilings and the compute ceilings in
+/// instrument.roofs, and per cell its `roofline`; cells keyed either way, as in 7. A report
+/// without roofs keeps 5, 6 or 7.
+inline constexpr int report_schema_version_roofs = report_schema_version_state + 1;
+/// The schema_version of a report whose instrument did not measure its copy ceiling but reused
+/// an earlier measurement (instrument.ceiling_reused, docs/report.md "Reused copy ceiling"):
+/// version 7's members (cells with or without `shape`, `states`, `stop`) plus that one. A
+/// report without it keeps 5, 6 or 7.
+inline constexpr int report_schema_version_ceiling = report_schema_version_state + 1;
+static_assert(report_schema_version_ceiling == report_schema_version_roofs &&
+                  report_schema_version_probes == report_schema_version_roofs,
+              "version 8 carries the probes, the roofs and the reused ceiling");
+/// The newest schema_version this build reads.
+inline constexpr int report_schema_version_newest = report_schema_version_ceiling;
+inline constexpr int report_schema_version_max = report_schema_version_newest;
 /// The oldest schema_version the parser reads (version 1: cells carry no clock_mhz and no
 /// harness_bytes_in_window; before version 3 no first_call_ms, warmup_calls, off_window_ms;
 /// before version 4 no kernel clock: no cells[].kernel_clock, no instrument.kernel_*; before
@@ -40,8 +56,9 @@ inline constexpr int report_schema_version_min = 1;
 /// (docs/report.md: renderer 2 moved the summary first; renderer 3 names outside arms' files,
 /// entries and source hashes and says "not measured" for memory no one measured; renderer 4
 /// shows cells excluded from verdicts as excluded: never fastest, no speedup, not drawn;
-/// renderer 5 also shows where the run's time went, from the report's phases).
-inline constexpr int report_renderer_version = 5;
+/// renderer 5 also shows where the run's time went, from the report's phases; renderer 6 says in
+/// the Summary how the times were taken: the cache policy and where the copy ceiling came from).
+inline constexpr int report_renderer_version = 6;
 /// The newest rules of the verdicts (docs/analysis.md section 5); a new report records it in
 /// tool.analysis, and the audit re-judges each report by the rules it names (analysis 2: a cell
 /// with off-window work, a changed input or a reading beyond the physical margin over the copy
@@ -49,9 +66,9 @@ inline constexpr int report_renderer_version = 5;
 /// not 115%, since a fwd+bwd bytes model may over-count a fused kernel's traffic by 4/3).
 inline constexpr int report_analysis_version = 3;
 
-/// What limits a cell, judged from its median.
-enum class bound_kind { launch, bandwidth, neither };
-/// "launch" | "bandwidth" | "neither".
+/// What limits a cell, judged from its median (compute: schema_version 8, a report with roofs).
+enum class bound_kind { launch, bandwidth, neither, compute };
+/// "launch" | "bandwidth" | "neither" | "compute".
 [[nodiscard]] std::string_view to_string(bound_kind b);
 
 enum class verdict_kind { confirmed, refuted, inconclusive };
@@ -205,6 +222,22 @@ struct region_share {
   }
 };
 
+/// Version 8: a cell against the roofs (docs/analysis.md, "The roofs"), all derived: its bytes
+/// split into reads and writes, the bandwidth roof of that mix and its share of it, and where
+/// the operation declares FLOPs, its rate, its share of the compute ceiling of its element type
+/// and its arithmetic intensity. NaN stands for null.
+struct report_roofline {
+  std::uint64_t read_bytes_per_step = 0;
+  std::uint64_t write_bytes_per_step = 0;
+  double roof_gbps = std::numeric_limits<double>::quiet_NaN(); ///< the mix roof [GB/s]
+  double pct_roof = std::numeric_limits<double>::quiet_NaN();  ///< 100 x gbps / roof_gbps [%]
+  std::optional<std::string> compute;          ///< the compute ceiling's type; null: no FLOPs
+  std::optional<std::uint64_t> flops_per_step; ///< null: the operation declares no FLOPs
+  double tflops = std::numeric_limits<double>::quiet_NaN();      ///< [TFLOP/s]
+  double pct_compute = std::numeric_limits<double>::quiet_NaN(); ///< of the compute ceiling [%]
+  double intensity = std::numeric_limits<double>::quiet_NaN();   ///< FLOPs per byte of the model
+};
+
 /// One cells[] entry: the raw record and every statistic derived from it. NaN stands for null.
 struct report_cell {
   cell_key key;
@@ -250,6 +283,8 @@ struct report_cell {
   std::vector<device_state_sample> states;
   /// Version 7, under a stopping rule: why the cell stopped (JSON `stop`).
   std::optional<stop_record> stop;
+  /// Version 8: the cell against the roofs; present exactly when the instrument has roofs.
+  std::optional<report_roofline> roofline;
 };
 
 /// One correctness[] entry. NaN stands for null.

@@ -2,6 +2,7 @@
 #include "model/report_reader.hpp"
 
 #include "prereg/error.hpp"
+#include "spec/roofs.hpp"
 
 #include <fmt/format.h>
 
@@ -148,7 +149,12 @@ report_run read_run(const node &n, int version) {
 }
 
 report_instrument read_instrument(const node &n, int version) {
-  if (version >= 4)
+  if (version >= report_schema_version_roofs)
+    n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
+            "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz",
+            "kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped", "roofs",
+             "ceiling_reused"});
+  else if (version >= 4)
     n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
             "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz",
             "kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped"});
@@ -170,6 +176,13 @@ report_instrument read_instrument(const node &n, int version) {
     in.kernel_clock_floor_ms = n["kernel_clock_floor_ms"].number_or_null();
     in.kernel_records_dropped = n["kernel_records_dropped"].count();
   }
+  if (version >= report_schema_version_roofs && n.has("roofs")) {
+    in.roofs.emplace();
+    if (const std::string bad = read_roofs_json(n["roofs"].value(), *in.roofs); !bad.empty())
+      n["roofs"].fail(bad);
+  }
+  if (n.has("ceiling_reused")) // version 8 only (n.only above)
+    in.ceiling_reused = n["ceiling_reused"].object().value();
   return in;
 }
 
@@ -282,9 +295,9 @@ report_phases read_phases(const node &n, int schema_version) {
 int read_schema_version(const node &root) {
   const node v = root["schema_version"];
   const std::int64_t version = v.integer();
-  if (version < report_schema_version_min || version > report_schema_version_probes)
+  if (version < report_schema_version_min || version > report_schema_version_max)
     v.fail(fmt::format("is {}; this build reads versions {} to {}", version,
-                       report_schema_version_min, report_schema_version_probes));
+                       report_schema_version_min, report_schema_version_max));
   return static_cast<int>(version);
 }
 

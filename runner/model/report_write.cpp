@@ -3,6 +3,7 @@
 #include "model/report_model.hpp"
 
 #include "spec/device_state.hpp"
+#include "spec/roofs.hpp"
 
 #include <algorithm>
 
@@ -83,6 +84,18 @@ json region_shares_json(const std::vector<region_share> &region_shares) {
   return shares;
 }
 
+json roofline_json(const report_roofline &r) {
+  return {{"read_bytes_per_step", r.read_bytes_per_step},
+          {"write_bytes_per_step", r.write_bytes_per_step},
+          {"roof_gbps", finite_or_null(r.roof_gbps)},
+          {"pct_roof", finite_or_null(r.pct_roof)},
+          {"compute", r.compute ? json(*r.compute) : json(nullptr)},
+          {"flops_per_step", r.flops_per_step ? json(*r.flops_per_step) : json(nullptr)},
+          {"tflops", finite_or_null(r.tflops)},
+          {"pct_compute", finite_or_null(r.pct_compute)},
+          {"intensity", finite_or_null(r.intensity)}};
+}
+
 /// The members of versions 2 to 4, where the cell holds them.
 void add_later_members(json &j, const report_cell &c) {
   if (c.clock_mhz)
@@ -107,6 +120,8 @@ void add_later_members(json &j, const report_cell &c) {
     j["states"] = states_json(c.states);
   if (c.stop)
     j["stop"] = stop_json(*c.stop);
+  if (c.roofline) // version 8
+    j["roofline"] = roofline_json(*c.roofline);
 }
 
 json instrument_json(const report_instrument &in, int schema_version) {
@@ -124,6 +139,10 @@ json instrument_json(const report_instrument &in, int schema_version) {
     j["kernel_clock_floor_ms"] = finite_or_null(in.kernel_clock_floor_ms);
     j["kernel_records_dropped"] = in.kernel_records_dropped;
   }
+  if (schema_version >= report_schema_version_roofs && in.roofs)
+    j["roofs"] = roofs_json(*in.roofs);
+  if (in.ceiling_reused) // version 8
+    j["ceiling_reused"] = *in.ceiling_reused;
   return j;
 }
 
@@ -165,6 +184,8 @@ std::string_view to_string(bound_kind b) {
     return "bandwidth";
   case bound_kind::neither:
     return "neither";
+  case bound_kind::compute:
+    return "compute";
   }
   return "?";
 }

@@ -80,7 +80,8 @@ json load_one(const protocol &p, const arm_spec &a, const fs::path &dir,
 }
 
 [[noreturn]] void child(const protocol &p, const fs::path &dir, const device_factory &make_device,
-                        const loading_paths &walls, pid_t prereg, int fd) {
+                        const loading_paths &walls, const dry_run_request *dry, pid_t prereg,
+                        int fd) {
   // Before the arms' code is imported: the walls, and what their probes found, first.
   send(fd, {{"isolation", detail::enter_sandbox(
                               detail::sandbox_paths_for(walls.key, walls.store, {}), {fd}, prereg)
@@ -94,6 +95,8 @@ json load_one(const protocol &p, const arm_spec &a, const fs::path &dir,
     for (const auto &a : p.arms)
       if (a.outside())
         send(fd, load_one(p, a, dir, no_device));
+    if (dry != nullptr) // the arms' and the reference's first calls (run/dry_run.cpp)
+      send(fd, {{"dry_run", dry_run_here(p, dir, make_device, dry->resolve, no_device).to_json()}});
   } catch (const std::exception &e) {
     send(fd, detail::error_message(e));
   }
@@ -112,15 +115,17 @@ json parse_line(const std::string &line) {
 } // namespace
 
 arm_load_result load_arms_here(const protocol &p, const fs::path &protocol_dir,
-                               const device_factory &make_device, const loading_paths &walls) {
+                               const device_factory &make_device, const loading_paths &walls,
+                               const dry_run_request *dry) {
   arm_load_result out;
-  if (std::none_of(p.arms.begin(), p.arms.end(), [](const arm_spec &a) { return a.outside(); }))
+  if (dry == nullptr &&
+      std::none_of(p.arms.begin(), p.arms.end(), [](const arm_spec &a) { return a.outside(); }))
     return out;
   pipe_ends up = open_pipe(on_exec::close);
   const pid_t prereg = ::getpid();
   const pid_t pid = fork_child([&] {
     up.read.reset();
-    child(p, protocol_dir, make_device, walls, prereg, up.write.get());
+    child(p, protocol_dir, make_device, walls, dry, prereg, up.write.get());
   });
   up.write.reset();
   // The arms' code cannot read this process (docs/engine.md).
@@ -129,6 +134,7 @@ arm_load_result load_arms_here(const protocol &p, const fs::path &protocol_dir,
   const wait_status st = wait_for(pid);
   std::istringstream lines(text);
   std::size_t expected = 0;
+  bool dry_done = false;
   for (const auto &a : p.arms)
     expected += a.outside() ? 1 : 0;
   for (std::string line; std::getline(lines, line);) {
@@ -144,9 +150,14 @@ arm_load_result load_arms_here(const protocol &p, const fs::path &protocol_dir,
       out.device_notice = msg.value("device", "");
       continue;
     }
+    if (msg.contains("dry_run")) {
+      out.dry_run = dry_run_report::from_json(msg.at("dry_run"));
+      dry_done = true;
+      continue;
+    }
     out.arms.push_back({msg.value("arm", ""), msg.value("loaded", ""), msg.value("notice", "")});
   }
-  if (out.arms.size() != expected)
+  if (out.arms.size() != expected || (dry != nullptr && !dry_done))
     throw io_error(fmt::format("the process that loads the arms (pid {}) {} before it had loaded "
                                "them all",
                                pid,

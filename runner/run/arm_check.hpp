@@ -5,6 +5,7 @@
 
 #include "device/device.hpp"
 #include "model/report_model.hpp"
+#include "run/dry_run.hpp"
 #include "spec/protocol.hpp"
 
 #include <filesystem>
@@ -30,6 +31,7 @@ struct arm_load_result {
   std::vector<arm_load_report> arms;
   std::string device_notice;
   std::optional<report_isolation> isolation;
+  dry_run_report dry_run; ///< with a dry run asked for: what it did (run/dry_run.hpp)
 };
 
 /// What the sandbox of a process that loads outside code before anything is stored protects
@@ -49,10 +51,12 @@ using device_factory = std::function<std::unique_ptr<device>(const std::string &
 /// when it cannot (exit 5), the device notice says why and a Python arm's import failures
 /// raised outside its own code count as the environment's. Throws the first arm whose own
 /// code fails (exit 2, its one line: missing file, function or symbol, a file that does not
-/// import); a failure of the environment is that arm's notice instead.
+/// import); a failure of the environment is that arm's notice instead. With `dry` (check and
+/// freeze), the same child then runs the dry run (run/dry_run.hpp) and throws its failure.
 [[nodiscard]] arm_load_result load_arms_here(const protocol &p,
                                              const std::filesystem::path &protocol_dir,
                                              const device_factory &make_device,
-                                             const loading_paths &walls);
+                                             const loading_paths &walls,
+                                             const dry_run_request *dry = nullptr);
 
 } // namespace prereg

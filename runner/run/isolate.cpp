@@ -158,8 +158,12 @@ public:
     return out;
   }
 
+  void offer_ceiling(json entry) override { m_ceiling = std::move(entry); }
+
   raw_run measure(progress_sink &progress) override {
-    if (!write_all(m_to_child.get(), "g"))
+    // The go byte: "g", or "c" and the offered ceiling's entry on one line (measuring_child.cpp).
+    const std::string go = m_ceiling.is_object() ? "c" + m_ceiling.dump() + "\n" : "g";
+    if (!write_all(m_to_child.get(), go))
       throw io_error(fmt::format("the measuring process (pid {}) is gone before measuring", m_pid));
     const json msg = next_message(&progress, "raw");
     if (m_phase != "timing" || m_done != m_total)
@@ -255,6 +259,7 @@ private:
   unique_fd m_to_child;
   std::unique_ptr<line_reader> m_reader;
   std::vector<cell_key> m_cells;
+  json m_ceiling; ///< the copy ceiling offered for reuse, or null
 };
 
 /// A missing key file is created by a short-lived child, so that it exists (and is masked) when

@@ -32,6 +32,9 @@ public:
   virtual ~measuring_side() = default;
   /// Probes the device and plans every cell of the protocol; throws the probe's error (exit 5).
   [[nodiscard]] virtual measuring_plan plan() = 0;
+  /// Offers a copy ceiling measured earlier (a verified cache entry: run/ceiling_cache.hpp) for
+  /// measure() to take where the instrument's copy size and flush match; before measure().
+  virtual void offer_ceiling(json entry) = 0;
   /// Measures the planned cells; progress events arrive on `progress`.
   [[nodiscard]] virtual raw_run measure(progress_sink &progress) = 0;
 };

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace prereg::detail {
@@ -65,6 +66,7 @@ public:
   }
   /// The measuring child sends its plan before any outside code is loaded, then loads it here.
   void defer_preload() { m_defer_preload = true; }
+  void offer_ceiling(json entry) override { m_plan.reuse_ceiling = std::move(entry); }
   raw_run measure(progress_sink &progress) override {
     raw_run raw = prereg::measure(*m_device, m_environment, m_plan, m_options.resolve_arm, progress,
                                   m_options.hooks);
@@ -138,6 +140,35 @@ sandbox_paths paths_of(const run_options &o) {
                            o.out_dir);
 }
 
+/// The parent's go (isolate.cpp): "g", or "c" and a copy ceiling's entry on one line (at most
+/// 1 MiB) offered for reuse; nullopt when the pipe closed first (the parent decided not to
+/// measure). The entry, or null for a plain "g".
+std::optional<json> read_go(int fd) {
+  const auto byte = [&]() -> int {
+    char c = 0;
+    ssize_t n;
+    while ((n = ::read(fd, &c, 1)) < 0 && errno == EINTR) {
+    }
+    return n == 1 ? static_cast<unsigned char>(c) : -1;
+  };
+  const int go = byte();
+  if (go == 'g')
+    return json();
+  if (go != 'c')
+    return std::nullopt;
+  std::string line;
+  for (int c = byte(); c != '\n'; c = byte()) {
+    if (c < 0 || line.size() > (std::size_t{1} << 20))
+      return std::nullopt;
+    line.push_back(static_cast<char>(c));
+  }
+  try {
+    return json::parse(line);
+  } catch (const std::exception &) {
+    return std::nullopt;
+  }
+}
+
 [[noreturn]] void child_main(const run_options &o, const protocol &proto, std::uint64_t seed,
                              pid_t parent, int to_parent, int from_parent) {
   piped_progress out(to_parent);
@@ -155,12 +186,11 @@ sandbox_paths paths_of(const run_options &o) {
         {{"plan", {{"environment", p.environment}, {"cells", cells}, {"skipped", p.skipped}}}});
     side.preload_outside(); // outside code runs from here on
     out.send({{"loaded", true}});
-    char go = 0;
-    ssize_t n;
-    while ((n = ::read(from_parent, &go, 1)) < 0 && errno == EINTR) {
-    }
-    if (n != 1)
+    const auto go = read_go(from_parent);
+    if (!go)
       std::_Exit(0); // the parent decided not to measure
+    if (go->is_object())
+      side.offer_ceiling(*go);
     const raw_run raw = side.measure(out);
     out.send({{"raw", raw_to_json(raw)}});
   } catch (const std::exception &e) {

@@ -13,6 +13,7 @@
 #include "prereg/error.hpp"
 #include "report/report.hpp"
 #include "report/report_text.hpp"
+#include "run/ceiling_cache.hpp"
 #include "run/isolate.hpp"
 #include "run/operation_check.hpp"
 #include "run/phases.hpp"
@@ -27,6 +28,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <optional>
 
 namespace prereg {
 namespace fs = std::filesystem;
@@ -79,6 +81,21 @@ frozen_protocol tried_protocol(const std::string &target, const run_options &o) 
   return fp;
 }
 
+/// The signing key a run from here would use, when there is one and it loads: `try` signs no
+/// report, only the copy ceilings it keeps in the cache (run/ceiling_cache.hpp). Loaded after
+/// the measuring process started, as a run loads it.
+std::optional<signing_key> key_if_any() {
+  try {
+    const fs::path path = default_key_path("");
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec))
+      return std::nullopt;
+    return signing_key::load(path);
+  } catch (const std::exception &) {
+    return std::nullopt;
+  }
+}
+
 } // namespace
 
 fs::path try_protocol(const run_options &o) {
@@ -115,6 +132,12 @@ fs::path try_protocol(const run_options &o) {
     meta.run_id = "EXPLORATORY-" + utc_stamp(t++) + "-" + fp.hash.substr(0, 12);
   } while (fs::exists(o.out_dir / proto.id / meta.run_id));
   meta.started_at = utc_now_rfc3339();
+  // A try reuses a ceiling of this device and build measured within the hour (docs/engine.md).
+  const std::optional<signing_key> key = key_if_any();
+  const json identity = ceiling_identity(planned.environment, proto.device);
+  const json offered = key ? find_ceiling(identity, *key, meta.started_at) : json();
+  if (offered.is_object())
+    side->offer_ceiling(offered);
   const fs::path final_dir = o.out_dir / proto.id / meta.run_id;
   const fs::path temp_dir = o.out_dir / proto.id / ("." + meta.run_id + ".partial");
   try {
@@ -124,6 +147,7 @@ fs::path try_protocol(const run_options &o) {
     raw_run raw = side->measure(progress);
     const auto measure_end = clock::now();
     detail::throw_if_signalled();
+    check_ceiling_reuse(raw.instrument, offered);
     meta.finished_at = utc_now_rfc3339();
     report_document report = build_report_document(fp, raw, meta);
     report.exploratory = true;
@@ -135,6 +159,8 @@ fs::path try_protocol(const run_options &o) {
     write_file_atomic(temp_dir / "report.md", render_markdown(report));
     write_file_atomic(temp_dir / "report.html", render_html(report));
     fs::rename(temp_dir, final_dir);
+    if (key)
+      remember_ceiling(identity, raw.instrument, meta.started_at, "try " + meta.run_id, *key);
   } catch (...) {
     std::error_code ec;
     fs::remove_all(temp_dir, ec); // ours alone: the name is unique to this attempt

@@ -56,7 +56,7 @@ stop_spec read_stop(const node &n, const protocol &p) {
 
 void read_measurement(const fields &top, protocol &p) {
   const fields m(top.required("measurement"), "measurement",
-                 {"repetitions", "warmup", "l2_flush", "order", "kernel_clock", "stop"});
+                 {"repetitions", "warmup", "l2_flush", "order", "kernel_clock", "stop", "ceiling"});
   const node *stop = m.optional("stop");
   if (stop != nullptr && m.optional("repetitions") != nullptr)
     fail(*m.optional("repetitions"),
@@ -77,6 +77,12 @@ void read_measurement(const fields &top, protocol &p) {
     if (p.schema == 1)
       fail(*n, "measurement.kernel_clock needs prereg: 2");
     p.measurement.kernel_clock = as_bool(*n, "measurement.kernel_clock");
+  }
+  if (const node *n = m.optional("ceiling")) {
+    if (p.schema == 1)
+      fail(*n, "measurement.ceiling needs prereg: 2");
+    p.measurement.reuse_ceiling =
+        as_enum<bool>(*n, "measurement.ceiling", {{"measure", false}, {"reuse", true}});
   }
   if (const node *n = m.optional("order"))
     p.measurement.order = as_enum<order_mode>(

@@ -1,6 +1,7 @@
 // The tables of what was run and where: the run, the environment, the instrument, the design
 // and the arms.
 #include "report/render/setup_tables.hpp"
+#include "report/render/roofline.hpp"
 
 #include "report/render/body.hpp"
 #include "report/render/format.hpp"
@@ -266,6 +267,7 @@ table instrument_table(const view &v) {
   const report_instrument &in = v.report->instrument;
   table t{{plain("instrument"), plain("")}, {}, {}, true, "kv"};
   t.rows.push_back({plain("copy ceiling"), plain(ceiling_text(in))});
+  add_roof_rows(t, in); // schema 8: the read, write and compute ceilings
   t.rows.push_back({plain("launch floor"), plain(time_text(finite(in.launch_floor_ms)) +
                                                  " (median time of an empty step)")});
   t.rows.push_back({plain("timer resolution"), plain(time_text(finite(in.timer_resolution_ms)))});
