@@ -149,7 +149,7 @@ TEST_CASE("a fresh report passes every check, in the fixed order") {
   for (const auto &c : r.checks)
     order.push_back(c.name);
   CHECK(order == names{"envelope", "payload", "protocol", "freeze", "statistics", "verdicts",
-                       "defects", "pages", "ledger", "history"});
+                       "defects", "pages", "isolation", "ledger", "history"});
   for (const auto &c : r.checks)
     CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
   CHECK(r.passed());
@@ -163,11 +163,11 @@ TEST_CASE("a fresh report passes every check, in the fixed order") {
     std::vector<std::string> lines;
     for (std::string line; std::getline(text, line);)
       lines.push_back(line);
-    REQUIRE(lines.size() == 12);
-    for (std::size_t i = 0; i < 10; ++i)
+    REQUIRE(lines.size() == 13);
+    for (std::size_t i = 0; i < 11; ++i)
       CHECK(lines[i].rfind("PASS " + order[i] + ": ", 0) == 0);
-    CHECK(lines[10].rfind("trust: signer(s) " + lab.key().fingerprint() + "; NOT PINNED", 0) == 0);
-    CHECK(lines[11].rfind("audit PASSED: all 10 checks pass", 0) == 0);
+    CHECK(lines[11].rfind("trust: signer(s) " + lab.key().fingerprint() + "; NOT PINNED", 0) == 0);
+    CHECK(lines[12].rfind("audit PASSED: all 11 checks pass", 0) == 0);
   }
   SUBCASE("json: the checks for CI") {
     const json j = parse_json_strict(render_audit_json(r), "audit.json");
@@ -326,6 +326,24 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     resign(dir, report, key);
     expected = {"statistics", "ledger"};
   }
+  SUBCASE("a reused copy ceiling added, in a run whose protocol does not allow reuse") {
+    const json &in = report.at("instrument");
+    report.at("schema_version") = report_schema_version_ceiling;
+    report.at("instrument")["ceiling_reused"] =
+        sign_record({{"cache", "prereg copy ceiling"},
+                     {"identity", json::object()},
+                     {"measured_at", report.at("run").at("started_at")},
+                     {"source", "run forged"},
+                     {"ceiling_bytes", in.at("ceiling_bytes")},
+                     {"flush_bytes", in.at("flush_bytes")},
+                     {"flush_method", in.at("flush_method")},
+                     {"ceiling_gbps", in.at("ceiling_gbps")},
+                     {"ceiling_samples_gbps", in.at("ceiling_samples_gbps")},
+                     {"signer", key.fingerprint()}},
+                    key);
+    resign(dir, report, key);
+    expected = {"statistics", "pages", "ledger"};
+  }
   SUBCASE("the attempt number changed") {
     report.at("attempt") = 2;
     resign(dir, report, key);
@@ -378,7 +396,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     expected = {"payload", "ledger"};
   }
   SUBCASE("a schema_version newer than any this build reads") {
-    report.at("schema_version") = report_schema_version_state + 1;
+    report.at("schema_version") = report_schema_version_max + 1;
     resign(dir, report, key);
     expected = {"payload", "statistics", "verdicts", "defects", "pages", "ledger"};
   }
@@ -535,7 +553,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
                         text.rfind("FAIL " + n + ": ", 0) == 0;
     CHECK_MESSAGE(listed, n);
   }
-  CHECK(text.find("audit FAILED: " + std::to_string(expected.size()) + " of 10 checks failed") !=
+  CHECK(text.find("audit FAILED: " + std::to_string(expected.size()) + " of 11 checks failed") !=
         std::string::npos);
 }
 

@@ -22,6 +22,7 @@ from .api import (
 )
 from .arms import arm, kernel, protocol_yaml, write_protocol
 from .errors import PreregError
+from .notices import PreregNotice
 from .progress import Progress
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "Defect",
     "Prediction",
     "PreregError",
+    "PreregNotice",
     "Progress",
     "Report",
     "arm",

@@ -4,6 +4,7 @@ import json
 import os
 import pathlib
 
+from . import _show
 from ._process import invoke
 from .errors import PreregError
 from .progress import Display, in_notebook
@@ -83,6 +84,15 @@ class Report:
         if prediction_id not in v:
             raise KeyError(f"no prediction {prediction_id!r} in {self.dir} (it has {sorted(v)})")
         return v[prediction_id]
+
+    def __repr__(self):
+        """The protocol and run, each verdict with its claim and reason, each cell's median, IQR,
+        n, flags and error."""
+        return _show.report_text(self)
+
+    def _repr_html_(self):
+        """The same as tables, for Jupyter."""
+        return _show.report_html(self)
 
 
 @dataclasses.dataclass(frozen=True)

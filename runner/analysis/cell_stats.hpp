@@ -18,9 +18,12 @@ namespace prereg {
 
 /// Thresholds of `bound`, `flags` and the cell-level defects; fixed, part of the contract.
 namespace thresholds {
-inline constexpr double launch_bound_factor = 2.0;      ///< launch if median < 2 x floor x repeat
-inline constexpr double bandwidth_bound_pct = 60.0;     ///< bandwidth if pct_ceiling >= 60
-inline constexpr double above_ceiling_pct = 100.0;      ///< above-ceiling if pct_ceiling > 100
+inline constexpr double launch_bound_factor = 2.0;  ///< launch if median < 2 x floor x repeat
+inline constexpr double bandwidth_bound_pct = 60.0; ///< bandwidth if pct_ceiling >= 60
+                                                    ///< (with roofs: pct_roof; compute
+                                                    ///< likewise if pct_compute >= 60)
+inline constexpr double above_ceiling_pct = 100.0;  ///< above-ceiling if pct_ceiling (with roofs:
+                                                    ///< pct_roof) > 100
 inline constexpr double timer_resolution_factor = 20.0; ///< median < 20 x timer resolution
 inline constexpr double drift_abs_rho = 0.5;            ///< drift if |Spearman rho| > 0.5 ...
 inline constexpr std::size_t drift_min_samples = 10;    ///< ... and at least 10 samples
@@ -86,6 +89,8 @@ struct cell_statistics {
   std::vector<std::string> flags;          ///< in the documented order
   std::optional<kernel_statistics> kernel; ///< the cell has kernel-clock facts
   std::vector<region_share> region_shares; ///< one per label of cell.regions_ms, in label order
+  /// Against the roofs, where the instrument has them (schema_version 8; roofline.hpp).
+  std::optional<report_roofline> roofline;
 };
 
 /// 100 x sum(region[i]) / sum(samples[i]) over the indices `pick` (every sample when empty)

@@ -106,6 +106,23 @@ void correctness_failure(std::string_view code, const run_view &in, defects &out
 std::optional<report_defect> above_ceiling(std::string_view code, const cell_view &c) {
   if (!has_flag(c.s, "above-ceiling"))
     return std::nullopt;
+  if (c.s.roofline && std::isfinite(c.s.roofline->pct_roof)) // schema 8: against the mix's roof
+    return cell_defect(code, c.cell.key,
+                       fmt::format("{} reads {:.1f}% of its {:g} GB/s roof for {} bytes read and "
+                                   "{} written ({:.1f}% of the measured {:g} GB/s copy ceiling)",
+                                   c.where, c.s.roofline->pct_roof, c.s.roofline->roof_gbps,
+                                   c.s.roofline->read_bytes_per_step,
+                                   c.s.roofline->write_bytes_per_step, c.s.pct_ceiling,
+                                   c.ins.ceiling_gbps),
+                       {{"pct_ceiling", c.s.pct_ceiling},
+                        {"gbps", c.s.gbps},
+                        {"ceiling_gbps", c.ins.ceiling_gbps},
+                        {"statistic_ms", c.s.statistic_ms},
+                        {"bytes_per_step", c.s.bytes_per_step},
+                        {"roof_gbps", c.s.roofline->roof_gbps},
+                        {"pct_roof", c.s.roofline->pct_roof},
+                        {"read_bytes_per_step", c.s.roofline->read_bytes_per_step},
+                        {"write_bytes_per_step", c.s.roofline->write_bytes_per_step}});
   return cell_defect(code, c.cell.key,
                      fmt::format("{} reads {:.1f}% of the measured {:g} GB/s ceiling", c.where,
                                  c.s.pct_ceiling, c.ins.ceiling_gbps),

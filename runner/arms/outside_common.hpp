@@ -60,11 +60,17 @@ void append_arm_log(std::string_view reason, std::string_view traceback);
 /// The log so far, emptied.
 [[nodiscard]] std::string take_arm_log();
 
+/// The DLPack type of `t` (docs/plugins.md): bool and fp8 by the codes of DLPack 1.1
+/// (PREREG_DL_BOOL, PREREG_DL_FLOAT8_E4M3FN, PREREG_DL_FLOAT8_E5M2 of arm_abi.h).
 [[nodiscard]] DLDataType dl_type(dtype t);
+/// The DLPack type a Python arm's capsule carries for `t`: dl_type(t), but uint8 for bool and
+/// fp8 (the glue views those bytes as numpy's or torch's type, docs/python-arms.md).
+[[nodiscard]] DLDataType capsule_type(dtype t);
 
-/// DLTensors for one buffer set, in the operation's tensor order (data null where unused).
+/// DLTensors for one buffer set, in the operation's tensor order (data null where unused); with
+/// `capsules`, typed by capsule_type() for Python, else by dl_type().
 struct dl_set {
-  explicit dl_set(const outside_call &call);
+  explicit dl_set(const outside_call &call, bool capsules = false);
   std::vector<const char *> names;
   std::vector<std::vector<std::int64_t>> shapes;
   std::vector<DLTensor> tensors;

@@ -42,6 +42,9 @@ struct run_context {
   std::vector<double> first_call_ms; ///< per plan cell: the correctness run's host time
   double idle_drain_ms = std::numeric_limits<double>::quiet_NaN();
   bool state_on = false; ///< the device's state is read after every kept sample
+  /// The operation's reference failed (the correctness gate failed the cells it left): its
+  /// message and where, for the dry run (docs/engine.md, "The dry run"); unset when it did not.
+  std::optional<std::pair<std::string, std::string>> reference_failure;
   raw_run raw;
 
   /// The (pass, rows, cols) groups of runnable cells, in plan order; cells in arm order.

@@ -2,6 +2,8 @@
 // cell's arm run once on them with poisoned outputs, its outputs compared.
 #include "engine/gate.hpp"
 
+#include "prereg/error.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -39,6 +41,7 @@ private:
                    const checked_reference &ref);
   void fail_group(const std::vector<std::size_t> &g, const std::exception &e,
                   const char *what = "buffers for this shape could not be set up");
+  void note_reference_failure(const std::exception &e);
   std::optional<correctness_record> check_one(std::size_t i, const shape &s, const buffer_set &set,
                                               const checked_reference &ref);
   bool capture_first_call(std::size_t i, const std::function<void()> &step,
@@ -88,6 +91,7 @@ void correctness_gate::check_shape(const cell_key &shape_key) {
       try {
         std::rethrow_exception(f.original);
       } catch (const std::exception &e) {
+        note_reference_failure(e);
         for (std::size_t j = k; j < mine.size(); ++j)
           fail_group(*mine[j], e, "the operation's reference failed");
       }
@@ -99,6 +103,7 @@ void correctness_gate::check_shape(const cell_key &shape_key) {
         const watched_call w(-1, -1, static_cast<int>(call_phase::reference));
         op.reference(op, s, widest, *t); // fills the outputs; the inputs stay
       } catch (const std::exception &e) { // an operation file's reference: every cell left
+        note_reference_failure(e);
         for (std::size_t j = k; j < mine.size(); ++j)
           fail_group(*mine[j], e, "the operation's reference failed");
         return;
@@ -171,6 +176,14 @@ void correctness_gate::check_cells(const std::vector<std::size_t> &g, const shap
       m_ctx.record_skip(i);
     m_ctx.progress.cell_done(++m_done, m_total);
   }
+}
+
+/// The first failure of the operation's reference, kept on the context (its message and where).
+void correctness_gate::note_reference_failure(const std::exception &e) {
+  if (m_ctx.reference_failure)
+    return;
+  const auto *pe = dynamic_cast<const prereg::error *>(&e);
+  m_ctx.reference_failure.emplace(e.what(), pe != nullptr ? pe->where() : std::string());
 }
 
 void correctness_gate::fail_group(const std::vector<std::size_t> &g, const std::exception &e,
@@ -273,6 +286,8 @@ void check_correctness(run_context &ctx) {
 std::string element_name(const operation_desc &op, std::size_t tensor, std::int64_t i,
                          const shape &s) {
   const auto &dims = op.tensors[tensor].dims;
+  if (dims.empty())
+    return "its value (a 0-dim tensor)";
   if (dims.size() == 1)
     return fmt::format("element {} ({} {})", i, dims[0] == "cols" ? "col" : "row", i);
   const std::int64_t inner = s.extents.at(static_cast<std::size_t>(op.axis_of(dims.back())));
@@ -287,12 +302,20 @@ struct tensor_check {
   reference::comparison c;
   double got = 0, ref = 0;
   bool all_poison = false;
+  op_tolerance tol; ///< the tolerance it was compared with
 };
+
+/// Tensor t's tolerance: the protocol's `correctness`, exact for an integer or bool tensor, the
+/// operation's own for an fp8 one (docs/operations.md, "Element types").
+op_tolerance tolerance_of(const run_context &ctx, std::size_t t) {
+  const correctness_spec &c = ctx.proto.correctness;
+  return ctx.op.tolerance_of(t, op_tolerance{ctx.proto.type, c.rtol, c.atol}, ctx.proto.type);
+}
 
 tensor_check compare_tensor(const run_context &ctx, std::size_t t, const shape &s,
                             const buffer_set &set, const checked_reference &ref) {
   const operation_desc &op = ctx.op;
-  const correctness_spec &tol = ctx.proto.correctness;
+  const op_tolerance tol = tolerance_of(ctx, t);
   const dtype et = element_type(op, t, ctx.proto.type);
   tensor_check r;
   if (ref.on_device != nullptr) {
@@ -301,11 +324,12 @@ tensor_check compare_tensor(const run_context &ctx, std::size_t t, const shape &
     r.got = d.got;
     r.ref = d.ref;
     r.all_poison = d.all_poison;
+    r.tol = tol;
     return r;
   }
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(op.elements(t, s)) * element_bytes(et));
   ctx.dev.download(bytes.data(), set.at(t), bytes.size());
-  const std::vector<double> got = reference::unpack(bytes, et);
+  const std::vector<double> got = reference::unpack_output(bytes, et);
   r.all_poison =
       op.tensors[t].role == tensor_role::saved && // only saved tensors ask
       std::all_of(got.begin(), got.end(), [](double v) { return reference::is_poison(v); });
@@ -315,6 +339,7 @@ tensor_check compare_tensor(const run_context &ctx, std::size_t t, const shape &
     r.got = got[j];
     r.ref = (*ref.host)[t][j];
   }
+  r.tol = tol;
   return r;
 }
 
@@ -324,7 +349,6 @@ void check_outputs(const run_context &ctx, pass_kind pass, const shape &s, const
                    const checked_reference &ref, correctness_record &rec,
                    const std::string &context, const bound_arm &arm) {
   const operation_desc &op = ctx.op;
-  const correctness_spec &tol = ctx.proto.correctness;
   for (std::size_t t = 0; t < op.tensors.size(); ++t) {
     const tensor_desc &d = op.tensors[t];
     if (!d.checked || !op.used_in(t, pass) || (d.produced_by_bwd && pass != pass_kind::fwd_bwd))
@@ -349,7 +373,7 @@ void check_outputs(const run_context &ctx, pass_kind pass, const shape &s, const
                                      "({} is {:.9g})",
                                      d.name, k.got, where, k.ref)
                        : fmt::format("{}: {} is {:.9g}, reference {:.9g} (rtol {:g}, atol {:g})",
-                                     d.name, where, k.got, k.ref, tol.rtol, tol.atol);
+                                     d.name, where, k.got, k.ref, k.tol.rtol, k.tol.atol);
       rec.detail = context + rec.detail;
     }
     rec.passed = false;

@@ -105,8 +105,9 @@ void group_timing::fill_inputs(const buffer_set &set, std::uint64_t seed) {
     if (d.role != tensor_role::input || !op.used_in(t, m_pass))
       continue;
     const bool per_row = d.dist.row_offset != 0 && d.dims.size() >= 2;
+    const input_distribution dist = op.dist_at(t, m_shape); // integer bounds at this shape
     m_ctx.dev.fill_uniform(set.at(t), static_cast<std::size_t>(op.elements(t, m_shape)),
-                           element_type(op, t, m_ctx.proto.type), d.dist.lo, d.dist.hi, seed + t,
+                           element_type(op, t, m_ctx.proto.type), dist.lo, dist.hi, seed + t,
                            per_row ? row_length(d) : 0, d.dist.row_offset);
   }
 }

@@ -2,6 +2,7 @@
 #include "model/report_reader.hpp"
 
 #include "prereg/error.hpp"
+#include "spec/roofs.hpp"
 
 #include <fmt/format.h>
 
@@ -69,8 +70,26 @@ report_protocol read_protocol(const node &n) {
   return p;
 }
 
-report_isolation read_isolation(const node &n) {
-  n.only({"layers", "reason"});
+isolation_probe read_probe(const node &n) {
+  n.only({"name", "outcome", "error", "detail"});
+  isolation_probe p{n["name"].str(), n["outcome"].str(), n["error"].str(), n["detail"].str()};
+  if (probe_layer(p.name).empty())
+    n["name"].fail("is not an isolation probe");
+  if (p.outcome != "contained" && p.outcome != "escaped" && p.outcome != "not-tried")
+    n["outcome"].fail("is not contained, escaped or not-tried");
+  return p;
+}
+
+/// run.isolation; since schema_version 8 with the probes and the level (both or neither).
+report_isolation read_isolation(const node &n, int version) {
+  const bool probed = n.has("probes") || n.has("level");
+  if (probed && version < report_schema_version_probes)
+    n.fail(fmt::format("has probes or a level (members since schema_version {})",
+                       report_schema_version_probes));
+  if (probed)
+    n.only({"layers", "reason", "probes", "level"});
+  else
+    n.only({"layers", "reason"});
   report_isolation i;
   const node layers = n["layers"];
   const std::size_t count = layers.array_size();
@@ -83,6 +102,15 @@ report_isolation read_isolation(const node &n) {
     i.layers.push_back(name);
   }
   i.reason = n["reason"].str();
+  if (probed) {
+    const node probes = n["probes"];
+    const std::size_t np = probes.array_size();
+    for (std::size_t k = 0; k < np; ++k)
+      i.probes.push_back(read_probe(probes.at(k)));
+    i.level = n["level"].str();
+    if (i.level != "sandboxed" && i.level != "partial" && i.level != "none")
+      n["level"].fail("is not sandboxed, partial or none");
+  }
   if (isolation_mode(i) == "none" && i.reason.empty())
     n["reason"].fail("is empty for a run without isolation");
   return i;
@@ -142,7 +170,7 @@ report_run read_run(const node &n, int version) {
     r.ledger_head = report_ledger_head{h["seq"].integer(), h["sha256"].str()};
   }
   if (n.has("isolation"))
-    r.isolation = read_isolation(n["isolation"]);
+    r.isolation = read_isolation(n["isolation"], version);
   if (n.has("arm_log"))
     r.arm_log = read_log(n["arm_log"]);
   if (n.has("watchdog")) {
@@ -159,7 +187,12 @@ report_run read_run(const node &n, int version) {
 }
 
 report_instrument read_instrument(const node &n, int version) {
-  if (version >= 4)
+  if (version >= report_schema_version_roofs)
+    n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
+            "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz",
+            "kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped", "roofs",
+             "ceiling_reused"});
+  else if (version >= 4)
     n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
             "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz",
             "kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped"});
@@ -181,6 +214,13 @@ report_instrument read_instrument(const node &n, int version) {
     in.kernel_clock_floor_ms = n["kernel_clock_floor_ms"].number_or_null();
     in.kernel_records_dropped = n["kernel_records_dropped"].count();
   }
+  if (version >= report_schema_version_roofs && n.has("roofs")) {
+    in.roofs.emplace();
+    if (const std::string bad = read_roofs_json(n["roofs"].value(), *in.roofs); !bad.empty())
+      n["roofs"].fail(bad);
+  }
+  if (n.has("ceiling_reused")) // version 8 only (n.only above)
+    in.ceiling_reused = n["ceiling_reused"].object().value();
   return in;
 }
 
@@ -293,9 +333,9 @@ report_phases read_phases(const node &n, int schema_version) {
 int read_schema_version(const node &root) {
   const node v = root["schema_version"];
   const std::int64_t version = v.integer();
-  if (version < report_schema_version_min || version > report_schema_version_hardened)
+  if (version < report_schema_version_min || version > report_schema_version_max)
     v.fail(fmt::format("is {}; this build reads versions {} to {}", version,
-                       report_schema_version_min, report_schema_version_hardened));
+                       report_schema_version_min, report_schema_version_max));
   return static_cast<int>(version);
 }
 

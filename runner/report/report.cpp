@@ -95,6 +95,8 @@ report_cell to_report_cell(const cell_record &cell, const cell_statistics &stats
   }
   if (schema_version >= report_schema_version_hardened)
     c.sched = cell.sched;
+  if (schema_version >= report_schema_version_roofs)
+    c.roofline = stats.roofline;
   if (schema_version >= 4 && stats.kernel) {
     const kernel_statistics &k = *stats.kernel;
     report_kernel_clock kc;
@@ -184,6 +186,15 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   if (proto.measurement.stop || std::any_of(raw.cells.begin(), raw.cells.end(),
                                             [](const cell_record &c) { return !c.states.empty(); }))
     r.schema_version = report_schema_version_state;
+  // The roofs beside the copy ceiling: the version that carries them (docs/report.md).
+  if (raw.instrument.roofs)
+    r.schema_version = report_schema_version_roofs;
+  // A copy ceiling reused from an earlier measurement: the version that records its entry.
+  if (raw.instrument.ceiling_reused)
+    r.schema_version = report_schema_version_ceiling;
+  // The sandbox's probes and the level they give (run.isolation): the version that carries them.
+  if (meta.isolation && !meta.isolation->level.empty())
+    r.schema_version = report_schema_version_probes;
   // The watchdog's record or the scheduling per sample: version 8 (docs/report.md).
   if (meta.watchdog || meta.scratch || std::any_of(raw.cells.begin(), raw.cells.end(),
                                    [](const cell_record &c) { return !c.sched.empty(); }))

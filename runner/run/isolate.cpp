@@ -15,6 +15,7 @@
 #include "run/progress.hpp"
 #include "run/measuring_process.hpp"
 #include "run/raw_json.hpp"
+#include "run/sandbox.hpp"
 #include "run/watchdog.hpp"
 
 #include <fmt/format.h>
@@ -61,16 +62,9 @@ json parse_message(const std::string &line) {
   return msg;
 }
 
-/// The sandbox's first line: {layers: [names], reason: text}, each layer one the report knows.
-json read_isolation(const json &j) {
-  const json_node n = child_node(j, "isolation");
-  const json_node layers = n["layers"];
-  const std::size_t count = layers.array_size();
-  for (std::size_t i = 0; i < count; ++i)
-    if (!is_isolation_layer(layers.at(i).str()))
-      layers.at(i).fail("is not an isolation layer");
-  (void)n["reason"].str();
-  return {{"layers", layers.value()}, {"reason", n["reason"].value()}};
+/// The sandbox's first line: {layers, reason, probes} (run/sandbox.hpp).
+report_isolation read_isolation(const json &j) {
+  return detail::read_isolation_message(child_node(j, "isolation"));
 }
 
 /// The child's plan message, read strictly.
@@ -112,10 +106,11 @@ public:
   measuring_plan plan() override {
     bring_up(nullptr);
     measuring_plan out = m_first;
-    if (m_not_dumpable)
-      out.isolation["layers"].push_back("parent-not-dumpable");
+    detail::finish_isolation(*out.isolation, m_not_dumpable);
     return out;
   }
+
+  void offer_ceiling(json entry) override { m_ceiling = std::move(entry); }
 
   raw_run measure(progress_sink &progress) override {
     for (;;) {
@@ -170,7 +165,9 @@ private:
   }
 
   raw_run measure_once(progress_sink &progress) {
-    if (!active().send("g"))
+    // The go byte: "g", or "c" and the offered ceiling's entry on one line (measuring_child.cpp).
+    const std::string go = m_ceiling.is_object() ? "c" + m_ceiling.dump() + "\n" : "g";
+    if (!active().send(go))
       throw io_error(
           fmt::format("the measuring process (pid {}) is gone before measuring", active().pid()));
     active().set_limit(detail::message_limit(m_cells.size(), m_proto.measurement.repetitions));
@@ -268,6 +265,7 @@ private:
   std::string m_phase;                 ///< the last progress phase
   std::size_t m_done = 0, m_total = 0; ///< its progress
   std::vector<cell_key> m_cells;
+  json m_ceiling; ///< the copy ceiling offered for reuse, or null
 };
 
 /// A missing key file is created by a short-lived child, so that it exists (and is masked) when

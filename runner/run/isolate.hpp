@@ -19,9 +19,9 @@ namespace prereg {
 /// What the device side found before measuring: the probe and the cells it can run.
 struct measuring_plan {
   json environment = json::object(); ///< the device's probe()
-  /// The measuring process's walls, {layers, reason} (report run.isolation); null when it
+  /// The measuring process's walls and their probes (report run.isolation); none when it
   /// measured in this process.
-  json isolation = nullptr;
+  std::optional<report_isolation> isolation;
   std::vector<cell_key> cells; ///< runnable cells, in plan order
   std::vector<json> skipped;   ///< cell-skipped deviations of the other cells
   /// The measuring process's own scratch space (report run.scratch); nullopt in this process.
@@ -34,6 +34,9 @@ public:
   virtual ~measuring_side() = default;
   /// Probes the device and plans every cell of the protocol; throws the probe's error (exit 5).
   [[nodiscard]] virtual measuring_plan plan() = 0;
+  /// Offers a copy ceiling measured earlier (a verified cache entry: run/ceiling_cache.hpp) for
+  /// measure() to take where the instrument's copy size and flush match; before measure().
+  virtual void offer_ceiling(json entry) = 0;
   /// Measures the planned cells; progress events arrive on `progress`.
   [[nodiscard]] virtual raw_run measure(progress_sink &progress) = 0;
   /// The watchdog's record for the report (run.watchdog), or nullopt where no watchdog

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace prereg::detail {
@@ -73,6 +74,7 @@ public:
   }
   /// The measuring child sends its plan before any outside code is loaded, then loads it here.
   void defer_preload() { m_defer_preload = true; }
+  void offer_ceiling(json entry) override { m_plan.reuse_ceiling = std::move(entry); }
   raw_run measure(progress_sink &progress) override {
     raw_run raw = prereg::measure(*m_device, m_environment, m_plan, m_options.resolve_arm, progress,
                                   m_options.hooks);
@@ -141,22 +143,41 @@ private:
 };
 
 /// What the sandbox hides and protects for a run with options `o`: the key, the store, the
-/// reports folder and the project (the store's folder: protocols, kernels, outside files); a
-/// masked key folder must not hide them or the current folder.
-/// `prereg try` names no key and no store: the ones a run from here would use.
+/// reports folder and the project (the store's folder: protocols, kernels, outside files), and
+/// prereg's caches. `prereg try` names no key and no store: the ones a run from here would use.
 sandbox_paths paths_of(const run_options &o) {
-  std::error_code ec;
-  sandbox_paths p;
-  p.key = std::filesystem::absolute(o.key_path.empty() ? default_key_path("") : o.key_path, ec);
-  const auto store_root = o.store_root.empty() ? store::default_root("") : o.store_root;
-  for (const auto &f : {store_root, o.out_dir})
-    if (!f.empty())
-      p.read_only.push_back(std::filesystem::absolute(f, ec));
-  p.sealed = p.read_only.size();
-  p.read_only.push_back(std::filesystem::absolute(store_root, ec).parent_path());
-  p.must_stay_shown = p.read_only;
-  p.must_stay_shown.push_back(std::filesystem::current_path(ec));
-  return p;
+  return sandbox_paths_for(o.key_path.empty() ? default_key_path("") : o.key_path,
+                           o.store_root.empty() ? store::default_root("") : o.store_root,
+                           o.out_dir);
+}
+
+/// The parent's go (isolate.cpp): "g", or "c" and a copy ceiling's entry on one line (at most
+/// 1 MiB) offered for reuse; nullopt when the pipe closed first (the parent decided not to
+/// measure). The entry, or null for a plain "g".
+std::optional<json> read_go(int fd) {
+  const auto byte = [&]() -> int {
+    char c = 0;
+    ssize_t n;
+    while ((n = ::read(fd, &c, 1)) < 0 && errno == EINTR) {
+    }
+    return n == 1 ? static_cast<unsigned char>(c) : -1;
+  };
+  const int go = byte();
+  if (go == 'g')
+    return json();
+  if (go != 'c')
+    return std::nullopt;
+  std::string line;
+  for (int c = byte(); c != '\n'; c = byte()) {
+    if (c < 0 || line.size() > (std::size_t{1} << 20))
+      return std::nullopt;
+    line.push_back(static_cast<char>(c));
+  }
+  try {
+    return json::parse(line);
+  } catch (const std::exception &) {
+    return std::nullopt;
+  }
 }
 
 /// The parent's start message ({start: {exclude: {arm id: reason}}}, one line of at most 1 MiB):
@@ -186,10 +207,12 @@ std::map<std::string, std::string> read_start(int channel) {
 }
 
 [[noreturn]] void child_main(const run_options &o, const protocol &proto, std::uint64_t seed,
-                             int channel, std::map<std::string, std::string> excluded) {
+                             pid_t parent, int channel,
+                             std::map<std::string, std::string> excluded) {
   piped_progress out(channel);
-  // The first line, before any outside code is loaded: the walls this process stands in.
-  out.send({{"isolation", enter_sandbox(paths_of(o), {channel}).to_json()}});
+  // The first line, before any outside code is loaded: the walls this process stands in and
+  // what their probes found.
+  out.send({{"isolation", enter_sandbox(paths_of(o), {channel}, parent).to_json()}});
   try {
     in_process side(o, proto, seed);
     side.set_measuring(std::move(excluded));
@@ -208,12 +231,11 @@ std::map<std::string, std::string> read_start(int channel) {
                 {"scratch", std::move(scratch)}}}});
     side.preload_outside(); // outside code runs from here on
     out.send({{"loaded", true}});
-    char go = 0;
-    ssize_t n;
-    while ((n = ::read(channel, &go, 1)) < 0 && errno == EINTR) {
-    }
-    if (n != 1)
+    const auto go = read_go(channel);
+    if (!go)
       std::_Exit(0); // the parent decided not to measure
+    if (go->is_object())
+      side.offer_ceiling(*go);
     const raw_run raw = side.measure(out);
     out.send({{"raw", raw_to_json(raw)}});
   } catch (const std::exception &e) {
@@ -253,14 +275,12 @@ void run_measuring_child(const run_options &o, const protocol &proto, std::uint6
     std::_Exit(1);
   ::signal(SIGINT, SIG_IGN); // the parent decides what an interrupt means
   ::signal(SIGTERM, SIG_IGN);
-  if (char *v = std::getenv("PREREG_KEY")) // its bytes in the environment block /proc shows
-    std::memset(v, 0, std::strlen(v));
-  ::unsetenv("PREREG_KEY");
+  forget_key_variable(); // its bytes in the environment block /proc shows
   std::map<std::string, std::string> excluded = read_start(channel); // a spare waits here
-  watch_attach(page);   // the watchdog reads which call of arm code runs (docs/engine.md)
-  count_continues();    // a stop during a sample is seen (cell_record::sched)
+  watch_attach(page); // the watchdog reads which call of arm code runs (docs/engine.md)
+  count_continues();  // a stop during a sample is seen (cell_record::sched)
   outside::set_crash_channel(channel); // a crash in an outside arm: one error message up
-  child_main(o, proto, seed, channel, std::move(excluded));
+  child_main(o, proto, seed, parent, channel, std::move(excluded));
 }
 
 } // namespace prereg::detail

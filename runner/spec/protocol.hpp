@@ -92,6 +92,10 @@ struct measurement_spec {
   /// prereg: 2: false switches the kernel clock off for the whole run (docs/protocol.md), e.g.
   /// for graph arms, whose events the clock inflates; true (the default) is left out of the JSON.
   bool kernel_clock = true;
+  /// prereg: 2 `ceiling: reuse` (docs/protocol.md): the run may take its copy ceiling from a
+  /// signed measurement of the same device and build made within the last hour instead of
+  /// measuring it (docs/engine.md); `measure` (the default) is left out of the JSON.
+  bool reuse_ceiling = false;
   /// prereg: 2: the stopping rule; absent: fixed `repetitions` (then absent from the JSON, so
   /// every earlier hash stays). With it, `repetitions` is stop->max.
   std::optional<stop_spec> stop;

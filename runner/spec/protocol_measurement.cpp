@@ -67,7 +67,7 @@ double read_call_timeout(const node &n, const protocol &p) {
 
 void read_measurement(const fields &top, protocol &p) {
   const fields m(top.required("measurement"), "measurement",
-                 {"repetitions", "warmup", "l2_flush", "order", "kernel_clock", "stop",
+                 {"repetitions", "warmup", "l2_flush", "order", "kernel_clock", "stop", "ceiling",
                   "call_timeout_s"});
   const node *stop = m.optional("stop");
   if (stop != nullptr && m.optional("repetitions") != nullptr)
@@ -92,6 +92,12 @@ void read_measurement(const fields &top, protocol &p) {
   }
   if (const node *n = m.optional("call_timeout_s"))
     p.measurement.call_timeout_s = read_call_timeout(*n, p);
+  if (const node *n = m.optional("ceiling")) {
+    if (p.schema == 1)
+      fail(*n, "measurement.ceiling needs prereg: 2");
+    p.measurement.reuse_ceiling =
+        as_enum<bool>(*n, "measurement.ceiling", {{"measure", false}, {"reuse", true}});
+  }
   if (const node *n = m.optional("order"))
     p.measurement.order = as_enum<order_mode>(
         *n, "measurement.order",

@@ -125,6 +125,8 @@ json to_json(const protocol &p) {
   }
   if (!p.measurement.kernel_clock) // the default (on) is absent: every earlier hash stays
     out["measurement"]["kernel_clock"] = false;
+  if (p.measurement.reuse_ceiling) // likewise the default `measure`
+    out["measurement"]["ceiling"] = "reuse";
   if (const auto &stop = p.measurement.stop) { // absent under fixed repetitions: hashes stay
     out["measurement"].erase("repetitions");
     out["measurement"]["stop"] = {{"rel_ci", stop->rel_ci},

@@ -49,8 +49,15 @@ cp -r "$dir" "$work/tampered" && echo "edited" >>"$work/tampered/$log"
 expect_exit 4 "a changed arm log fails the audit" -- "$PREREG" audit "$work/tampered"
 grep -q "FAIL pages: .*does not have the SHA-256 run.arm_log names" "$work/out" "$work/err" \
   && pass "the audit's pages check names the log" || fail "audit: $(grep FAIL "$work/out")"
-mode=$(json_get "$dir/report.json" "'none' if 'user-namespace' not in r['run']['isolation']['layers'] else 'namespaces'")
+mode=$(json_get "$dir/report.json" "r['run']['isolation']['level']")
 grep -q "^| isolation | $mode" "$dir/report.md" && pass "report.md shows the isolation ($mode)" || fail "report.md: $(grep isolation "$dir/report.md")"
+grep -q "^| isolation probes | 20 escape(s) tried before any outside code ran" "$dir/report.md" \
+  && pass "report.md shows the probes" || fail "report.md: $(grep "isolation probes" "$dir/report.md")"
+"$PREREG" audit "$dir" >"$work/audit" 2>&1
+grep -q "^PASS isolation: $mode follows from its" "$work/audit" && pass "the audit's isolation check recomputes the level ($mode)" \
+  || fail "audit: $(grep isolation "$work/audit")"
+[ "$(json_get "$dir/report.json" "r['schema_version']")" = 8 ] && pass "the report is schema_version 8" \
+  || fail "schema_version $(json_get "$dir/report.json" "r['schema_version']")"
 if [ "$mode" = none ]; then
   json_get "$dir/report.json" "r['run']['isolation']['reason']" | grep -q . \
     && pass "isolation none carries its reason" || fail "no reason for isolation none"
@@ -69,7 +76,7 @@ key_body=$(grep -v -- '-----' "$PREREG_KEY" | tr -d '\n')
   && pass "the loot holds no key bytes" || fail "the attackers found key material"
 [ "$(lj "r['env_key']")" = None ] && pass "PREREG_KEY is not in the measuring process's environment" || fail "env: $(lj "r['env_key']")"
 has_layer() { json_get "$dir/report.json" "'$1' in r['run']['isolation']['layers']" | grep -q True; }
-for layer in no-inherited-fds user-namespace mount-namespace read-only-root read-only-store key-masked pid-namespace fresh-proc parent-not-dumpable; do
+for layer in no-inherited-fds user-namespace mount-namespace read-only-root read-only-store key-masked pid-namespace fresh-proc mounts-locked caps-dropped no-new-privs landlock seccomp parent-not-dumpable; do
   has_layer $layer || echo "note: layer $layer is missing here: $(json_get "$dir/report.json" "r['run']['isolation']['reason']")"
 done
 ! has_layer fresh-proc || { [ "$(lj "r['processes']")" = "[1, 2]" ] && [ "$(lj "r['pid']")" = 2 ]; } && pass "its /proc shows only its namespace: the init and itself (or the layer is missing)" || fail "processes: $(lj "r['processes']")"

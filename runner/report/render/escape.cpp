@@ -10,7 +10,7 @@ thread_local bool g_escape_bidi = true;
 
 /// The bidirectional control at byte i of `s` when they are escaped now (bidi_scope), else 0.
 char32_t bidi_at(std::string_view s, std::size_t i) {
-  return g_escape_bidi ? bidi_control_at(s, i) : 0;
+  return g_escape_bidi ? prereg::detail::bidi_control_at(s, i) : 0;
 }
 
 } // namespace
@@ -24,8 +24,8 @@ std::string md(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
     if (const char32_t bidi = bidi_at(s, i)) {
-      out += "\\" + bidi_escape(bidi); // the backslash itself escaped: shown, not markup
-      i += 2;
+      out += "\\" + prereg::detail::bidi_escape(bidi); // the backslash itself escaped: shown, not markup
+      i += prereg::detail::bidi_length(bidi) - 1;
     } else if (c == '\n' || c == '\r') {
       out += ' ';
     } else if (std::string_view("\\`*[]<>|").find(c) != std::string_view::npos) {
@@ -43,8 +43,8 @@ std::string md_verbatim(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
     if (const char32_t bidi = bidi_at(s, i)) {
-      out += bidi_escape(bidi);
-      i += 2;
+      out += prereg::detail::bidi_escape(bidi);
+      i += prereg::detail::bidi_length(bidi) - 1;
     } else if (c == '|')
       out += "\\|";
     else if (c == '\n' || c == '\r')
@@ -68,8 +68,8 @@ std::string html(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
     if (const char32_t bidi = bidi_at(s, i)) {
-      out += bidi_escape(bidi);
-      i += 2;
+      out += prereg::detail::bidi_escape(bidi);
+      i += prereg::detail::bidi_length(bidi) - 1;
       continue;
     }
     switch (c) {
