@@ -1,7 +1,9 @@
 """The escapes the attack cases plant (tests/attacks/README.md), callable from a Python arm, an
 operation file or a daemon they start. Each escape records what it tried and what came back into
 a dict; `loot()` writes them into the case's loot folder (outside everything prereg protects,
-so that a case can read what the attacker got). Raw Linux system calls through ctypes: nothing
+so that a case can read what the attacker got) and, since that folder lies under a scratch folder
+whose writes vanish with the sandbox (docs/engine.md, "Scratch"), also on stderr as one
+`PREREG-LOOT NAME LINE` line, which lib.sh's run_prereg copies into the loot folder. Raw Linux system calls through ctypes: nothing
 here needs more than the standard library.
 
 The case tells the attacker where things are in attack.json beside this file (a file: an
@@ -180,13 +182,45 @@ def key_hunt(key):
 
 
 def loot(name, data):
-    """Writes `data` as JSON to the case's loot folder (and nowhere else)."""
+    """Writes `data` as JSON to the case's loot folder, and the same line on stderr (the module's
+    docstring): nowhere else."""
+    line = json.dumps(data, default=repr)
     dest = os.path.join(config()["loot"], name + ".json")
     try:
         with open(dest, "a") as f:
-            f.write(json.dumps(data, default=repr) + "\n")
+            f.write(line + "\n")
     except OSError as e:
         sys.stderr.write(f"attacker: cannot write its loot {dest}: {e}\n")
+    loot_line(name + ".json", line)
+
+
+def loot_line(file, line):
+    """`PREREG-LOOT FILE LINE` on stderr (fd 2, unbuffered), copied into the loot folder's FILE by
+    lib.sh; LINE must not hold a line end."""
+    try:
+        os.write(2, f"PREREG-LOOT {file} {line}\n".encode("utf-8", "backslashreplace"))
+    except OSError:
+        pass
+
+
+def channel_fd():
+    """The measuring process's channel to prereg: the socket it inherited (fd > 2), or None."""
+    for fd in sorted(int(f) for f in os.listdir("/proc/self/fd")):
+        try:
+            if fd > 2 and os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
+                return fd
+        except OSError:
+            pass
+    return None
+
+
+def layernorm_value(t):
+    """The LayerNorm of the arm's inputs, computed now (numpy)."""
+    import numpy as np
+    x, g, b, eps = t.x, t.gamma, t.beta, t.eps
+    mu = x.mean(axis=1, keepdims=True)
+    rs = 1.0 / np.sqrt(((x - mu) ** 2).mean(axis=1, keepdims=True) + eps)
+    return ((x - mu) * rs * g + b).astype(np.float32)
 
 
 def layernorm_step(t):

@@ -24,6 +24,23 @@ chmod 0777 "$LOOT"
 # escape WHAT: records that WHAT succeeded (the first one is the case's one line).
 escape() { [ -n "$escaped" ] || escaped=$1; }
 
+# collect_loot FILE: the attackers' `PREREG-LOOT NAME LINE` lines in FILE (their stderr, which
+# prereg passes on) appended to $LOOT/NAME: the loot folder lies under /tmp, a scratch folder
+# whose writes inside the sandbox vanish with it (docs/engine.md, "Scratch"), so an attacker
+# also says what it got on stderr (escape.py's loot_line). NAME is a plain file name; a line the
+# file holds already is not added again.
+collect_loot() {
+  local name line payload
+  while IFS= read -r line; do
+    name=${line#PREREG-LOOT }
+    name=${name%% *}
+    [[ $name =~ ^[A-Za-z0-9._-]+$ ]] || continue
+    payload=${line#PREREG-LOOT "$name" }
+    # once: where the sandbox has no scratch space of its own the file holds the line already
+    grep -qxF -- "$payload" "$LOOT/$name" 2>/dev/null || printf '%s\n' "$payload" >>"$LOOT/$name"
+  done < <(grep -a '^PREREG-LOOT ' "$1" 2>/dev/null)
+}
+
 # run_prereg ARGS...: prereg with stdout and stderr kept in $WORK/out and $WORK/err (searched for
 # key bytes), under a watchdog (a hang is an escape too); sets $rc.
 run_prereg() {
@@ -31,6 +48,7 @@ run_prereg() {
   rc=$?
   cat "$WORK/out" >>"$WORK/all.out"
   cat "$WORK/err" >>"$WORK/all.out"
+  collect_loot "$WORK/err"
   [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || escape "prereg $1 hung past the watchdog"
   if [ "$1" = run ] && [ "$rc" -eq 0 ]; then REPORT=$(tail -n 1 "$WORK/out"); fi
 }
@@ -52,7 +70,8 @@ attack_config() {
 }
 
 # protocol FILE ID ARMS_YAML [OPERATION]: a small CPU protocol with the built-in fused
-# LayerNorm and the arms given (YAML lines under `arms:`), one shape, few repetitions.
+# LayerNorm and the arms given (YAML lines under `arms:`), one shape, few repetitions. Set
+# MEASUREMENT_EXTRA (YAML lines under `measurement:`), CLAIM and EXPECT to change those parts.
 protocol() {
   local file=$1 id=$2 arms=$3 op=${4:-layernorm}
   cat >"$file" <<EOF
@@ -73,12 +92,34 @@ arms:
 $arms
 measurement:
   repetitions: 3
-  warmup: 1
+  warmup: 1${MEASUREMENT_EXTRA:+
+$MEASUREMENT_EXTRA}
 predictions:
   - id: P1
-    claim: the built-in arm takes under a second
-    expect: time(builtin) < 1000
+    claim: ${CLAIM:-the built-in arm takes under a second}
+    expect: ${EXPECT:-time(builtin) < 1000}
 EOF
+}
+
+# report_get PY_EXPR: PY_EXPR evaluated with r = the last run's report.json (empty if none).
+report_get() {
+  [ -f "$REPORT/report.json" ] || return 0
+  "$py" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
+    "$REPORT/report.json" "$1" 2>/dev/null
+}
+
+# check_not_confirmed ID: prediction ID of the last run is not confirmed (the attack's claim).
+check_not_confirmed() {
+  local v
+  v=$(report_get "[p['verdict'] for p in r['predictions'] if p['id']=='$1'][0]")
+  [ "$v" != confirmed ] || escape "the false prediction $1 was confirmed"
+}
+
+# check_last_ledger_event EVENT: the ledger's last entry is EVENT (run-aborted, run-complete).
+check_last_ledger_event() {
+  local last
+  last=$(tail -n 1 "$PREREG_STORE/ledger.jsonl" 2>/dev/null | "$py" -c 'import json,sys; print(json.loads(sys.stdin.read())["event"])' 2>/dev/null)
+  [ "$last" = "$1" ] || escape "the ledger's last entry is '${last:-none}', not $1"
 }
 
 # check_no_key: the key's bytes are nowhere an attacker could leave them: the loot, prereg's

@@ -41,6 +41,8 @@ def _plant():
         out["planted"] = "refused " + str(e)
     with open(os.path.join(c["loot"], "forged.jsonl"), "wb") as fh:
         fh.write(text)
+    for l in text.decode("utf-8").splitlines():  # also on stderr (escape.py, loot_line)
+        escape.loot_line("forged.jsonl", l)
     return out
 
 def attack(t):

@@ -47,6 +47,15 @@ static void attack(void) {
     if (n > 0) fwrite(buf, 1, (size_t)n, loot);
   }
   fclose(loot);
+  /* The loot folder lies under a scratch folder whose writes vanish with the sandbox: each line
+   * also goes to stderr for lib.sh's collect_loot. */
+  loot = fopen(path, "r");
+  if (!loot) return;
+  while (fgets(buf, sizeof buf, loot)) {
+    buf[strcspn(buf, "\n")] = 0;
+    fprintf(stderr, "PREREG-LOOT plugin.txt %s\n", buf);
+  }
+  fclose(loot);
 }
 
 static int setup(const prereg_cell *cell, void **state, char *error, size_t error_size) {
