@@ -149,8 +149,8 @@ public:
       m_last = r;
       return;
     }
-    m_last = rt.call("outputs",
-                     rt.tuple({r, rt.api().PyLong_FromLongLong(m_device == "cuda" ? 1 : 0)}));
+    m_last =
+        rt.call("outputs", rt.tuple({r, rt.api().PyLong_FromLongLong(m_device == "cuda" ? 1 : 0)}));
   }
   void collect() override {
     auto &rt = python_runtime::get();

@@ -12,10 +12,11 @@ namespace prereg {
 
 /// The page's contents: written by the watched process, read by the watchdog.
 struct watch_page {
-  std::atomic<std::int64_t> started_ns{0}; ///< CLOCK_MONOTONIC start of the call in progress; 0: none
-  std::atomic<std::int32_t> who{-1};       ///< e.g. an arm's index
-  std::atomic<std::int32_t> where{-1};     ///< e.g. a cell's index
-  std::atomic<std::int32_t> what{0};       ///< e.g. a phase's code
+  std::atomic<std::int64_t> started_ns{
+      0};                              ///< CLOCK_MONOTONIC start of the call in progress; 0: none
+  std::atomic<std::int32_t> who{-1};   ///< e.g. an arm's index
+  std::atomic<std::int32_t> where{-1}; ///< e.g. a cell's index
+  std::atomic<std::int32_t> what{0};   ///< e.g. a phase's code
 };
 
 /// A watch_page in a MAP_SHARED anonymous mapping: shared with every process forked after it

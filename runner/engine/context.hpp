@@ -33,8 +33,8 @@ struct run_context {
   const operation_desc &op;
   progress_sink &progress;
   const engine_hooks &hooks;
-  std::vector<bound_arm> arms;                                ///< per plan cell
-  std::vector<std::optional<std::string>> skip;               ///< per plan cell: why not run
+  std::vector<bound_arm> arms;                  ///< per plan cell
+  std::vector<std::optional<std::string>> skip; ///< per plan cell: why not run
   /// Per plan cell: the watchdog's reason when its arm is excluded (run_plan::excluded), else
   /// null. An excluded cell is neither skipped nor run: it fails with that reason.
   std::vector<const std::string *> excluded;

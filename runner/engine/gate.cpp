@@ -101,7 +101,7 @@ void correctness_gate::check_shape(const cell_key &shape_key) {
       t = reference::random_tensors(op, s, m_ctx.proto.type, seed);
       try {
         const watched_call w(-1, -1, static_cast<int>(call_phase::reference));
-        op.reference(op, s, widest, *t); // fills the outputs; the inputs stay
+        op.reference(op, s, widest, *t);  // fills the outputs; the inputs stay
       } catch (const std::exception &e) { // an operation file's reference: every cell left
         note_reference_failure(e);
         for (std::size_t j = k; j < mine.size(); ++j)

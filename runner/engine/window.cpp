@@ -39,8 +39,7 @@ void group_timing::window(std::size_t ci, bool keep, std::int64_t slot) {
       const stopwatch sw(m_totals.parts.spot_checks);
       d = &spot_for(slot);
     }
-    const watched_call watch =
-        m_ctx.watch(c.index, keep ? call_phase::sample : call_phase::warmup);
+    const watched_call watch = m_ctx.watch(c.index, keep ? call_phase::sample : call_phase::warmup);
     if (keep && m_ctx.hooks.on_sample)
       m_ctx.hooks.on_sample(c.record.key);
     if (!keep && m_ctx.hooks.on_warmup)

@@ -27,8 +27,8 @@ inline constexpr int report_schema_version_named = report_schema_version + 1;
 /// (rows x cols, or a `shape`) plus `states` and `stop`. A report with neither keeps 5 or 6.
 inline constexpr int report_schema_version_state = report_schema_version_named + 1;
 /// The schema_version of a report whose run.isolation carries the probes' results and the level
-/// (docs/report.md, "run.isolation"): version 7's members plus those. Every report of a sandboxed run
-/// (outside arms) is one.
+/// (docs/report.md, "run.isolation"): version 7's members plus those. Every report of a sandboxed
+/// run (outside arms) is one.
 inline constexpr int report_schema_version_probes = report_schema_version_state + 1;
 /// The schema_version of a report whose instrument measured the roofs beside the copy ceiling
 /// (docs/report.md, "The roofs"): the read and write ceilings and the compute ceilings in
@@ -163,9 +163,10 @@ struct report_log {
 
 /// One call the watchdog stopped (docs/engine.md, "The watchdog").
 struct report_stuck_call {
-  std::string arm;    ///< the protocol's arm id, left out of the run from then on
-  json cell = nullptr; ///< the plan cell the call was at ({arm, pass, rows, cols} or {.., shape}), or null
-  std::string phase;  ///< "load", "setup", "correctness run", "warm-up", "timed sample", ...
+  std::string arm; ///< the protocol's arm id, left out of the run from then on
+  json cell =
+      nullptr; ///< the plan cell the call was at ({arm, pass, rows, cols} or {.., shape}), or null
+  std::string phase;   ///< "load", "setup", "correctness run", "warm-up", "timed sample", ...
   double waited_s = 0; ///< how long the call had run when the watchdog stopped it [s]
 };
 

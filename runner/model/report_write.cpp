@@ -3,8 +3,8 @@
 #include "model/report_model.hpp"
 
 #include "spec/device_state.hpp"
-#include "spec/sched.hpp"
 #include "spec/roofs.hpp"
+#include "spec/sched.hpp"
 
 #include <algorithm>
 

@@ -196,8 +196,9 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   if (meta.isolation && !meta.isolation->level.empty())
     r.schema_version = report_schema_version_probes;
   // The watchdog's record or the scheduling per sample: version 8 (docs/report.md).
-  if (meta.watchdog || meta.scratch || std::any_of(raw.cells.begin(), raw.cells.end(),
-                                   [](const cell_record &c) { return !c.sched.empty(); }))
+  if (meta.watchdog || meta.scratch ||
+      std::any_of(raw.cells.begin(), raw.cells.end(),
+                  [](const cell_record &c) { return !c.sched.empty(); }))
     r.schema_version = report_schema_version_hardened;
   r.tool = {"prereg",
             build_info::version,
@@ -206,9 +207,8 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
             report_renderer_version,
             report_analysis_version};
   r.protocol = {fp.hash, fp.body, fp.freeze};
-  r.run = {meta.run_id,      meta.started_at, meta.finished_at, meta.device_ordinal,
-           meta.ledger_head, meta.isolation,  meta.arm_log,     meta.watchdog,
-           meta.scratch};
+  r.run = {meta.run_id,    meta.started_at, meta.finished_at, meta.device_ordinal, meta.ledger_head,
+           meta.isolation, meta.arm_log,    meta.watchdog,    meta.scratch};
   r.environment = raw.environment;
   r.instrument = raw.instrument;
   for (std::size_t i = 0; i < raw.cells.size(); ++i)

@@ -4,10 +4,10 @@
 
 #include "arms/outside_common.hpp"
 #include "base/process.hpp"
+#include "base/sched.hpp"
 #include "crypto/keyring.hpp"
 #include "engine/measure.hpp"
 #include "prereg/error.hpp"
-#include "base/sched.hpp"
 #include "run/channel.hpp"
 #include "run/raw_json.hpp"
 #include "run/sandbox.hpp"

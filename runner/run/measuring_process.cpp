@@ -37,9 +37,10 @@ struct process_setup {
 
 } // namespace
 
-std::vector<std::unique_ptr<measuring_process>>
-measuring_process::fork_all(const run_options &o, const protocol &proto, std::uint64_t seed,
-                            std::size_t count) {
+std::vector<std::unique_ptr<measuring_process>> measuring_process::fork_all(const run_options &o,
+                                                                            const protocol &proto,
+                                                                            std::uint64_t seed,
+                                                                            std::size_t count) {
   std::vector<process_setup> setups;
   for (std::size_t i = 0; i < count; ++i)
     setups.push_back({open_channel(), std::make_unique<shared_watch_page>()});
@@ -81,7 +82,9 @@ void measuring_process::start(const std::map<std::string, std::string> &excluded
     throw io_error(fmt::format("the measuring process (pid {}) is gone before it started", m_pid));
 }
 
-bool measuring_process::send(std::string_view bytes) const { return send_all(m_channel.get(), bytes); }
+bool measuring_process::send(std::string_view bytes) const {
+  return send_all(m_channel.get(), bytes);
+}
 
 std::optional<std::string> measuring_process::next_line(const channel_reader::check &between) {
   return m_reader.next(between);
@@ -103,9 +106,8 @@ void measuring_process::expect_clean_end() {
   const wait_status st = wait_for(m_pid);
   m_pid = -1;
   if (!st.reaped || !st.exited() || st.exit_code() != 0)
-    throw io_error(
-        fmt::format("the measuring process (pid {}) {} after its result; the run failed", pid,
-                    st.reaped ? describe_status(st) : "vanished"));
+    throw io_error(fmt::format("the measuring process (pid {}) {} after its result; the run failed",
+                               pid, st.reaped ? describe_status(st) : "vanished"));
 }
 
 void measuring_process::kill() {

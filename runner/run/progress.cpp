@@ -81,9 +81,8 @@ void terminal_progress::draw() {
                                                 static_cast<double>(m_done) *
                                                 static_cast<double>(m_total - m_done));
   }
-  (void)write_best_effort(STDERR_FILENO,
-                          fmt::format("\r\033[K[{}]{}  elapsed {:.0f}s",
-                                      escape_control(m_phase), cells, elapsed));
+  (void)write_best_effort(STDERR_FILENO, fmt::format("\r\033[K[{}]{}  elapsed {:.0f}s",
+                                                     escape_control(m_phase), cells, elapsed));
   m_drawn = true;
 }
 

@@ -4,8 +4,8 @@
 
 #include "prereg/error.hpp"
 #include "spec/device_state.hpp"
-#include "spec/sched.hpp"
 #include "spec/roofs.hpp"
+#include "spec/sched.hpp"
 
 #include <fmt/format.h>
 

@@ -5,8 +5,8 @@
 // out with its reason.
 #include "run/sandbox.hpp"
 
-#include "run/scratch.hpp"
 #include "run/sandbox_detail.hpp"
+#include "run/scratch.hpp"
 #include "store/ledger.hpp"
 
 #include <fmt/format.h>

@@ -26,7 +26,9 @@ struct lower_folder {
   struct stat st {};
 };
 
-std::size_t depth(const fs::path &p) { return static_cast<std::size_t>(std::distance(p.begin(), p.end())); }
+std::size_t depth(const fs::path &p) {
+  return static_cast<std::size_t>(std::distance(p.begin(), p.end()));
+}
 
 /// The existing folders among `folders`, canonical, each once, parents before children.
 std::vector<lower_folder> open_lowers(std::vector<fs::path> folders) {
@@ -58,8 +60,7 @@ bool mount_overlay(const lower_folder &lower, int upper, std::size_t i) {
   (void)::chmod(u.c_str(), lower.st.st_mode & 07777);
   const std::string options =
       fmt::format("lowerdir=/proc/self/fd/{},upperdir={},workdir={}", lower.fd, u, w);
-  if (::mount("overlay", lower.path.c_str(), "overlay", MS_NOSUID | MS_NODEV, options.c_str()) ==
-      0)
+  if (::mount("overlay", lower.path.c_str(), "overlay", MS_NOSUID | MS_NODEV, options.c_str()) == 0)
     return true;
   return ::mount("overlay", lower.path.c_str(), "overlay", MS_NOSUID | MS_NODEV,
                  (options + ",userxattr").c_str()) == 0;
@@ -110,8 +111,8 @@ scratch_facts bound_scratch(std::vector<fs::path> folders) {
     facts.reason = "no scratch folder exists";
   } else if (::mount("prereg-scratch", lowers[0].path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
                      fmt::format("size={},mode=0700", bytes).c_str()) != 0) {
-    facts.reason = fmt::format("the scratch space could not be made (tmpfs: {})",
-                               std::strerror(errno));
+    facts.reason =
+        fmt::format("the scratch space could not be made (tmpfs: {})", std::strerror(errno));
   } else {
     const int upper = ::open(lowers[0].path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     cover(lowers, upper, facts);

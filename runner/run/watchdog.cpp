@@ -13,7 +13,9 @@ namespace prereg::detail {
 
 watchdog::watchdog(const protocol &p) : m_limit_s(p.measurement.call_timeout()), m_proto(p) {}
 
-std::size_t watchdog::spares_for(const protocol &p) { return std::min<std::size_t>(p.arms.size(), 4); }
+std::size_t watchdog::spares_for(const protocol &p) {
+  return std::min<std::size_t>(p.arms.size(), 4);
+}
 
 void watchdog::check(const watch_page &page) const {
   const auto call = call_in_progress(page);
@@ -27,13 +29,15 @@ void watchdog::check(const watch_page &page) const {
 std::string watchdog::exclude(const stuck_call &s, const std::vector<cell_key> &cells,
                               bool can_continue) {
   const auto phase = std::string(to_string(static_cast<call_phase>(s.call.what)));
-  const bool has_arm = s.call.who >= 0 && static_cast<std::size_t>(s.call.who) < m_proto.arms.size();
+  const bool has_arm =
+      s.call.who >= 0 && static_cast<std::size_t>(s.call.who) < m_proto.arms.size();
   const bool has_cell = s.call.where >= 0 && static_cast<std::size_t>(s.call.where) < cells.size();
   const std::string arm = has_arm ? m_proto.arms[static_cast<std::size_t>(s.call.who)].id : "";
   const std::string at =
       has_cell ? fmt::format(" at {}", cell_label(cells[static_cast<std::size_t>(s.call.where)]))
                : "";
-  m_stuck.push_back({arm, has_cell ? to_json(cells[static_cast<std::size_t>(s.call.where)]) : json(),
+  m_stuck.push_back({arm,
+                     has_cell ? to_json(cells[static_cast<std::size_t>(s.call.where)]) : json(),
                      phase, s.waited_s});
   const std::string what =
       fmt::format("{} of {}{} did not return within {:g} s (measurement.call_timeout_s)", phase,
@@ -62,7 +66,8 @@ void watchdog::check_excluded(const raw_run &raw) const {
     if (it == m_excluded.end())
       continue;
     if (c.error != it->second || !c.samples_ms.empty())
-      bad_result("raw.cells", fmt::format("measured arm {}, which the watchdog left out", c.key.arm));
+      bad_result("raw.cells",
+                 fmt::format("measured arm {}, which the watchdog left out", c.key.arm));
   }
   for (const auto &c : raw.correctness)
     if (m_excluded.contains(c.key.arm))

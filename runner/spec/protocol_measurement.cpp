@@ -58,8 +58,8 @@ double read_call_timeout(const node &n, const protocol &p) {
     fail(n, "measurement.call_timeout_s needs prereg: 2");
   const double s = as_float(n, "measurement.call_timeout_s");
   if (!(s > 0 && s <= 86400))
-    fail(n, fmt::format("measurement.call_timeout_s must be above 0 and at most 86400, got {:g}",
-                        s));
+    fail(n,
+         fmt::format("measurement.call_timeout_s must be above 0 and at most 86400, got {:g}", s));
   return s;
 }
 

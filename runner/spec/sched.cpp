@@ -15,7 +15,8 @@ json sched_json(const std::vector<sched_sample> &sched) {
     delay.push_back(finite_or_null(s.run_delay_ms));
     stops.push_back(s.stops);
   }
-  return {{"wall_ms", std::move(wall)}, {"run_delay_ms", std::move(delay)},
+  return {{"wall_ms", std::move(wall)},
+          {"run_delay_ms", std::move(delay)},
           {"stops", std::move(stops)}};
 }
 

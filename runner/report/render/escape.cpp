@@ -24,7 +24,8 @@ std::string md(std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
     if (const char32_t bidi = bidi_at(s, i)) {
-      out += "\\" + prereg::detail::bidi_escape(bidi); // the backslash itself escaped: shown, not markup
+      out += "\\" +
+             prereg::detail::bidi_escape(bidi); // the backslash itself escaped: shown, not markup
       i += prereg::detail::bidi_length(bidi) - 1;
     } else if (c == '\n' || c == '\r') {
       out += ' ';

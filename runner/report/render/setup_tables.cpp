@@ -175,11 +175,12 @@ std::string watchdog_words(const report_watchdog &w) {
     std::string at;
     if (s.cell.is_object())
       try {
-        at = " at " + cell_label(cell_key_from_json(s.cell, "run.watchdog.stuck.cell", "report.json"));
+        at = " at " +
+             cell_label(cell_key_from_json(s.cell, "run.watchdog.stuck.cell", "report.json"));
       } catch (const std::exception &) {
       }
-    stops.push_back(fmt::format("arm {} ({}{}, stopped after {:.1f} s)", s.arm, s.phase, at,
-                                s.waited_s));
+    stops.push_back(
+        fmt::format("arm {} ({}{}, stopped after {:.1f} s)", s.arm, s.phase, at, s.waited_s));
   }
   return out + fmt::format("; stopped: {}: those arms' cells failed and the run went on in a "
                            "fresh measuring process without them",
@@ -193,8 +194,7 @@ std::string scratch_words(const report_scratch &s) {
     return "not bounded: " + s.reason;
   return fmt::format("{} MiB of its own over {} (writes there vanished with the measuring "
                      "process){}",
-                     s.bytes >> 20, join(s.folders, ", "),
-                     s.reason.empty() ? "" : "; " + s.reason);
+                     s.bytes >> 20, join(s.folders, ", "), s.reason.empty() ? "" : "; " + s.reason);
 }
 
 // run.isolation's probes in words (schema_version 8): each escape tried and what came back.
