@@ -301,21 +301,21 @@ TEST_CASE("tool.renderer: absent is 1, 2 to 6 are read back, others refused") {
   }
 }
 
-TEST_CASE("tool.analysis: absent is 1, 2 and 3 are read back, others refused") {
+TEST_CASE("tool.analysis: absent is 1, 2, 3 and 4 are read back, others refused") {
   const json good = sample("cpu_rmsnorm.json");
-  CHECK(report_analysis_version == 3);
+  CHECK(report_analysis_version == 4);
   CHECK(report_from_json(good, "x").tool.analysis == 1);
   json j = good;
-  for (const int v : {2, 3}) {
+  for (const int v : {2, 3, 4}) {
     j["tool"]["analysis"] = v;
     const report_document r = report_from_json(j, "x");
     CHECK(r.tool.analysis == v);
     CHECK(to_json(r) == j);
   }
-  for (const int v : {0, 1, 4}) {
+  for (const int v : {0, 1, 5}) {
     j["tool"]["analysis"] = v;
     CHECK(rejection(j) ==
-          "tool.analysis must be an integer from 2 to 3 (this build's verdict rules)");
+          "tool.analysis must be an integer from 2 to 4 (this build's verdict rules)");
   }
 }
 
