@@ -158,15 +158,19 @@ def _common(store=None, key=None):
     return args
 
 
-def freeze(path, store=None, key=None):
-    """`prereg freeze PATH`: validate, normalise, hash, store, sign; returns the hash."""
-    _, out = invoke(["freeze", os.fspath(path), *_common(store, key)])
+def freeze(path, store=None, key=None, dry_run=True):
+    """`prereg freeze PATH`: validate, normalise, hash, store, sign; returns the hash.
+    dry_run=False is `--no-dry-run`: the arms and the reference are not called first."""
+    _, out = invoke(["freeze", os.fspath(path), *_common(store, key),
+                     *([] if dry_run else ["--no-dry-run"])])
     return out.strip().splitlines()[-1]
 
 
-def check(path, store=None):
-    """`prereg check PATH`: the hash the protocol would get; stores nothing."""
-    _, out = invoke(["check", os.fspath(path), *_common(store)])
+def check(path, store=None, dry_run=True):
+    """`prereg check PATH`: the hash the protocol would get; stores nothing.
+    dry_run=False is `--no-dry-run`: the arms and the reference are not called."""
+    _, out = invoke(["check", os.fspath(path), *_common(store),
+                     *([] if dry_run else ["--no-dry-run"])])
     return out.strip().splitlines()[-1]
 
 

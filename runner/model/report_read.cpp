@@ -153,7 +153,7 @@ report_instrument read_instrument(const node &n, int version) {
     n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
             "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz",
             "kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped", "roofs",
-             "ceiling_reused"});
+            "ceiling_reused"});
   else if (version >= 4)
     n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
             "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz",

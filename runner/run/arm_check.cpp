@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 
 namespace prereg {
@@ -92,11 +93,18 @@ json load_one(const protocol &p, const arm_spec &a, const fs::path &dir,
     const std::string no_device = device_missing(p, make_device);
     if (!no_device.empty())
       send(fd, {{"device", no_device}});
+    std::map<std::string, std::string> not_loaded; // the environment's: not called by the dry run
     for (const auto &a : p.arms)
-      if (a.outside())
-        send(fd, load_one(p, a, dir, no_device));
+      if (a.outside()) {
+        const json msg = load_one(p, a, dir, no_device);
+        if (msg.contains("notice"))
+          not_loaded[a.id] = msg.value("notice", "");
+        send(fd, msg);
+      }
     if (dry != nullptr) // the arms' and the reference's first calls (run/dry_run.cpp)
-      send(fd, {{"dry_run", dry_run_here(p, dir, make_device, dry->resolve, no_device).to_json()}});
+      send(fd,
+           {{"dry_run",
+             dry_run_here(p, dir, make_device, dry->resolve, no_device, not_loaded).to_json()}});
   } catch (const std::exception &e) {
     send(fd, detail::error_message(e));
   }

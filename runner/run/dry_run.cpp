@@ -42,14 +42,19 @@ std::optional<std::string> builtin_cannot(const protocol &p, device &dev, const 
 /// One cell per arm and pass: the smallest shape of the protocol (by elements, the first of
 /// equals in plan order) that the arm can take here; an outside arm's smallest (the engine
 /// checks it once loaded). An arm that can take none is not called, with the smallest's reason.
-run_plan dry_plan(const protocol &p, device &dev, const operation_desc &op, dry_run_report &rep) {
+run_plan dry_plan(const protocol &p, device &dev, const operation_desc &op, dry_run_report &rep,
+                  const std::map<std::string, std::string> &not_loaded) {
   run_plan plan;
   plan.proto = &p;
   plan.seed = seed_from_hash(protocol_hash(p)); // the run's seed: its gate's inputs at this shape
   std::vector<cell_key> cells = all_cells(p);
   std::stable_sort(cells.begin(), cells.end(),
                    [](const cell_key &a, const cell_key &b) { return elements(a) < elements(b); });
-  for (const auto &spec : p.arms)
+  for (const auto &spec : p.arms) {
+    if (const auto nl = not_loaded.find(spec.id); spec.outside() && nl != not_loaded.end()) {
+      rep.not_called.emplace_back(spec.id, "it could not be loaded here (the notice above)");
+      continue;
+    }
     for (const pass_kind pass : p.passes) {
       std::optional<std::string> first_why;
       for (const auto &k : cells) {
@@ -67,6 +72,7 @@ run_plan dry_plan(const protocol &p, device &dev, const operation_desc &op, dry_
       if (first_why)
         rep.not_called.emplace_back(spec.id, fmt::format("{}: {}", to_string(pass), *first_why));
     }
+  }
   return plan;
 }
 
@@ -154,7 +160,8 @@ dry_run_report dry_run_report::from_json(const json &j) {
 dry_run_report
 dry_run_here(const protocol &p, const fs::path &protocol_dir,
              const std::function<std::unique_ptr<device>(const std::string &, int)> &make_device,
-             const arm_resolver &resolve, const std::string &no_device) {
+             const arm_resolver &resolve, const std::string &no_device,
+             const std::map<std::string, std::string> &not_loaded) {
   dry_run_report rep;
   if (!no_device.empty()) {
     rep.not_run = no_device;
@@ -162,7 +169,7 @@ dry_run_here(const protocol &p, const fs::path &protocol_dir,
   }
   std::unique_ptr<device> dev = make_device(p.device, 0);
   const operation_desc &op = operation_named(p.op);
-  run_plan plan = dry_plan(p, *dev, op, rep);
+  run_plan plan = dry_plan(p, *dev, op, rep, not_loaded);
   plan.load_outside = [&](const arm_spec &spec) -> std::shared_ptr<outside_arm> {
     const fs::path file = outside_file(protocol_dir, spec.file);
     return spec.source == arm_source::plugin ? load_plugin_arm(file, spec.entry, p, spec.id)

@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -39,13 +40,15 @@ struct dry_run_report {
 /// Runs the dry run of `p` in this process (the loading child, inside its sandbox, its outside
 /// arms already loaded once): per arm and pass the smallest shape of the protocol the arm can
 /// take here, on the protocol's device made by `make_device` (not at all when `no_device` says
-/// it is unusable here), seeded as the run's gate is. Throws exit 2, one line naming the
-/// operation's reference or the arm, the cell, the tensor and the problem, for the first
-/// failure (the reference's before any arm's).
+/// it is unusable here), seeded as the run's gate is. An outside arm named in `not_loaded` (arm
+/// id -> its loader's notice: the environment's) is not called, and said so. Throws exit 2,
+/// one line naming the operation's reference or the arm, the cell, the tensor and the problem,
+/// for the first failure (the reference's before any arm's).
 [[nodiscard]] dry_run_report
 dry_run_here(const protocol &p, const std::filesystem::path &protocol_dir,
              const std::function<std::unique_ptr<device>(const std::string &, int)> &make_device,
-             const arm_resolver &resolve, const std::string &no_device);
+             const arm_resolver &resolve, const std::string &no_device,
+             const std::map<std::string, std::string> &not_loaded = {});
 
 /// The dry run's line for `check` and `freeze` ("dry run on cpu: ..."), and its notices (arms
 /// not called, the run not done), each escaped for the terminal.

@@ -158,4 +158,24 @@ std::int64_t eval_bound(std::string_view text, const formula_env &env, std::stri
   return formula_parser(text, e, what).run();
 }
 
+std::string traffic_split_fault(const std::string &bytes, const std::string &read_bytes,
+                                const std::string &write_bytes, const formula_env &env,
+                                const std::string &where) {
+  if (read_bytes.empty() && write_bytes.empty())
+    return {};
+  if (bytes.empty())
+    return fmt::format("{} declares {} without bytes (they split the pass's bytes)", where,
+                       read_bytes.empty() ? "write_bytes" : "read_bytes");
+  const std::uint64_t b = eval_formula(bytes, env, "bytes");
+  const std::uint64_t r = read_bytes.empty() ? 0 : eval_formula(read_bytes, env, "r");
+  const std::uint64_t w = write_bytes.empty() ? 0 : eval_formula(write_bytes, env, "w");
+  const bool both = !read_bytes.empty() && !write_bytes.empty();
+  if (r > b || w > b || (both && r + w != b))
+    return fmt::format("{}: read_bytes and write_bytes do not split bytes (with every name 1: "
+                       "bytes {}, read_bytes {}, write_bytes {})",
+                       where, b, read_bytes.empty() ? "-" : std::to_string(r),
+                       write_bytes.empty() ? "-" : std::to_string(w));
+  return {};
+}
+
 } // namespace prereg

@@ -29,6 +29,15 @@ struct formula_env {
 [[nodiscard]] std::uint64_t eval_formula(std::string_view text, const formula_env &env,
                                          std::string_view what);
 
+/// Why a pass's declared read_bytes / write_bytes (either may be empty) do not split its
+/// `bytes` under `env` (checked with every name 1: a necessary condition of splitting it at every
+/// cell), or "": they need `bytes`, each fits in it, and both add up to it. `where` begins the
+/// message ("passes.fwd").
+[[nodiscard]] std::string traffic_split_fault(const std::string &bytes,
+                                              const std::string &read_bytes,
+                                              const std::string &write_bytes,
+                                              const formula_env &env, const std::string &where);
+
 /// Evaluates an integer range's bound: a formula as above that may also have a unary minus
 /// (`-5`, `-vocab`, `0 - rows`) and a negative value.
 [[nodiscard]] std::int64_t eval_bound(std::string_view text, const formula_env &env,

@@ -276,7 +276,11 @@ public:
           fail(e.what());
         }
       }
-      split(f, key, env);
+      // read_bytes / write_bytes split `bytes` (op_formula.hpp)
+      if (const auto why =
+              traffic_split_fault(f.bytes, f.read_bytes, f.write_bytes, env, "passes." + key);
+          !why.empty())
+        fail(why);
       op.passes.push_back(pass);
       op.formulas.push_back(std::move(f));
     }
@@ -288,25 +292,6 @@ public:
     if (backward != (op.passes.size() == 2))
       fail(backward ? "a tensor lists bwd, but passes has no fwd+bwd"
                     : "passes has fwd+bwd, but no tensor lists bwd");
-  }
-
-  // read_bytes / write_bytes split `bytes`: they need it, and with every name 1 they fit in it
-  // (both: they add up to it), a necessary condition of doing so at every cell.
-  void split(const op_pass_formulas &f, const std::string &key, const formula_env &env) const {
-    if (f.read_bytes.empty() && f.write_bytes.empty())
-      return;
-    if (f.bytes.empty())
-      fail(fmt::format("passes.{} declares {} without bytes (they split the pass's bytes)", key,
-                       f.read_bytes.empty() ? "write_bytes" : "read_bytes"));
-    const std::uint64_t b = eval_formula(f.bytes, env, "bytes");
-    const std::uint64_t r = f.read_bytes.empty() ? 0 : eval_formula(f.read_bytes, env, "r");
-    const std::uint64_t w = f.write_bytes.empty() ? 0 : eval_formula(f.write_bytes, env, "w");
-    const bool both = !f.read_bytes.empty() && !f.write_bytes.empty();
-    if (r > b || w > b || (both && r + w != b))
-      fail(fmt::format("passes.{}: read_bytes and write_bytes do not split bytes (with every "
-                       "name 1: bytes {}, read_bytes {}, write_bytes {})",
-                       key, b, f.read_bytes.empty() ? "-" : std::to_string(r),
-                       f.write_bytes.empty() ? "-" : std::to_string(w)));
   }
 
   void tolerance(const json &j, operation_desc &op) const {

