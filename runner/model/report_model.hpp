@@ -27,8 +27,8 @@ inline constexpr int report_schema_version_named = report_schema_version + 1;
 /// (rows x cols, or a `shape`) plus `states` and `stop`. A report with neither keeps 5 or 6.
 inline constexpr int report_schema_version_state = report_schema_version_named + 1;
 /// The schema_version of a report whose run.isolation carries the probes' results and the level
-/// (docs/report.md, "run.isolation"): version 7's members plus those. Every report of a sandboxed run
-/// (outside arms) is one.
+/// (docs/report.md, "run.isolation"): version 7's members plus those. Every report of a sandboxed
+/// run (outside arms) is one.
 inline constexpr int report_schema_version_probes = report_schema_version_state + 1;
 /// The schema_version of a report whose instrument measured the roofs beside the copy ceiling
 /// (docs/report.md, "The roofs"): the read and write ceilings and the compute ceilings in

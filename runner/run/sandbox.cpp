@@ -224,8 +224,12 @@ isolation_facts enter_sandbox(const sandbox_paths &paths, std::vector<int> keep,
   const unsigned long long prereg_start = start_time_of(prereg_pid);
   close_inherited(keep);
   facts.layers.emplace_back("no-inherited-fds");
-  if (!enter_user_and_mount(facts))
+  if (!enter_user_and_mount(facts)) {
+    // No namespaces: what needs none (no_new_privs, the filter, Landlock) still stands, and the
+    // probes still say what holds; the level is `none` (no user namespace).
+    lock_and_probe(paths, keep, prereg_pid, prereg_start, facts);
     return facts;
+  }
   facts.layers.emplace_back("user-namespace");
   facts.layers.emplace_back("mount-namespace");
   protect_files(paths, facts);
