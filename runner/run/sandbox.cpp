@@ -55,6 +55,10 @@ bool write_text(const char *path, const std::string &text) {
 bool enter_user_and_mount(isolation_facts &facts) {
   const uid_t uid = ::geteuid();
   const gid_t gid = ::getegid();
+  // A process forked after prereg made itself not dumpable (a second loader of `check`) is not
+  // dumpable either, and then its /proc/self files belong to root: a user other than root could
+  // not write its own uid_map. This process runs outside code next anyway.
+  (void)::prctl(PR_SET_DUMPABLE, 1);
   if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
     facts.add_reason(errno_text("user and mount namespaces are not available (unshare)"));
     return false;
