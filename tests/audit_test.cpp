@@ -173,7 +173,7 @@ TEST_CASE("a fresh report passes every check, in the fixed order") {
     const json j = parse_json_strict(render_audit_json(r), "audit.json");
     CHECK(j.at("passed") == true);
     CHECK(j.at("exit_code") == 0);
-    REQUIRE(j.at("checks").size() == 10);
+    REQUIRE(j.at("checks").size() == 11);
     CHECK(j.at("checks")[4].at("name") == "statistics");
     CHECK(j.at("checks")[4].at("passed") == true);
     CHECK(j.at("history") == r.history);
@@ -248,8 +248,8 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     std::string bytes = read_file(dir / "report.json");
     bytes.back() = ',';
     write_file_atomic(dir / "report.json", bytes);
-    expected = {"payload", "protocol", "freeze", "statistics", "verdicts",
-                "defects", "pages",    "ledger", "history"};
+    expected = {"payload", "protocol", "freeze",    "statistics", "verdicts",
+                "defects", "pages",    "isolation", "ledger",     "history"};
   }
   SUBCASE("report.md edited to say confirmed (issue 16 item 8)") {
     std::string md = read_file(dir / "report.md");
@@ -398,7 +398,10 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   SUBCASE("a schema_version newer than any this build reads") {
     report.at("schema_version") = report_schema_version_max + 1;
     resign(dir, report, key);
-    expected = {"payload", "statistics", "verdicts", "defects", "pages", "ledger"};
+    // (run.isolation is read by its version: the freeze check's run.started_at and the
+    // isolation check fail with it)
+    expected = {"payload", "freeze", "statistics", "verdicts",
+                "defects", "pages",  "isolation",  "ledger"};
   }
   SUBCASE("the defects array deleted") {
     report.erase("defects");
@@ -490,8 +493,8 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   }
   SUBCASE("report.json deleted") {
     fs::remove(dir / "report.json");
-    expected = {"payload", "protocol", "freeze", "statistics", "verdicts",
-                "defects", "pages",    "ledger", "history"};
+    expected = {"payload", "protocol", "freeze",    "statistics", "verdicts",
+                "defects", "pages",    "isolation", "ledger",     "history"};
   }
   SUBCASE("the run's ledger entries removed, the ledger re-chained and re-signed") {
     const std::string run_id = report.at("run").at("run_id");

@@ -248,8 +248,16 @@ TEST_CASE("sandbox: a process behind the walls: the key reads empty, the store i
     std::ofstream key(root / "keys" / "signing.key");
     key << "-----BEGIN PRIVATE KEY-----\nSANDBOX-TEST-KEY-BYTES\n-----END PRIVATE KEY-----\n";
   }
+  // prereg's cache folder (hidden in the sandbox) is $XDG_CACHE_HOME/prereg: the test's own
+  const char *old_cache = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = old_cache == nullptr ? std::string() : std::string(old_cache);
+  ::setenv("XDG_CACHE_HOME", (root / "cache").c_str(), 1);
   const detail::sandbox_paths paths = detail::sandbox_paths_for(
       root / "keys" / "signing.key", root / "project" / ".prereg", root / "reports");
+  if (old_cache == nullptr)
+    ::unsetenv("XDG_CACHE_HOME");
+  else
+    ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
   const json got = sandboxed_child(paths, root / "cache");
   const json &facts = got.at("facts");
   const auto layers = facts.at("layers").get<std::vector<std::string>>();

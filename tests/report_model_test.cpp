@@ -408,7 +408,7 @@ TEST_CASE("issue 43: run.isolation's level follows from its layers and probes") 
 }
 
 TEST_CASE("issue 43: schema_version 8's run.isolation reads back; probes are refused before it") {
-  json j = sample("cpu_rmsnorm.json");
+  json j = sample("cpu_rotary.json"); // version 6: an instrument of version 4 and later
   j["schema_version"] = report_schema_version_probes;
   report_document doc = report_from_json(j, "x");
   doc.run.isolation = sandboxed_isolation();

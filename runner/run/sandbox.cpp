@@ -56,6 +56,10 @@ bool write_text(const char *path, const std::string &text) {
 bool enter_user_and_mount(isolation_facts &facts) {
   const uid_t uid = ::geteuid();
   const gid_t gid = ::getegid();
+  // A process forked after prereg made itself not dumpable (a second loader of `check`) is not
+  // dumpable either, and then its /proc/self files belong to root: a user other than root could
+  // not write its own uid_map. This process runs outside code next anyway.
+  (void)::prctl(PR_SET_DUMPABLE, 1);
   if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
     facts.add_reason(errno_text("user and mount namespaces are not available (unshare)"));
     return false;
@@ -225,8 +229,12 @@ isolation_facts enter_sandbox(const sandbox_paths &paths, std::vector<int> keep,
   const unsigned long long prereg_start = start_time_of(prereg_pid);
   close_inherited(keep);
   facts.layers.emplace_back("no-inherited-fds");
-  if (!enter_user_and_mount(facts))
+  if (!enter_user_and_mount(facts)) {
+    // No namespaces: what needs none (no_new_privs, the filter, Landlock) still stands, and the
+    // probes still say what holds; the level is `none` (no user namespace).
+    lock_and_probe(paths, keep, prereg_pid, prereg_start, facts);
     return facts;
+  }
   facts.layers.emplace_back("user-namespace");
   facts.layers.emplace_back("mount-namespace");
   (void)bound_scratch(scratch_folders()); // scratch.hpp: before the folders are bound below

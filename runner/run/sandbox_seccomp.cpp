@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -108,13 +109,19 @@ std::string add_rules(scmp_filter_ctx ctx) {
       return "the rules for clone and unshare could not be added";
   }
   // Signals: kill(2) by pid or group, tgkill(2) and the queued ones by thread group, pidfd_open
-  // (a pidfd would signal past these rules): none may name the init or the measuring process.
+  // (a pidfd would signal past these rules): none may name the init or the measuring process,
+  // except SIGKILL, which only ends the run (a failed attempt, never a changed number; a
+  // process that kills itself is a crash: docs/engine.md).
   for (const std::uint64_t pid : protected_pids) {
     const scmp_arg_cmp a0 = SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, pid);
-    for (const int call : {SCMP_SYS(kill), SCMP_SYS(tgkill), SCMP_SYS(rt_sigqueueinfo),
-                           SCMP_SYS(rt_tgsigqueueinfo), SCMP_SYS(pidfd_open)})
-      if (deny(ctx, call, {a0}, EPERM) != 0)
-        return "the rules for signals could not be added";
+    const scmp_arg_cmp not_kill1 = SCMP_A1(SCMP_CMP_NE, SIGKILL);
+    const scmp_arg_cmp not_kill2 = SCMP_A2(SCMP_CMP_NE, SIGKILL);
+    if (deny(ctx, SCMP_SYS(kill), {a0, not_kill1}, EPERM) != 0 ||
+        deny(ctx, SCMP_SYS(rt_sigqueueinfo), {a0, not_kill1}, EPERM) != 0 ||
+        deny(ctx, SCMP_SYS(tgkill), {a0, not_kill2}, EPERM) != 0 ||
+        deny(ctx, SCMP_SYS(rt_tgsigqueueinfo), {a0, not_kill2}, EPERM) != 0 ||
+        deny(ctx, SCMP_SYS(pidfd_open), {a0}, EPERM) != 0)
+      return "the rules for signals could not be added";
   }
   // Joining another process group (a group a helper leads, to stop it with one kill): only a
   // group of one's own (setpgid(pid, 0)).
