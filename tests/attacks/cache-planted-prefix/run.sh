@@ -52,7 +52,7 @@ PY
 protocol "$P/p.yaml" attack_cache_prefix "  - id: attacker
     python: arm.py
     function: attack"
-run_prereg freeze "$P/p.yaml"
+run_prereg freeze "$P/p.yaml" --no-dry-run # the run is under test (its attacker is no correct arm)
 [ "$rc" -eq 0 ] || escape "freeze failed (exit $rc): $(head -n 1 "$WORK/err")"
 hash=$(tail -n 1 "$WORK/out")
 for n in 1 2; do # the first run completes; the second one's arm forges the ledger up to it
