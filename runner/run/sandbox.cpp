@@ -217,8 +217,13 @@ sandbox_paths sandbox_paths_for(const fs::path &key, const fs::path &store,
   if (!reports.empty())
     p.reports = fs::absolute(reports, ec).lexically_normal();
   p.project = p.store.parent_path();
-  if (const fs::path cache = verified_cache_folder(); !cache.empty())
+  if (const fs::path cache = verified_cache_folder(); !cache.empty()) {
+    // Made here, outside the sandbox, where missing (0700, as the cache makes it): a folder the
+    // sandbox made would lie in its scratch space when the cache lies under /tmp.
+    if (!fs::exists(fs::symlink_status(cache, ec)) && fs::create_directories(cache, ec))
+      fs::permissions(cache, fs::perms::owner_all, ec);
     p.hidden.push_back(cache);
+  }
   p.must_stay_shown = p.read_only();
   p.must_stay_shown.push_back(fs::current_path(ec));
   return p;

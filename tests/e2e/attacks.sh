@@ -2,7 +2,8 @@
 # tests/attacks/*/run.sh with PREREG, WORK (an empty folder of the running user's) and SRC set,
 # as root and as an unprivileged test user (made here with useradd when this runs as root, the
 # cases run under setpriv), or only as this user when it is not root; prints one row per case
-# and user, and fails if any case was not contained. Two cases run at once.
+# and user, and fails if any case was not contained (but for those tests/attacks/KNOWN_OPEN
+# lists, which must not be). One case at a time.
 source "$(dirname "$0")/lib.bash"
 py=${PREREG_TEST_PYTHON:-/usr/bin/python3}
 "$py" -c 'import numpy' 2>/dev/null || { echo "skipped: $py has no numpy"; exit 77; }
@@ -70,25 +71,32 @@ one() {
 
 results=$work/results
 : >"$results"
-jobs_running=0
+# One case at a time: the flood and signal cases read the run's phases, and two cases beside
+# the suite's other tests on two cores made them miss (the runs themselves are timed by nothing).
 for name in "${cases[@]}"; do
   for user in "${users[@]}"; do
-    one "$name" "$user" >>"$results" &
-    jobs_running=$((jobs_running + 1))
-    if [ "$jobs_running" -ge 2 ]; then wait -n; jobs_running=$((jobs_running - 1)); fi
+    one "$name" "$user" >>"$results"
   done
 done
-wait
 
 printf '%-26s %-16s %-12s %s\n' case user result "what happened"
 sort "$results" | while IFS=$'\t' read -r name user result line; do
   printf '%-26s %-16s %-12s %s\n' "$name" "$user" "$result" "$line"
 done
+# Known open: CASE USER lines of tests/attacks/KNOWN_OPEN (issue 43 is not done while it has
+# any). Such a case must still not be contained (then the list is stale: a failure) and is
+# reported as open; every other case must be contained.
+known_open() { grep -qxF -- "$1 $2" <(grep -v '^#' "$PREREG_SOURCE_DIR/tests/attacks/KNOWN_OPEN" 2>/dev/null | awk '{print $1, $2}'); }
 while IFS=$'\t' read -r name user result line; do
+  user_kind=$([ "$user" = root ] && echo root || echo user)
   case $result in
-  contained) pass "$name as $user: contained" ;;
+  contained)
+    if known_open "$name" "$user_kind"; then fail "$name as $user: contained, but tests/attacks/KNOWN_OPEN lists it as open"
+    else pass "$name as $user: contained"; fi ;;
   skipped) echo "skip - $name as $user: $line" ;;
-  *) fail "$name as $user: $line" ;;
+  *)
+    if known_open "$name" "$user_kind"; then echo "open - $name as $user (tests/attacks/KNOWN_OPEN): $line"
+    else fail "$name as $user: $line"; fi ;;
   esac
 done <"$results"
 [ "$(wc -l <"$results")" -eq $((${#cases[@]} * ${#users[@]})) ] || fail "some cases did not report"

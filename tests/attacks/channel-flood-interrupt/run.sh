@@ -28,9 +28,9 @@ run_prereg freeze "$P/p.yaml" --no-dry-run # the run is under test (the dry run 
 [ "$rc" -eq 0 ] || escape "freeze failed (exit $rc): $(head -n 1 "$WORK/err")"
 hash=$(tail -n 1 "$WORK/out")
 for sig in INT TERM; do
-  timeout -k 5 120 "$PREREG" run "$hash" --out "$REPORTS" --quiet >"$WORK/out" 2>"$WORK/err" &
+  timeout -k 5 420 "$PREREG" run "$hash" --out "$REPORTS" --quiet >"$WORK/out" 2>"$WORK/err" &
   pid=$!
-  for _ in $(seq 600); do # until the flood is on the channel (the arm says so on stderr)
+  for _ in $(seq 3000); do # until the flood is on the channel (the arm says so on stderr)
     grep -qs '"flooded"' "$WORK/err" && break
     sleep 0.1
   done
