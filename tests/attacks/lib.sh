@@ -142,9 +142,15 @@ check_loot_has() {
 # check_no_process MARKER: no process whose command line holds MARKER is left (the attacker's
 # daemons name themselves with it). Leftovers are ended by their pid.
 check_no_process() {
-  local pids="" p
-  for p in /proc/[0-9]*; do
-    if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "$1"; then pids="$pids ${p#/proc/}"; fi
+  local pids="" p try
+  # (the kernel ends a PID namespace's members as its init ends, not at once: up to 10 s)
+  for try in $(seq 50); do
+    pids=""
+    for p in /proc/[0-9]*; do
+      if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "$1"; then pids="$pids ${p#/proc/}"; fi
+    done
+    [ -n "$pids" ] || break
+    sleep 0.2
   done
   if [ -n "$pids" ]; then
     escape "a process the attacker started outlived prereg (pid$pids)"
