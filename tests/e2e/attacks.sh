@@ -49,7 +49,7 @@ one() {
   w=$(mktemp -d "/tmp/prereg-attack-$name.XXXXXX")
   local -a as=()
   if [ "$user" != "$(id -un)" ]; then
-    chown "$user" "$w"
+    chown "$user:$(id -g "$user")" "$w" # its group too: an id the sandbox does not map cannot be copied up in its scratch overlay
     as=(setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups --reset-env --)
   fi
   "${as[@]}" env PREREG="$shared/bin/prereg" WORK="$w" SRC="$shared/src" \
