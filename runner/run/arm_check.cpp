@@ -6,6 +6,8 @@
 #include "base/process.hpp"
 #include "crypto/keyring.hpp"
 #include "prereg/error.hpp"
+#include "engine/measure.hpp"
+#include "run/loader_channel.hpp"
 #include "run/measuring_child.hpp"
 #include "run/sandbox.hpp"
 #include "spec/outside_file.hpp"
@@ -20,7 +22,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-#include <sstream>
 
 namespace prereg {
 namespace fs = std::filesystem;
@@ -42,7 +43,7 @@ json_node loader_node(const json &j) {
 }
 
 void send(int fd, const json &j) {
-  if (!write_all(fd, j.dump() + "\n"))
+  if (!detail::send_all(fd, j.dump() + "\n"))
     std::_Exit(1); // the parent is gone
 }
 
@@ -96,6 +97,8 @@ json load_one(const protocol &p, const arm_spec &a, const fs::path &dir,
     std::map<std::string, std::string> not_loaded; // the environment's: not called by the dry run
     for (const auto &a : p.arms)
       if (a.outside()) {
+        const watched_call watch(static_cast<int>(&a - p.arms.data()), -1,
+                                 static_cast<int>(call_phase::load));
         const json msg = load_one(p, a, dir, no_device);
         if (msg.contains("notice"))
           not_loaded[a.id] = msg.value("notice", "");
@@ -120,6 +123,20 @@ json parse_line(const std::string &line) {
   }
 }
 
+/// The line of a call of outside code that did not return while loading or in the dry run.
+std::string stuck_line(const protocol &p, const watched_call_state &call) {
+  const auto phase = static_cast<call_phase>(call.what);
+  const bool has_arm = call.who >= 0 && static_cast<std::size_t>(call.who) < p.arms.size();
+  const std::string what =
+      has_arm ? fmt::format("a {} of arm {}", to_string(phase),
+                            p.arms[static_cast<std::size_t>(call.who)].id)
+      : phase == call_phase::reference ? std::string("the operation's reference")
+                                       : fmt::format("a {} of the dry run", to_string(phase));
+  return fmt::format("the watchdog: {} did not return within {:g} s (measurement.call_timeout_s); "
+                     "the process that loads the arms was killed",
+                     what, p.measurement.call_timeout());
+}
+
 } // namespace
 
 arm_load_result load_arms_here(const protocol &p, const fs::path &protocol_dir,
@@ -129,23 +146,21 @@ arm_load_result load_arms_here(const protocol &p, const fs::path &protocol_dir,
   if (dry == nullptr &&
       std::none_of(p.arms.begin(), p.arms.end(), [](const arm_spec &a) { return a.outside(); }))
     return out;
-  pipe_ends up = open_pipe(on_exec::close);
   const pid_t prereg = ::getpid();
-  const pid_t pid = fork_child([&] {
-    up.read.reset();
-    child(p, protocol_dir, make_device, walls, dry, prereg, up.write.get());
+  detail::loader_channel loader(p.measurement.call_timeout(), [&](int fd) {
+    child(p, protocol_dir, make_device, walls, dry, prereg, fd);
   });
-  up.write.reset();
+  const pid_t pid = loader.pid();
   // The arms' code cannot read this process (docs/engine.md).
   const bool not_dumpable = ::prctl(PR_SET_DUMPABLE, 0) == 0;
-  const std::string text = read_all(up.read.get());
-  const wait_status st = wait_for(pid);
-  std::istringstream lines(text);
+  const std::vector<std::string> lines =
+      loader.read_all_lines([&](const watched_call_state &call) { return stuck_line(p, call); });
+  const wait_status st = loader.status();
   std::size_t expected = 0;
   bool dry_done = false;
   for (const auto &a : p.arms)
     expected += a.outside() ? 1 : 0;
-  for (std::string line; std::getline(lines, line);) {
+  for (const std::string &line : lines) {
     const json msg = parse_line(line);
     if (msg.contains("error"))
       detail::rethrow_error_message(msg);

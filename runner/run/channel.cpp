@@ -83,7 +83,8 @@ bool descends_from(pid_t pid, pid_t ancestor, int depth) {
   return false;
 }
 
-channel_reader::channel_reader(int fd, pid_t child) : m_fd(fd), m_child(child) {}
+channel_reader::channel_reader(int fd, pid_t child, std::string who, std::string outcome)
+    : m_fd(fd), m_child(child), m_who(std::move(who)), m_outcome(std::move(outcome)) {}
 
 std::optional<std::string> channel_reader::next(const check &between) {
   for (;;) {
@@ -100,9 +101,9 @@ std::optional<std::string> channel_reader::next(const check &between) {
     }
     m_scanned = m_buffer.size();
     if (m_buffer.size() - m_start > m_limit)
-      throw io_error(fmt::format("the measuring process sent a message of more than {} without "
-                                 "a line end (the limit: docs/engine.md); the run failed",
-                                 bytes_text(m_limit)));
+      throw io_error(fmt::format("{} sent a message of more than {} without a line end (the "
+                                 "limit: docs/engine.md){}",
+                                 m_who, bytes_text(m_limit), m_outcome));
     if (!fill(between))
       return std::nullopt;
   }
@@ -114,7 +115,7 @@ bool channel_reader::fill(const check &between) {
     pollfd p{m_fd, POLLIN, 0};
     const int ready = ::poll(&p, 1, wait_ms);
     if (ready < 0 && errno != EINTR)
-      throw io_error(fmt::format("waiting for the measuring process: {}", std::strerror(errno)));
+      throw io_error(fmt::format("waiting for {}: {}", m_who, std::strerror(errno)));
     if (ready <= 0)
       continue;
     const std::size_t old = m_buffer.size();
@@ -132,7 +133,7 @@ bool channel_reader::fill(const check &between) {
     if (n < 0 && (err == EINTR || err == EAGAIN))
       continue;
     if (n < 0)
-      throw io_error(fmt::format("reading from the measuring process: {}", std::strerror(err)));
+      throw io_error(fmt::format("reading from {}: {}", m_who, std::strerror(err)));
     if (n == 0)
       return false;
     pid_t pid = 0;
@@ -147,13 +148,13 @@ bool channel_reader::fill(const check &between) {
           std::memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof fd);
           ::close(fd);
         }
-        throw io_error("the measuring process sent file descriptors over its channel; the run "
-                       "failed");
+        throw io_error(fmt::format("{} sent file descriptors over its channel{}", m_who, m_outcome));
       }
     }
     if ((msg.msg_flags & MSG_CTRUNC) != 0)
-      throw io_error("the measuring process sent ancillary data other than its credentials "
-                     "over its channel; the run failed");
+      throw io_error(fmt::format("{} sent ancillary data other than its credentials over its "
+                                 "channel{}",
+                                 m_who, m_outcome));
     accept_sender(pid, static_cast<std::size_t>(n));
     between();
     return true;
@@ -165,17 +166,16 @@ bool channel_reader::fill(const check &between) {
 void channel_reader::accept_sender(pid_t pid, std::size_t bytes) {
   if (m_sender == 0) {
     if (pid <= 0 || !descends_from(pid, m_child, 3))
-      throw io_error(fmt::format("the measuring process's first message came from process {}, "
-                                 "not from the process prereg forked (pid {}) or its "
-                                 "descendants; the run failed",
-                                 pid, m_child));
+      throw io_error(fmt::format("{}'s first message came from process {}, not from the process "
+                                 "prereg forked (pid {}) or its descendants{}",
+                                 m_who, pid, m_child, m_outcome));
     m_sender = pid;
     return;
   }
   if (pid != m_sender)
-    throw io_error(fmt::format("{} bytes on the measuring process's channel were written by "
-                               "process {}, not by the measuring process (pid {}); the run failed",
-                               bytes, pid, m_sender));
+    throw io_error(fmt::format("{} bytes on {}'s channel were written by process {}, not by {} "
+                               "(pid {}){}",
+                               bytes, m_who, pid, m_who, m_sender, m_outcome));
 }
 
 } // namespace prereg::detail

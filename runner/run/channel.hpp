@@ -42,7 +42,9 @@ inline constexpr std::size_t message_limit_before_plan = std::size_t{64} << 20;
 /// exit 1). Bytes are scanned for the line end once.
 class channel_reader {
 public:
-  channel_reader(int fd, pid_t child);
+  /// `who` names the writer in the errors ("the measuring process"), `outcome` ends them.
+  channel_reader(int fd, pid_t child, std::string who = "the measuring process",
+                 std::string outcome = "; the run failed");
   void set_limit(std::size_t bytes) { m_limit = bytes; }
   /// Called after every read and at least every 100 ms while waiting: may throw (an interrupt,
   /// the watchdog).
@@ -61,6 +63,7 @@ private:
 
   int m_fd;
   pid_t m_child;
+  std::string m_who, m_outcome;
   pid_t m_sender = 0;
   std::size_t m_limit = message_limit_before_plan;
   std::string m_buffer;

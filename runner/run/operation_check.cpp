@@ -5,6 +5,8 @@
 #include "arms/python_operation.hpp"
 #include "base/process.hpp"
 #include "prereg/error.hpp"
+#include "engine/measure.hpp"
+#include "run/loader_channel.hpp"
 #include "run/measuring_child.hpp"
 #include "run/sandbox.hpp"
 #include "spec/operation_file.hpp"
@@ -23,20 +25,23 @@ namespace {
 
 [[noreturn]] void child(const fs::path &file, const std::string &name, const loading_paths &walls,
                         pid_t prereg, int fd) {
-  // Before the file is imported: the walls, and what their probes found, first.
+  // Before the file is imported: the walls, and what their probes found, first (the first
+  // message names the channel's sender: nothing the file starts can take its place).
   const json isolation =
       detail::enter_sandbox(detail::sandbox_paths_for(walls.key, walls.store, {}), {fd}, prereg)
           .to_json();
+  if (!detail::send_all(fd, json{{"isolation", isolation}}.dump() + "\n"))
+    std::_Exit(1);
   detail::forget_key_variable();
   outside::set_crash_channel(fd); // a crash while importing: one error message up
   json msg;
   try {
+    const watched_call watch(-1, -1, static_cast<int>(call_phase::load));
     msg = {{"descriptor", describe_python_operation(file, name)}};
   } catch (const std::exception &e) {
     msg = detail::error_message(e);
   }
-  msg["isolation"] = isolation;
-  (void)write_all(fd, msg.dump() + "\n");
+  (void)detail::send_all(fd, msg.dump() + "\n");
   std::_Exit(0);
 }
 
@@ -60,20 +65,26 @@ operation_load load_operation_here(const protocol &p, const fs::path &protocol_d
     throw invalid_input(
         fmt::format("operation {}: its file {} does not exist", p.op, file.filename().string()),
         file.string());
-  pipe_ends up = open_pipe(on_exec::close);
   const pid_t prereg = ::getpid();
-  const pid_t pid = fork_child([&] {
-    up.read.reset();
-    child(file, p.op, walls, prereg, up.write.get());
+  detail::loader_channel loader(p.measurement.call_timeout(), [&](int fd) {
+    child(file, p.op, walls, prereg, fd);
   });
-  up.write.reset();
   // The file's code cannot read this process (docs/engine.md).
   const bool not_dumpable = ::prctl(PR_SET_DUMPABLE, 0) == 0;
-  const std::string text = read_all(up.read.get());
-  const wait_status st = wait_for(pid);
-  json msg;
+  const std::vector<std::string> lines = loader.read_all_lines([&](const watched_call_state &) {
+    return fmt::format("operation {}: the watchdog: importing its file {} did not return within "
+                       "{:g} s (measurement.call_timeout_s); the process that read it was killed",
+                       p.op, file.filename().string(), p.measurement.call_timeout());
+  });
+  const wait_status &st = loader.status();
+  json first, msg;
   try {
-    msg = json::parse(text);
+    if (lines.size() != 2)
+      throw std::runtime_error("not two lines");
+    first = json::parse(lines[0]);
+    msg = json::parse(lines[1]);
+    if (!first.is_object() || !first.contains("isolation") || !msg.is_object())
+      throw std::runtime_error("not the messages expected");
   } catch (const std::exception &) {
     throw invalid_input(
         fmt::format("operation {}: the process that read the operation file {}", p.op,
@@ -85,7 +96,7 @@ operation_load load_operation_here(const protocol &p, const fs::path &protocol_d
     detail::rethrow_error_message(msg);
   static const reader_fault fault;
   report_isolation isolation =
-      detail::read_isolation_message(json_node(msg.at("isolation"), "isolation", fault));
+      detail::read_isolation_message(json_node(first.at("isolation"), "isolation", fault));
   detail::finish_isolation(isolation, not_dumpable);
   return {register_outside_operation(
               operation_from_json(msg.at("descriptor"), file.string(), file.string())),

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
@@ -122,6 +123,16 @@ std::string add_rules(scmp_filter_ctx ctx) {
         deny(ctx, SCMP_SYS(rt_tgsigqueueinfo), {a0, not_kill2}, EPERM) != 0 ||
         deny(ctx, SCMP_SYS(pidfd_open), {a0}, EPERM) != 0)
       return "the rules for signals could not be added";
+  }
+  // Signals the kernel sends on a process's behalf: a descriptor's owner gets F_SETSIG's signal
+  // when the descriptor is ready (a helper sets the measuring process as owner of its own pipe),
+  // a parent gets the exit signal its child was cloned with. None of them may stop or continue.
+  for (const int sig : {SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT}) {
+    const auto s = static_cast<std::uint64_t>(sig);
+    if (deny(ctx, SCMP_SYS(fcntl), {SCMP_A1(SCMP_CMP_EQ, F_SETSIG), SCMP_A2(SCMP_CMP_EQ, s)},
+             EPERM) != 0 ||
+        deny(ctx, SCMP_SYS(clone), {SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffULL, s)}, EPERM) != 0)
+      return "the rules for signals sent by the kernel could not be added";
   }
   // Joining another process group (a group a helper leads, to stop it with one kill): only a
   // group of one's own (setpgid(pid, 0)).
