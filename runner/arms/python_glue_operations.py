@@ -71,18 +71,36 @@ def _integral_fault(v, name, kind, xp):
                 f"cannot hold (its values: {kind[1]:.17g} to {kind[2]:.17g})")
     return ""
 
+def _scalar(v, numpy):
+    """Whether `v` is exactly a Python or numpy scalar (a 0-dim output returned as a scalar)."""
+    return type(v) in (int, float, bool) or (isinstance(v, numpy.generic) and
+                                              type(v).__module__ == "numpy")
+
+def _reference_output_problem(v, name):
+    """Why the reference's output `v` is not taken, or "": exactly a numpy.ndarray or exactly a
+    torch.Tensor (docs/operations.md, "The reference"). Only the type is looked at: no code of
+    the operation file's runs here (an object numpy would convert later through __array__, a
+    subclass or a look-alike of a tensor is refused as it is returned)."""
+    torch = sys.modules.get("torch")
+    numpy = sys.modules.get("numpy")
+    if (numpy is not None and type(v) is numpy.ndarray) or (torch is not None and
+                                                            type(v) is torch.Tensor):
+        return ""
+    return f"returned {name} as a {_type_name(v)}, not exactly a numpy.ndarray or torch.Tensor"
+
 def _as_float64(v, name, shape, kind=None):
     import numpy
-    if isinstance(v, (numpy.generic, int, float, bool)) and not shape:
+    if _scalar(v, numpy) and not shape:
         v = numpy.asarray(v)  # a 0-dim output returned as a scalar
-    if hasattr(v, "detach") and hasattr(v, "cpu"):  # a torch tensor
+    why = _reference_output_problem(v, name)
+    if why:
+        return None, why
+    if type(v) is not numpy.ndarray:  # a torch tensor
         if kind is not None and not v.is_floating_point() and not v.is_complex():
             v = v.detach().cpu().double()
         if str(v.dtype) != "torch.float64":
             return None, f"returned {name} as {v.dtype}, not float64"
         v = v.detach().cpu().numpy()
-    if not isinstance(v, numpy.ndarray):
-        return None, f"returned {name} as a {type(v).__name__}, not an array"
     if kind is not None and v.dtype.kind in "iub":
         v = v.astype(numpy.float64)
     if v.dtype != numpy.float64:
@@ -212,16 +230,17 @@ def _on_device(v, name, shape, device, kind=None):
     on the host (dtype, shape, every value finite, an integer output's values), or (None, why
     not)."""
     import numpy, torch
-    if isinstance(v, (numpy.generic, int, float, bool)) and not shape:
+    if _scalar(v, numpy) and not shape:
         v = numpy.asarray(v)  # a 0-dim output returned as a scalar
-    if isinstance(v, numpy.ndarray):
+    why = _reference_output_problem(v, name)
+    if why:
+        return None, why
+    if type(v) is numpy.ndarray:
         if kind is not None and v.dtype.kind in "iub":
             v = v.astype(numpy.float64)
         if v.dtype != numpy.float64:
             return None, f"returned {name} as {v.dtype}, not float64"
         v = torch.from_numpy(v)
-    elif not (hasattr(v, "detach") and hasattr(v, "cpu")):
-        return None, f"returned {name} as a {type(v).__name__}, not an array"
     if kind is not None and not v.is_floating_point() and not v.is_complex():
         v = v.double()
     if v.dtype != torch.float64:

@@ -166,14 +166,14 @@ bool channel_reader::fill(const check &between) {
 void channel_reader::accept_sender(pid_t pid, std::size_t bytes) {
   if (m_sender == 0) {
     if (pid <= 0 || !descends_from(pid, m_child, 3))
-      throw io_error(fmt::format("{}'s first message came from process {}, not from the process "
+      throw io_error(fmt::format("the first message of {} came from process {}, not from the process "
                                  "prereg forked (pid {}) or its descendants{}",
                                  m_who, pid, m_child, m_outcome));
     m_sender = pid;
     return;
   }
   if (pid != m_sender)
-    throw io_error(fmt::format("{} bytes on {}'s channel were written by process {}, not by {} "
+    throw io_error(fmt::format("{} bytes on the channel of {} were written by process {}, not by {} "
                                "(pid {}){}",
                                bytes, m_who, pid, m_who, m_sender, m_outcome));
 }
