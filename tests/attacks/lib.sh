@@ -141,6 +141,7 @@ check_loot_has() {
 
 # operation_protocol FILE ID: the protocol of an operation-file case at FILE (its folder holds the
 # attacker's op.py): operation swiglu from op.py, measured by examples' numpy arm `eager`.
+# MEASUREMENT_EXTRA as for `protocol`.
 operation_protocol() {
   cp "$SRC/examples/operations/swiglu_numpy.py" "$(dirname "$1")/"
   cat >"$1" <<EOF2
@@ -161,7 +162,8 @@ arms:
     function: eager
 measurement:
   repetitions: 3
-  warmup: 1
+  warmup: 1${MEASUREMENT_EXTRA:+
+$MEASUREMENT_EXTRA}
 predictions:
   - id: P1
     claim: the eager arm takes under a second
