@@ -10,6 +10,7 @@
 #include "run/loader_channel.hpp"
 #include "run/measuring_child.hpp"
 #include "run/sandbox.hpp"
+#include "run/scratch.hpp"
 #include "spec/outside_file.hpp"
 #include "store/store.hpp"
 
@@ -89,6 +90,10 @@ json load_one(const protocol &p, const arm_spec &a, const fs::path &dir,
                               detail::sandbox_paths_for(walls.key, walls.store, {}), {fd}, prereg)
                               .to_json()}});
   detail::forget_key_variable();
+  if (const std::string why = detail::scratch_refusal(); !why.empty()) {
+    send(fd, detail::error_message(io_error(why)));
+    std::_Exit(0);
+  }
   outside::set_crash_channel(fd); // a crash while loading: one error message up
   try {
     const std::string no_device = device_missing(p, make_device);

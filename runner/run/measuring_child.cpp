@@ -213,6 +213,10 @@ std::map<std::string, std::string> read_start(int channel) {
   // The first line, before any outside code is loaded: the walls this process stands in and
   // what their probes found.
   out.send({{"isolation", enter_sandbox(paths_of(o), {channel}, parent).to_json()}});
+  if (const std::string why = scratch_refusal(); !why.empty()) {
+    out.send(error_message(io_error(why)));
+    std::_Exit(0);
+  }
   try {
     in_process side(o, proto, seed);
     side.set_measuring(std::move(excluded));

@@ -9,6 +9,7 @@
 #include "run/loader_channel.hpp"
 #include "run/measuring_child.hpp"
 #include "run/sandbox.hpp"
+#include "run/scratch.hpp"
 #include "spec/operation_file.hpp"
 #include "spec/outside_file.hpp"
 
@@ -35,6 +36,10 @@ namespace {
   detail::forget_key_variable();
   outside::set_crash_channel(fd); // a crash while importing: one error message up
   json msg;
+  if (const std::string why = detail::scratch_refusal(); !why.empty()) {
+    (void)detail::send_all(fd, detail::error_message(io_error(why)).dump() + "\n");
+    std::_Exit(0);
+  }
   try {
     const watched_call watch(-1, -1, static_cast<int>(call_phase::load));
     msg = {{"descriptor", describe_python_operation(file, name)}};

@@ -4,6 +4,7 @@
 // read-only. Each a plain mount(2) or mount_setattr(2); a wall the system refuses is said in
 // the reason.
 #include "run/sandbox_detail.hpp"
+#include "run/scratch.hpp"
 
 #include <fmt/format.h>
 
@@ -38,10 +39,17 @@ int set_read_only(const fs::path &p, bool read_only, bool recursive) {
                                     recursive ? at_recursive : 0u, &a, sizeof a));
 }
 
+/// The scratch folders writes may go to: each one the run's scratch space covers (scratch.hpp).
+std::vector<fs::path> writable_scratch() {
+  auto out = scratch_folders();
+  std::erase_if(out, [](const fs::path &p) { return !scratch_writable(p); });
+  return out;
+}
+
 /// Everything read-only but the scratch folders, which are bound onto themselves first so that
 /// they can be made writable again on their own.
 bool read_only_root(std::string &reason) {
-  const auto scratch = scratch_folders();
+  const auto scratch = writable_scratch();
   for (const auto &p : scratch)
     if (::mount(p.c_str(), p.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
       reason = errno_text("a scratch folder could not be bound");
@@ -172,10 +180,18 @@ std::vector<fs::path> key_folders(const sandbox_paths &paths) {
 
 void protect_files(const sandbox_paths &paths, isolation_facts &facts) {
   std::string why;
-  if (read_only_root(why))
+  const bool root_read_only = read_only_root(why);
+  if (root_read_only)
     facts.layers.emplace_back("read-only-root");
   else
     facts.add_reason(why);
+  // A scratch folder the scratch space could not cover stays read-only (read_only_root left it
+  // so), else is made so on its own: its writes would reach the real folder, unbounded.
+  bool all_read_only = true;
+  for (const auto &u : uncovered_scratch())
+    if (!root_read_only && !bind_read_only(u))
+      all_read_only = false;
+  seal_uncovered(all_read_only);
   const std::vector<fs::path> read_only = paths.read_only();
   bool store_ok = true;
   std::error_code ec;
@@ -185,7 +201,7 @@ void protect_files(const sandbox_paths &paths, isolation_facts &facts) {
   // A scratch folder inside the project (not the store or the reports) is writable again: only
   // its own mount, so that the read-only binds below it (a store under /tmp) stay read-only.
   const std::vector<fs::path> sealed = {paths.store, paths.reports};
-  for (const auto &s : scratch_folders())
+  for (const auto &s : writable_scratch())
     if (std::none_of(sealed.begin(), sealed.end(), [&](const fs::path &p) {
           return !p.empty() && (p == s || path_inside(p, s));
         }))

@@ -18,6 +18,9 @@ namespace fs = std::filesystem;
 namespace {
 
 scratch_facts g_facts;
+bool g_ran = false;                  ///< bound_scratch() ran (this process has its own mounts)
+std::vector<fs::path> g_uncovered;   ///< the folders it could not cover
+bool g_sealed = true;                ///< every one of them was made read-only (seal_uncovered)
 
 /// A folder to cover: its path and its directory as it was (O_PATH), before any mount.
 struct lower_folder {
@@ -66,19 +69,46 @@ bool mount_overlay(const lower_folder &lower, int upper, std::size_t i) {
                  (options + ",userxattr").c_str()) == 0;
 }
 
-/// The overlays over every folder but those that fail (said in `facts`).
-void cover(const std::vector<lower_folder> &lowers, int upper, scratch_facts &facts) {
-  for (std::size_t i = 0; i < lowers.size(); ++i) {
-    if (mount_overlay(lowers[i], upper, i)) {
-      facts.folders.push_back(lowers[i].path.string());
+/// A folder left uncovered (read-only in the sandbox), the first failure's cause in `facts`.
+void leave_uncovered(const lower_folder &lower, const char *what, scratch_facts &facts) {
+  g_uncovered.push_back(lower.path);
+  if (facts.reason.empty())
+    facts.reason = fmt::format("{} is not covered ({}: {})", lower.path.string(), what,
+                               std::strerror(errno));
+}
+
+/// The tmpfs of `bytes` on the first folder from `first` whose own overlay it can then hold (the
+/// kernel refuses an overlay whose lower folder has mounts below it: that folder is left
+/// uncovered and the tmpfs tried on the next), and the overlays over the folders after it. The
+/// tmpfs lies under the first overlay, out of reach.
+void cover(const std::vector<lower_folder> &lowers, std::uint64_t bytes, scratch_facts &facts) {
+  std::size_t first = 0;
+  int upper = -1;
+  for (; first < lowers.size() && upper < 0; ++first) {
+    const char *at = lowers[first].path.c_str();
+    if (::mount("prereg-scratch", at, "tmpfs", MS_NOSUID | MS_NODEV,
+                fmt::format("size={},mode=0700", bytes).c_str()) != 0) {
+      leave_uncovered(lowers[first], "tmpfs", facts);
       continue;
     }
-    if (facts.reason.empty())
-      facts.reason = fmt::format("{} is not covered (overlay: {})", lowers[i].path.string(),
-                                 std::strerror(errno));
-    if (i == 0) // the tmpfs itself would hide the folder's contents: the folder as it was
-      ::umount2(lowers[0].path.c_str(), MNT_DETACH);
+    upper = ::open(at, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (upper >= 0 && mount_overlay(lowers[first], upper, first)) {
+      facts.folders.push_back(lowers[first].path.string());
+      continue;
+    }
+    leave_uncovered(lowers[first], "overlay", facts);
+    if (upper >= 0)
+      ::close(upper);
+    upper = -1;
+    ::umount2(at, MNT_DETACH); // the tmpfs would hide the folder's contents: the folder as it was
   }
+  for (std::size_t i = first; i < lowers.size(); ++i)
+    if (upper >= 0 && mount_overlay(lowers[i], upper, i))
+      facts.folders.push_back(lowers[i].path.string());
+    else
+      leave_uncovered(lowers[i], "overlay", facts);
+  if (upper >= 0)
+    ::close(upper);
 }
 
 } // namespace
@@ -107,26 +137,48 @@ scratch_facts bound_scratch(std::vector<fs::path> folders) {
   scratch_facts facts;
   const std::uint64_t bytes = scratch_limit_bytes(facts.reason);
   const std::vector<lower_folder> lowers = open_lowers(std::move(folders));
+  g_ran = true;
+  g_uncovered.clear();
   if (lowers.empty()) {
     facts.reason = "no scratch folder exists";
-  } else if (::mount("prereg-scratch", lowers[0].path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
-                     fmt::format("size={},mode=0700", bytes).c_str()) != 0) {
-    facts.reason =
-        fmt::format("the scratch space could not be made (tmpfs: {})", std::strerror(errno));
   } else {
-    const int upper = ::open(lowers[0].path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    cover(lowers, upper, facts);
-    if (upper >= 0)
-      ::close(upper);
+    cover(lowers, bytes, facts);
     if (!facts.folders.empty())
       facts.bytes = bytes;
   }
   for (const auto &l : lowers)
     ::close(l.fd);
+  if (!g_uncovered.empty()) {
+    std::string names;
+    for (const auto &u : g_uncovered)
+      names += (names.empty() ? "" : ", ") + u.string();
+    facts.reason += fmt::format("; read-only in the sandbox instead: {}", names);
+  }
   g_facts = facts;
   return facts;
 }
 
 const scratch_facts &scratch_of_this_process() { return g_facts; }
+
+bool scratch_writable(const fs::path &folder) {
+  if (!g_ran)
+    return true;
+  std::error_code ec;
+  const fs::path c = fs::weakly_canonical(folder, ec);
+  return std::find(g_uncovered.begin(), g_uncovered.end(), c) == g_uncovered.end();
+}
+
+const std::vector<fs::path> &uncovered_scratch() { return g_uncovered; }
+
+void seal_uncovered(bool ok) { g_sealed = ok; }
+
+std::string scratch_refusal() {
+  if (g_uncovered.empty() || g_sealed)
+    return {};
+  return fmt::format("a scratch folder the run's own scratch space does not cover could not be "
+                     "made read-only ({}); outside code does not run where its writes would reach "
+                     "the real folder, unbounded (docs/engine.md, \"Scratch\")",
+                     g_facts.reason);
+}
 
 } // namespace prereg::detail

@@ -30,10 +30,25 @@ inline constexpr std::uint64_t default_scratch_mb = 1024;
 /// In a new mount namespace, before any folder is bound or made read-only: a tmpfs of
 /// scratch_limit_bytes() mounted on the shallowest of `folders`, and an overlay on each folder
 /// (parents first) whose upper layer is in that tmpfs. A folder whose overlay cannot be mounted
-/// stays as it was, said in the reason. Remembered for scratch_of_this_process().
+/// (the kernel refuses an overlay whose lower folder has mounts below it, which the sandbox's
+/// user namespace locks) is named in the reason and left for protect_files() to make read-only
+/// (scratch_writable). Remembered for scratch_of_this_process().
 [[nodiscard]] scratch_facts bound_scratch(std::vector<std::filesystem::path> folders);
 
 /// What bound_scratch() made in this process (empty when it did not run).
 [[nodiscard]] const scratch_facts &scratch_of_this_process();
+
+/// Whether scratch folder `folder` is to be writable in the sandbox: true unless bound_scratch()
+/// ran and could not cover it (a folder whose writes would reach the real one, unbounded, stays
+/// read-only: the sandbox fails closed).
+[[nodiscard]] bool scratch_writable(const std::filesystem::path &folder);
+/// The folders bound_scratch() could not cover (canonical), to be made read-only.
+[[nodiscard]] const std::vector<std::filesystem::path> &uncovered_scratch();
+/// Whether every uncovered folder was made read-only (sandbox_mounts.cpp says so).
+void seal_uncovered(bool ok);
+/// Why outside code must not run in this process, or "": a folder bound_scratch() could not
+/// cover is still writable (it could not be made read-only). Every process that runs outside
+/// code checks this after enter_sandbox() and sends it as its error instead.
+[[nodiscard]] std::string scratch_refusal();
 
 } // namespace prereg::detail
