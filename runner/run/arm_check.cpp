@@ -5,8 +5,8 @@
 #include "arms/outside_common.hpp"
 #include "base/process.hpp"
 #include "crypto/keyring.hpp"
-#include "prereg/error.hpp"
 #include "engine/measure.hpp"
+#include "prereg/error.hpp"
 #include "run/loader_channel.hpp"
 #include "run/measuring_child.hpp"
 #include "run/sandbox.hpp"
@@ -132,11 +132,11 @@ json parse_line(const std::string &line) {
 std::string stuck_line(const protocol &p, const watched_call_state &call) {
   const auto phase = static_cast<call_phase>(call.what);
   const bool has_arm = call.who >= 0 && static_cast<std::size_t>(call.who) < p.arms.size();
-  const std::string what =
-      has_arm ? fmt::format("a {} of arm {}", to_string(phase),
-                            p.arms[static_cast<std::size_t>(call.who)].id)
-      : phase == call_phase::reference ? std::string("the operation's reference")
-                                       : fmt::format("a {} of the dry run", to_string(phase));
+  const std::string what = has_arm ? fmt::format("a {} of arm {}", to_string(phase),
+                                                 p.arms[static_cast<std::size_t>(call.who)].id)
+                           : phase == call_phase::reference
+                               ? std::string("the operation's reference")
+                               : fmt::format("a {} of the dry run", to_string(phase));
   return fmt::format("the watchdog: {} did not return within {:g} s (measurement.call_timeout_s); "
                      "the process that loads the arms was killed",
                      what, p.measurement.call_timeout());

@@ -148,7 +148,8 @@ bool channel_reader::fill(const check &between) {
           std::memcpy(&fd, CMSG_DATA(c) + k * sizeof(int), sizeof fd);
           ::close(fd);
         }
-        throw io_error(fmt::format("{} sent file descriptors over its channel{}", m_who, m_outcome));
+        throw io_error(
+            fmt::format("{} sent file descriptors over its channel{}", m_who, m_outcome));
       }
     }
     if ((msg.msg_flags & MSG_CTRUNC) != 0)
@@ -166,16 +167,18 @@ bool channel_reader::fill(const check &between) {
 void channel_reader::accept_sender(pid_t pid, std::size_t bytes) {
   if (m_sender == 0) {
     if (pid <= 0 || !descends_from(pid, m_child, 3))
-      throw io_error(fmt::format("the first message of {} came from process {}, not from the process "
-                                 "prereg forked (pid {}) or its descendants{}",
-                                 m_who, pid, m_child, m_outcome));
+      throw io_error(
+          fmt::format("the first message of {} came from process {}, not from the process "
+                      "prereg forked (pid {}) or its descendants{}",
+                      m_who, pid, m_child, m_outcome));
     m_sender = pid;
     return;
   }
   if (pid != m_sender)
-    throw io_error(fmt::format("{} bytes on the channel of {} were written by process {}, not by {} "
-                               "(pid {}){}",
-                               bytes, m_who, pid, m_who, m_sender, m_outcome));
+    throw io_error(
+        fmt::format("{} bytes on the channel of {} were written by process {}, not by {} "
+                    "(pid {}){}",
+                    bytes, m_who, pid, m_who, m_sender, m_outcome));
 }
 
 } // namespace prereg::detail

@@ -34,8 +34,8 @@ void loader_channel::kill_and_reap() {
   m_pid = -1;
 }
 
-std::vector<std::string>
-loader_channel::read_all_lines(const std::function<std::string(const watched_call_state &)> &stuck) {
+std::vector<std::string> loader_channel::read_all_lines(
+    const std::function<std::string(const watched_call_state &)> &stuck) {
   channel_reader reader(m_fd.get(), m_pid, "the process that loads outside code", "");
   std::vector<std::string> lines;
   const auto between = [&] {

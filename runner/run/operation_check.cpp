@@ -4,8 +4,8 @@
 #include "arms/outside_common.hpp"
 #include "arms/python_operation.hpp"
 #include "base/process.hpp"
-#include "prereg/error.hpp"
 #include "engine/measure.hpp"
+#include "prereg/error.hpp"
 #include "run/loader_channel.hpp"
 #include "run/measuring_child.hpp"
 #include "run/sandbox.hpp"
@@ -71,9 +71,8 @@ operation_load load_operation_here(const protocol &p, const fs::path &protocol_d
         fmt::format("operation {}: its file {} does not exist", p.op, file.filename().string()),
         file.string());
   const pid_t prereg = ::getpid();
-  detail::loader_channel loader(p.measurement.call_timeout(), [&](int fd) {
-    child(file, p.op, walls, prereg, fd);
-  });
+  detail::loader_channel loader(p.measurement.call_timeout(),
+                                [&](int fd) { child(file, p.op, walls, prereg, fd); });
   // The file's code cannot read this process (docs/engine.md).
   const bool not_dumpable = ::prctl(PR_SET_DUMPABLE, 0) == 0;
   const std::vector<std::string> lines = loader.read_all_lines([&](const watched_call_state &) {

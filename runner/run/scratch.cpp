@@ -18,9 +18,9 @@ namespace fs = std::filesystem;
 namespace {
 
 scratch_facts g_facts;
-bool g_ran = false;                  ///< bound_scratch() ran (this process has its own mounts)
-std::vector<fs::path> g_uncovered;   ///< the folders it could not cover
-bool g_sealed = true;                ///< every one of them was made read-only (seal_uncovered)
+bool g_ran = false;                ///< bound_scratch() ran (this process has its own mounts)
+std::vector<fs::path> g_uncovered; ///< the folders it could not cover
+bool g_sealed = true;              ///< every one of them was made read-only (seal_uncovered)
 
 /// A folder to cover: its path and its directory as it was (O_PATH), before any mount.
 struct lower_folder {
@@ -73,8 +73,8 @@ bool mount_overlay(const lower_folder &lower, int upper, std::size_t i) {
 void leave_uncovered(const lower_folder &lower, const char *what, scratch_facts &facts) {
   g_uncovered.push_back(lower.path);
   if (facts.reason.empty())
-    facts.reason = fmt::format("{} is not covered ({}: {})", lower.path.string(), what,
-                               std::strerror(errno));
+    facts.reason =
+        fmt::format("{} is not covered ({}: {})", lower.path.string(), what, std::strerror(errno));
 }
 
 /// The tmpfs of `bytes` on the first folder from `first` whose own overlay it can then hold (the
