@@ -3,12 +3,15 @@
 // put up in a forked child, and their probes (issue 43).
 #include "base/process.hpp"
 #include "prereg/error.hpp"
+#include "run/channel.hpp"
 #include "run/isolate.hpp"
 #include "run/sandbox.hpp"
 
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -284,4 +287,33 @@ TEST_CASE("sandbox: a process behind the walls: the key reads empty, the store i
                             "key-masked", "pid-namespace", "fresh-proc"})
     CHECK(std::find(i.layers.begin(), i.layers.end(), layer) != i.layers.end());
   CHECK(std::filesystem::is_directory(root / "cache" / "prereg")); // made, then hidden
+}
+
+TEST_CASE("channel: the first sender is traced to the forked process, even after it exited") {
+  CHECK(detail::descends_from(::getpid(), ::getpid(), 3) == std::optional<bool>{true});
+  CHECK(detail::descends_from(::getpid(), ::getpid() + 100000, 3) == std::optional<bool>{false});
+  const pid_t gone = ::fork();
+  if (gone == 0)
+    ::_exit(0);
+  int status = 0;
+  REQUIRE(::waitpid(gone, &status, 0) == gone);
+  CHECK_FALSE(detail::descends_from(gone, ::getpid(), 3).has_value());
+
+  // A child writes one line and exits before the reader looks: its chunk is taken.
+  auto ends = detail::open_channel();
+  const pid_t writer = ::fork();
+  if (writer == 0) {
+    ends.parent.reset();
+    const bool sent = detail::send_all(ends.child.get(), "hello\n");
+    ::_exit(sent ? 0 : 1);
+  }
+  ends.child.reset();
+  REQUIRE(::waitpid(writer, &status, 0) == writer);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  detail::channel_reader reader(ends.parent.get(), writer);
+  const auto line = reader.next([] {});
+  REQUIRE(line.has_value());
+  CHECK(*line == "hello");
+  CHECK(reader.sender() == writer);
 }

@@ -74,11 +74,13 @@ std::size_t message_limit(std::size_t cells, std::int64_t repetitions) {
   return message_limit_before_plan + cells * per_cell;
 }
 
-bool descends_from(pid_t pid, pid_t ancestor, int depth) {
+std::optional<bool> descends_from(pid_t pid, pid_t ancestor, int depth) {
   for (int i = 0; i <= depth && pid > 1; ++i) {
     if (pid == ancestor)
       return true;
     pid = parent_of(pid);
+    if (pid < 0) // exited (and reaped) before its /proc entry was read
+      return std::nullopt;
   }
   return false;
 }
@@ -166,7 +168,10 @@ bool channel_reader::fill(const check &between) {
 /// later chunk must come from it.
 void channel_reader::accept_sender(pid_t pid, std::size_t bytes) {
   if (m_sender == 0) {
-    if (pid <= 0 || !descends_from(pid, m_child, 3))
+    // A sender that has already exited cannot be traced; its chunk is still taken, because
+    // the first message is sent before any outside code runs (only prereg's code holds the
+    // socket then), and every later chunk must come from that same pid.
+    if (pid <= 0 || !descends_from(pid, m_child, 3).value_or(true))
       throw io_error(
           fmt::format("the first message of {} came from process {}, not from the process "
                       "prereg forked (pid {}) or its descendants{}",

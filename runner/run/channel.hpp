@@ -71,7 +71,8 @@ private:
   std::size_t m_scanned = 0; ///< bytes before this hold no line end
 };
 
-/// Whether `pid` is `ancestor` or descends from it within `depth` generations (/proc/PID/stat).
-[[nodiscard]] bool descends_from(pid_t pid, pid_t ancestor, int depth);
+/// Whether `pid` is `ancestor` or descends from it within `depth` generations (/proc/PID/stat);
+/// nullopt when a process of the chain exited before it was read.
+[[nodiscard]] std::optional<bool> descends_from(pid_t pid, pid_t ancestor, int depth);
 
 } // namespace prereg::detail
