@@ -70,7 +70,9 @@ attack_config() {
 }
 
 # protocol FILE ID ARMS_YAML [OPERATION]: a small CPU protocol with the built-in fused
-# LayerNorm and the arms given (YAML lines under `arms:`), one shape, few repetitions. Set
+# LayerNorm and the arms given (YAML lines under `arms:`), one shape, few repetitions, no cache
+# flush before each sample (a flush of this machine's last-level cache took most of a case's
+# time; no case is about cache state). Set
 # MEASUREMENT_EXTRA (YAML lines under `measurement:`), CLAIM and EXPECT to change those parts.
 protocol() {
   local file=$1 id=$2 arms=$3 op=${4:-layernorm}
@@ -92,7 +94,8 @@ arms:
 $arms
 measurement:
   repetitions: 3
-  warmup: 1${MEASUREMENT_EXTRA:+
+  warmup: 1
+  l2_flush: false${MEASUREMENT_EXTRA:+
 $MEASUREMENT_EXTRA}
 predictions:
   - id: P1
@@ -162,7 +165,8 @@ arms:
     function: eager
 measurement:
   repetitions: 3
-  warmup: 1${MEASUREMENT_EXTRA:+
+  warmup: 1
+  l2_flush: false${MEASUREMENT_EXTRA:+
 $MEASUREMENT_EXTRA}
 predictions:
   - id: P1

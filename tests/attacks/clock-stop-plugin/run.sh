@@ -9,8 +9,7 @@ source "$SRC/tests/attacks/lib.sh"
 command -v "${CC:-cc}" >/dev/null || { echo "skipped: no C compiler (${CC:-cc})"; exit 77; }
 ${CC:-cc} -O1 -fPIC -shared -I"$SRC/runner/include" -o "$P/attacker.so" \
   "$SRC/tests/attacks/clock-stop-plugin/attacker.c" || { echo "cannot build the plugin"; exit 2; }
-MEASUREMENT_EXTRA="  l2_flush: false
-  call_timeout_s: 10" protocol "$P/p.yaml" attack_stop_plugin "  - id: attacker
+MEASUREMENT_EXTRA="  call_timeout_s: 10" protocol "$P/p.yaml" attack_stop_plugin "  - id: attacker
     plugin: attacker.so
     name: attacker"
 run_prereg freeze "$P/p.yaml" --no-dry-run # the run is under test (its attacker is no correct arm)

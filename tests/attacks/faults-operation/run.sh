@@ -59,8 +59,7 @@ PY
   sed 's/^def reference(t):$/def reference(t):\n    _attack()/' "$SRC/examples/operations/swiglu.py"
 } >"$P/op.py"
 grep -q '^    _attack()$' "$P/op.py" || { echo "cannot plant the attack in the reference"; exit 2; }
-MEASUREMENT_EXTRA="  l2_flush: false
-  call_timeout_s: 2" operation_protocol "$P/p.yaml" attack_faults_operation
+MEASUREMENT_EXTRA="  call_timeout_s: 2" operation_protocol "$P/p.yaml" attack_faults_operation
 raw='\xe2\x80\xae|\xe2\x81\xa6|\xe2\x81\xa9|\xd8\x9c|\xe2\x80\xac'
 plant() { rm -f "$P/stuck" "$P/bidi" "$P/flood"; [ -z "$1" ] || touch "$P/$1"; }
 

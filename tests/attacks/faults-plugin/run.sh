@@ -15,8 +15,7 @@ marker="prereg-filler-$$-$RANDOM"
 ${CC:-cc} -O1 -fPIC -shared -I"$SRC/runner/include" -DMARKER="\"$marker\"" -o "$P/attacker.so" \
   "$SRC/tests/attacks/faults-plugin/attacker.c" || { echo "cannot build the plugin"; exit 2; }
 arm() { printf '  - id: %s\n    plugin: attacker.so\n    name: %s\n' "$1" "$1"; }
-MEASUREMENT_EXTRA="  l2_flush: false
-  call_timeout_s: 2" protocol "$P/p.yaml" attack_faults_plugin "$(arm stuck)
+MEASUREMENT_EXTRA="  call_timeout_s: 2" protocol "$P/p.yaml" attack_faults_plugin "$(arm stuck)
 $(arm filler)
 $(arm bidi)"
 PREREG_ATTACK_WATCHDOG=60 run_prereg check "$P/p.yaml"
@@ -48,7 +47,7 @@ done
 LC_ALL=C grep -v '^PREREG-LOOT ' "$WORK/out" "$WORK/err" | grep -qP "$raw" &&
   escape "a bidirectional control reached prereg's terminal output raw"
 check_run_clean
-MEASUREMENT_EXTRA="  l2_flush: false" protocol "$P/flood.yaml" attack_flood_plugin "$(arm flood)"
+protocol "$P/flood.yaml" attack_flood_plugin "$(arm flood)"
 run_prereg freeze "$P/flood.yaml" --no-dry-run
 [ "$rc" -eq 0 ] || escape "freeze failed (exit $rc): $(head -n 1 "$WORK/err")"
 PREREG_ATTACK_WATCHDOG=120 run_prereg run "$(tail -n 1 "$WORK/out")" --out "$REPORTS" --quiet
