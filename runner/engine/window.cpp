@@ -62,6 +62,7 @@ void group_timing::window(std::size_t ci, bool keep, std::int64_t slot) {
     record_sample(c, w, drained);
     if (d != nullptr) {
       const stopwatch sw(m_totals.parts.spot_checks);
+      reference_spot();
       spot_check(c, block, *d);
     }
   } catch (const std::exception &e) {

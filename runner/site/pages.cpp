@@ -133,7 +133,7 @@ std::string render_protocol(const protocol_facts &p) {
 
 std::string render_index(const std::map<std::string, protocol_facts> &protocols,
                          const std::vector<const report_facts *> &orphans,
-                         const std::string &ledger_problem) {
+                         const std::string &ledger_problem, const std::string &boards_section) {
   std::map<std::string, std::vector<const protocol_facts *>> by_id;
   for (const auto &[hash, p] : protocols)
     by_id[p.id].push_back(&p);
@@ -142,6 +142,7 @@ std::string render_index(const std::map<std::string, protocol_facts> &protocols,
   if (!ledger_problem.empty())
     body += fmt::format("<div class=\"banner\">The ledger does not verify: {}</div>\n",
                         esc(ledger_problem));
+  body += boards_section;
   body += "<table><tr><th>protocol</th><th>version</th><th>title</th><th>history</th>"
           "<th>latest audited verdicts</th></tr>\n";
   for (const auto &[id, versions] : by_id)

@@ -24,6 +24,7 @@ struct site_summary {
   std::size_t unreadable = 0;  ///< unreadable or failing their audit
   std::size_t pages_written = 0;
   std::size_t pages_kept = 0; ///< pages whose bytes did not change
+  std::size_t boards = 0;     ///< leaderboard folders found under REPORTS
 };
 
 /// Builds (or brings up to date) the site in `o.out_dir`. A missing STORE or REPORTS folder is

@@ -1,0 +1,188 @@
+// A grading's parts (grading.hpp): the baseline's `prereg run`, then each submission's in a
+// confined process of its own; the plan's JSON form.
+#include "grade/grading.hpp"
+
+#include "base/fs.hpp"
+#include "grade/protocols.hpp"
+#include "prereg/error.hpp"
+#include "store/ledger.hpp"
+#include "store/store.hpp"
+
+#include <fmt/format.h>
+
+namespace prereg::grade {
+namespace fs = std::filesystem;
+namespace {
+
+/// The folder part k's run writes its report under.
+fs::path runs_dir(const fs::path &work, const plan_part &p) {
+  return work / "runs" / (p.sub.id.empty() ? std::string("baseline") : p.sub.id);
+}
+
+/// The last line of a file, without its newline ("" for none).
+std::string last_line(const fs::path &file) {
+  std::string text;
+  try {
+    text = read_file(file, 1 << 20);
+  } catch (const std::exception &) {
+    return "";
+  }
+  while (!text.empty() && text.back() == '\n')
+    text.pop_back();
+  const auto nl = text.rfind('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
+
+/// Why a run failed: its run-aborted entry's reason when the ledger has one for the protocol
+/// after `seq`, else its error line without the `prereg: error: ` prefix.
+std::string failure_of(const store &s, const std::string &hash, std::int64_t after_seq,
+                       const fs::path &stderr_file, int exit_code) {
+  ledger l = s.get_ledger();
+  std::string reason;
+  for (const auto &e : l.entries())
+    if (e.value("seq", std::int64_t{0}) > after_seq && e.value("protocol_hash", "") == hash &&
+        e.value("event", "") == ledger_event::run_aborted)
+      reason = e.value("reason", "");
+  if (!reason.empty())
+    return reason;
+  std::string line = last_line(stderr_file);
+  if (line.starts_with("prereg: error: "))
+    line = line.substr(15);
+  return line.empty() ? fmt::format("prereg run ended with status {}", exit_code) : line;
+}
+
+/// The walls of submission k's run: the task's other submissions, builds and runs hidden; its
+/// own shown; the store, the key and its run folder kept.
+confine_plan run_walls(const grade_env &env, const store &s, const fs::path &work,
+                       const grading_plan &plan, const plan_part &p) {
+  confine_plan w;
+  const fs::path own_sub = submission_dir(s, plan.task_hash, p.sub.id);
+  const fs::path own_build = s.root() / "builds" / plan.grade_id / p.sub.id;
+  const fs::path own_run = runs_dir(work, p);
+  w.keep = {s.root(), env.key_path, own_run, fs::path(env.prereg)};
+  w.masks.push_back({s.root() / "submissions" / plan.task_hash, {own_sub}});
+  w.masks.push_back({s.root() / "builds", {own_build}});
+  w.masks.push_back({work, {own_run}});
+  if (!plan.secret_file.empty())
+    w.hidden_files.push_back(plan.secret_file);
+  return w;
+}
+
+} // namespace
+
+json grading_plan::to_json() const {
+  json parts_j = json::array();
+  for (const auto &p : parts) {
+    json j = {{"protocol_hash", p.protocol_hash}, {"build", p.build}};
+    if (!p.sub.id.empty()) {
+      j["submission"] = p.sub.to_json();
+      j["submission"]["time"] = p.sub.time;
+      j["submission"]["seq"] = p.sub.seq;
+    }
+    parts_j.push_back(std::move(j));
+  }
+  return {{"prereg_grading", 1},       {"grade_id", grade_id},
+          {"task", task_hash},         {"nonce", nonce},
+          {"opened_at", opened_at},    {"reveal", reveal},
+          {"secret_file", secret_file.string()}, {"out", out_dir.string()},
+          {"parts", parts_j}};
+}
+
+grading_plan grading_plan::from_json(const json &j, const std::string &where) {
+  try {
+    grading_plan p;
+    if (j.at("prereg_grading").get<int>() != 1)
+      throw invalid_input("not a grading plan of version 1", where);
+    p.grade_id = j.at("grade_id").get<std::string>();
+    p.task_hash = j.at("task").get<std::string>();
+    p.nonce = j.at("nonce").get<std::string>();
+    p.opened_at = j.at("opened_at").get<std::string>();
+    p.reveal = j.at("reveal");
+    p.secret_file = j.at("secret_file").get<std::string>();
+    p.out_dir = j.at("out").get<std::string>();
+    for (const auto &pj : j.at("parts")) {
+      plan_part part;
+      part.protocol_hash = pj.at("protocol_hash").get<std::string>();
+      part.build = pj.at("build");
+      if (pj.contains("submission")) {
+        json e = pj.at("submission");
+        e["event"] = "submit";
+        e["protocol_hash"] = p.task_hash;
+        part.sub = submissions_of(std::vector<json>{e}, p.task_hash).at(0);
+      }
+      p.parts.push_back(std::move(part));
+    }
+    return p;
+  } catch (const error &) {
+    throw;
+  } catch (const std::exception &e) {
+    throw invalid_input(fmt::format("the grading's plan cannot be read: {}", e.what()), where);
+  }
+}
+
+grading_plan read_plan(const fs::path &work) {
+  const fs::path file = work / "plan.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    throw invalid_input("no grading's plan.json in this folder (prereg grade --open makes one)",
+                        work.string());
+  return grading_plan::from_json(parse_json_strict(read_file(file), file.string()), file.string());
+}
+
+void run_part(const grade_env &env, const fs::path &work, std::size_t k) {
+  const grading_plan plan = read_plan(work);
+  if (k >= plan.parts.size())
+    throw invalid_input(fmt::format("part {} does not exist: the plan has parts 0 (the baseline) "
+                                    "to {}",
+                                    k, plan.parts.size() - 1));
+  const plan_part &p = plan.parts[k];
+  const store s(env.store_root);
+  const fs::path results = work / "results";
+  fs::create_directories(results);
+  const fs::path own = runs_dir(work, p);
+  fs::create_directories(own);
+  json result = {{"part", k}, {"report", nullptr}, {"failure", ""}, {"exit_code", 0},
+                 {"wall_ms", 0}, {"confinement", nullptr}};
+  if (p.protocol_hash.empty()) { // a C source that did not build: nothing to run
+    result["failure"] = "the C source did not build";
+    result["exit_code"] = 2;
+    write_file_atomic(results / fmt::format("part-{}.json", k), canonical_json(result));
+    return;
+  }
+  std::vector<std::string> argv = {env.prereg, "run", p.protocol_hash, "--store",
+                                   fs::absolute(s.root()).string(), "--key",
+                                   fs::absolute(env.key_path).string(), "--out", own.string(),
+                                   "--device", std::to_string(env.device_ordinal), "--quiet"};
+  if (k > 0) { // a submission's process: the baseline's floor and ceiling (docs/grading.md)
+    const json base = parse_json_strict(read_file(results / "part-0.json"), "part-0.json");
+    if (base.at("report").is_null())
+      throw invalid_input("the baseline's part has no report: run part 0 first");
+    // A copy in the part's own folder: the rest of the work folder is hidden from its run.
+    const fs::path copy = own / "baseline" / "report.json";
+    fs::create_directories(copy.parent_path());
+    write_file_atomic(copy, read_file(work / base.at("report").get<std::string>() / "report.json"));
+    argv.insert(argv.end(), {"--instrument-from", copy.parent_path().string()});
+  }
+  const std::int64_t head = s.get_ledger().head().first;
+  confine_plan walls = k == 0 ? confine_plan{} : run_walls(env, s, work, plan, p);
+  walls.walls = k > 0;
+  const confined_result r = run_confined(argv, walls, own / "stdout.log", own / "stderr.log");
+  if (r.facts.half_built())
+    throw io_error(fmt::format("the walls around submission {} could not be put up: {}", p.sub.id,
+                               r.facts.reason));
+  result["exit_code"] = r.exit_code;
+  result["wall_ms"] = r.wall_ms;
+  if (k > 0)
+    result["confinement"] = r.facts.to_json();
+  const std::string folder = last_line(own / "stdout.log");
+  std::error_code ec;
+  if (r.exit_code == 0 && !folder.empty() && fs::is_regular_file(fs::path(folder) / "report.json", ec))
+    result["report"] = fs::relative(fs::path(folder), work).string();
+  else
+    result["failure"] = failure_of(s, p.protocol_hash, head, own / "stderr.log", r.exit_code);
+  if (k == 0 && result["report"].is_null())
+    throw io_error(fmt::format("the baseline's run failed: {}", result["failure"].get<std::string>()));
+  write_file_atomic(results / fmt::format("part-{}.json", k), canonical_json(result));
+}
+
+} // namespace prereg::grade
