@@ -117,7 +117,9 @@ int cmd_submissions(args_t args) {
     const bool newest = std::none_of(subs.begin(), subs.end(), [&](const grade::submission &x) {
       return x.supersedes == sub.id;
     });
-    const std::string status = !newest ? "superseded" : graded.contains(sub.id) ? "graded" : "pending";
+    const std::string status = !newest                   ? "superseded"
+                               : graded.contains(sub.id) ? "graded"
+                                                         : "pending";
     fmt::print("{:<24} {:<8} {:<10} {:<12} {:<27} {}\n", escape_control(sub.id),
                grade::kind_name(sub.kind), status, sub.files.front().sha256.substr(0, 12), sub.time,
                escape_control(sub.entry));
@@ -141,8 +143,10 @@ int cmd_grade(args_t args) {
   app.add_option("--heldout", heldout, "the task's held-out secret (prereg seal wrote it)");
   app.add_flag("--all", open.all, "grade every current submission, graded before or not");
   app.add_option("--out", out_dir, "where leaderboards go (default ./reports)");
-  app.add_option("--work", work, "the grading's work folder (default OUT/<task id>/.<grade id>.work)");
-  app.add_option("--device", device, "CUDA device ordinal (default 0)")->check(CLI::NonNegativeNumber);
+  app.add_option("--work", work,
+                 "the grading's work folder (default OUT/<task id>/.<grade id>.work)");
+  app.add_option("--device", device, "CUDA device ordinal (default 0)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--trust", trust, "accept only these signers in the parts (as for audit)");
   app.add_flag("--open", only_open, "only open the grading; print how many submissions it grades");
   app.add_option("--part", part, "run part K of the grading in --work (0: the baseline)");
@@ -199,7 +203,8 @@ int cmd_reward(args_t args) {
   app.add_option("--heldout", heldout, "also grade the held-out shapes (the task's secret)");
   app.add_option("--baseline", baseline, "a baseline report folder to use (default: cached)");
   app.add_option("--out", out_dir, "where rewards go: OUT/<task id>/rewards (default ./reports)");
-  app.add_option("--device", device, "CUDA device ordinal (default 0)")->check(CLI::NonNegativeNumber);
+  app.add_option("--device", device, "CUDA device ordinal (default 0)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--json", as_json, "print the result as JSON");
   if (!parse(app, args))
     return 0;

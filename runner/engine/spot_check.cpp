@@ -56,7 +56,8 @@ void group_timing::choose_spots() {
   const bool distinct = m_ctx.proto.grading && spots <= reps; // the validator ensures it
   while (static_cast<std::int64_t>(m_spots.size()) + 1 < spots) {
     const auto r = static_cast<std::int64_t>(pick.below(static_cast<std::uint64_t>(reps)));
-    if (distinct && (r == reps - 1 || std::find(m_spots.begin(), m_spots.end(), r) != m_spots.end()))
+    if (distinct &&
+        (r == reps - 1 || std::find(m_spots.begin(), m_spots.end(), r) != m_spots.end()))
       continue;
     m_spots.push_back(r);
   }

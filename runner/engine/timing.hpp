@@ -41,7 +41,7 @@ struct cell_state {
 /// into the window's set on the device).
 struct spot_data {
   std::int64_t slot = -1;
-  host_tensors ref; ///< the host's inputs; its outputs once `referenced`
+  host_tensors ref;       ///< the host's inputs; its outputs once `referenced`
   bool referenced = true; ///< the host reference is computed after the slot's first window
   std::vector<std::vector<std::uint8_t>> bytes; ///< per tensor: inputs' packed bytes (host)
   std::unique_ptr<input_copy> inputs;           ///< the inputs on the device

@@ -18,8 +18,8 @@ const board_grading &grading_of(const board_inputs &in, const std::string &grade
   for (const auto &g : in.gradings)
     if (g.grade_id == grade_id)
       return g;
-  throw invalid_input(fmt::format("entry of grading {} whose baseline the leaderboard lacks",
-                                  grade_id));
+  throw invalid_input(
+      fmt::format("entry of grading {} whose baseline the leaderboard lacks", grade_id));
 }
 
 json submission_json(const submission &s) {
@@ -52,7 +52,9 @@ json entry_json(const board_entry &e, const entry_score &sc, std::int64_t rank) 
 } // namespace
 
 json board_part::to_json() const {
-  return {{"path", path}, {"run_id", run_id}, {"report_sha256", report_sha256},
+  return {{"path", path},
+          {"run_id", run_id},
+          {"report_sha256", report_sha256},
           {"protocol_hash", doc.protocol.hash}};
 }
 
@@ -76,6 +78,7 @@ json build_leaderboard(const board_inputs &in, const json &meta, const json &too
     run.grading_hash = e.protocol_hash;
     run.report = e.run ? &e.run->doc : nullptr;
     run.failure = e.failure;
+    run.wall_ms = e.wall_ms;
     scores.push_back(score_entry(in.task, g.baseline.doc, run));
   }
   std::vector<const entry_score *> ptrs;
@@ -101,12 +104,13 @@ json build_leaderboard(const board_inputs &in, const json &meta, const json &too
   for (const auto &g : in.gradings)
     gradings.push_back(
         {{"grade_id", g.grade_id}, {"nonce", g.nonce}, {"baseline", g.baseline.to_json()}});
-  json out = {{"leaderboard_version", 1},
-              {"tool", tool},
-              {"task", {{"hash", in.task_hash}, {"body", in.task_body}, {"freeze", in.task_freeze}}},
-              {"grade", meta},
-              {"gradings", gradings},
-              {"entries", entries}};
+  json out = {
+      {"leaderboard_version", 1},
+      {"tool", tool},
+      {"task", {{"hash", in.task_hash}, {"body", in.task_body}, {"freeze", in.task_freeze}}},
+      {"grade", meta},
+      {"gradings", gradings},
+      {"entries", entries}};
   if (in.task.task && in.task.task->commitment)
     out["heldout"] = {{"commitment", *in.task.task->commitment}, {"reveal", in.reveal}};
   return out;

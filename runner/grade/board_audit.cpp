@@ -21,8 +21,8 @@ namespace {
 
 [[noreturn]] void fail(const std::string &why) { throw std::runtime_error(why); }
 
-constexpr std::string_view check_names[] = {"envelope", "task",   "reveal", "protocols", "parts",
-                                            "submissions", "scores", "pages", "ledger"};
+constexpr std::string_view check_names[] = {"envelope",    "task",   "reveal", "protocols", "parts",
+                                            "submissions", "scores", "pages",  "ledger"};
 
 /// What the checks read and leave for the next.
 struct board_audit {
@@ -71,7 +71,8 @@ std::string check_envelope(board_audit &a) {
     const auto k = a.trust.find(a.s, keyid);
     if (!k)
       fail(fmt::format("signature by an unknown or unpinned key {}", keyid));
-    if (!k->verify(dsse_pae(leaderboard_payload_type, payload), base64_decode(sig.value("sig", ""))))
+    if (!k->verify(dsse_pae(leaderboard_payload_type, payload),
+                   base64_decode(sig.value("sig", ""))))
       fail(fmt::format("the signature by {} does not verify", keyid.substr(0, 12)));
     a.signers.push_back(keyid);
   }
@@ -186,8 +187,7 @@ std::string pinned_sha(const frozen_protocol &fp) {
 std::string check_submissions(board_audit &a) {
   if (!a.inputs)
     fail("the protocols check failed");
-  const std::vector<submission> ledgered =
-      submissions_of(a.s.get_ledger().entries(), a.task->hash);
+  const std::vector<submission> ledgered = submissions_of(a.s.get_ledger().entries(), a.task->hash);
   std::set<std::string> names;
   for (const auto &e : a.inputs->entries) {
     if (!names.insert(e.sub.name).second)
@@ -197,7 +197,8 @@ std::string check_submissions(board_audit &a) {
     if (it == ledgered.end())
       fail(fmt::format("submission {} has no submit entry of this task in the ledger", e.sub.id));
     json want = it->to_json(), got = e.sub.to_json();
-    want["time"] = it->time, want["seq"] = it->seq, got["time"] = e.sub.time, got["seq"] = e.sub.seq;
+    want["time"] = it->time, want["seq"] = it->seq, got["time"] = e.sub.time,
+    got["seq"] = e.sub.seq;
     if (canonical_json(want) != canonical_json(got))
       fail(fmt::format("submission {} differs from its submit entry (seq {})", e.sub.id, it->seq));
     if (!e.protocol_hash.empty() && e.sub.kind != submission_kind::c_source &&
@@ -217,8 +218,7 @@ std::string check_scores(board_audit &a) {
   if (canonical_json(rebuilt) != a.bytes) {
     std::string differ;
     for (std::size_t i = 0; i < rebuilt.at("entries").size(); ++i)
-      if (i >= a.board.at("entries").size() ||
-          rebuilt["entries"][i] != a.board["entries"][i]) {
+      if (i >= a.board.at("entries").size() || rebuilt["entries"][i] != a.board["entries"][i]) {
         differ = fmt::format("entries[{}] ({})", i, rebuilt["entries"][i].value("name", ""));
         break;
       }
@@ -309,11 +309,9 @@ audit_result audit_leaderboard(const fs::path &dir, const store &s, const trust_
   run_check(result, "pages", [&] { return check_pages(a); });
   run_check(result, "ledger", [&] { return check_ledger(a); });
   result.trust = trust.describe(s, a.signers);
-  result.history = fmt::format("leaderboard of {} entr{}",
-                               a.board.contains("entries") ? a.board["entries"].size() : 0,
-                               a.board.contains("entries") && a.board["entries"].size() == 1
-                                   ? "y"
-                                   : "ies");
+  result.history = fmt::format(
+      "leaderboard of {} entr{}", a.board.contains("entries") ? a.board["entries"].size() : 0,
+      a.board.contains("entries") && a.board["entries"].size() == 1 ? "y" : "ies");
   return result;
 }
 

@@ -1,7 +1,7 @@
 // leaderboard.md and leaderboard.html, rendered from leaderboard.json alone (renderer 1);
 // quoted text escaped as a run page's is (report/render/escape.hpp).
-#include "grade/board.hpp"
 #include "grade/board_page.hpp"
+#include "grade/board.hpp"
 
 #include "report/render/escape.hpp"
 
@@ -137,13 +137,13 @@ std::string board_sections_html(const json &b) {
                        "ms</th><th>speed-up</th><th>correct</th></tr>\n",
                        html(e.value("name", "")));
     for (const auto &c : e.at("cells"))
-      out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                         "<td>{}</td><td>{}</td></tr>\n",
-                         html(c.value("pass", "")), html(shape_of(c)),
-                         c.value("heldout", false) ? "yes" : "no",
-                         num(c.at("baseline_ms"), "{:.4g}"), num(c.at("submission_ms"), "{:.4g}"),
-                         num(c.at("floor_ms"), "{:.4g}"), num(c.at("speedup")),
-                         c.value("correct", false) ? "yes" : "no");
+      out +=
+          fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+                      "<td>{}</td><td>{}</td></tr>\n",
+                      html(c.value("pass", "")), html(shape_of(c)),
+                      c.value("heldout", false) ? "yes" : "no", num(c.at("baseline_ms"), "{:.4g}"),
+                      num(c.at("submission_ms"), "{:.4g}"), num(c.at("floor_ms"), "{:.4g}"),
+                      num(c.at("speedup")), c.value("correct", false) ? "yes" : "no");
     out += "</table>\n";
   }
   if (const auto h = b.find("heldout"); h != b.end())

@@ -15,8 +15,8 @@ fs::path part_dir(const fs::path &dir, const std::string &path) {
   const fs::path rel = fs::path(path).lexically_normal();
   if (rel.empty() || rel.is_absolute() || *rel.begin() != "parts" ||
       rel.string().find("..") != std::string::npos)
-    throw invalid_input(fmt::format("part path '{}' is not a folder under parts/",
-                                    message_excerpt(path)));
+    throw invalid_input(
+        fmt::format("part path '{}' is not a folder under parts/", message_excerpt(path)));
   return dir / rel;
 }
 
@@ -91,8 +91,7 @@ board_inputs inputs_from_board(const json &board, const fs::path &dir,
     in.task = task.proto;
     in.reveal = board.contains("heldout") ? board.at("heldout").at("reveal") : json(nullptr);
     for (const auto &g : board.at("gradings"))
-      in.gradings.push_back({g.at("grade_id").get<std::string>(),
-                             g.at("nonce").get<std::string>(),
+      in.gradings.push_back({g.at("grade_id").get<std::string>(), g.at("nonce").get<std::string>(),
                              part_from_json(g.at("baseline"), dir)});
     for (const auto &e : board.at("entries"))
       in.entries.push_back(entry_from_json(e, board, dir, task, in.reveal));

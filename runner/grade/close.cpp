@@ -40,8 +40,7 @@ json result_of(const fs::path &work, std::size_t k) {
 }
 
 /// A part's report folder, audited: it must pass, else the reason.
-std::optional<std::string> audit_problem(const fs::path &dir, const store &s,
-                                         const trust_root &t) {
+std::optional<std::string> audit_problem(const fs::path &dir, const store &s, const trust_root &t) {
   const audit_result a = audit_report(dir, s, t);
   if (a.passed())
     return std::nullopt;
@@ -70,8 +69,8 @@ board_grading this_grading(const grading_plan &plan, const fs::path &work, const
   return g;
 }
 
-board_entry entry_of(const grading_plan &plan, std::size_t k, const fs::path &work,
-                     const store &s, const trust_root &t, const frozen_protocol &task,
+board_entry entry_of(const grading_plan &plan, std::size_t k, const fs::path &work, const store &s,
+                     const trust_root &t, const frozen_protocol &task,
                      std::map<std::string, fs::path> &copies) {
   const plan_part &p = plan.parts[k];
   const json r = result_of(work, k);
@@ -121,8 +120,7 @@ std::optional<fs::path> previous_board(const store &s, const frozen_protocol &ta
 /// The earlier leaderboard's entries of names this grading did not grade, with their gradings.
 void carry_over(const fs::path &prev_dir, const frozen_protocol &task, board_inputs &in,
                 std::map<std::string, fs::path> &copies) {
-  const json prev =
-      parse_json_strict(read_file(prev_dir / "leaderboard.json"), "leaderboard.json");
+  const json prev = parse_json_strict(read_file(prev_dir / "leaderboard.json"), "leaderboard.json");
   board_inputs old = inputs_from_board(prev, prev_dir, task);
   std::set<std::string> names;
   for (const auto &e : in.entries)
@@ -167,11 +165,12 @@ fs::path publish(const store &s, const fs::path &folder, const grading_plan &pla
       copy_part(from, temp / path);
     write_file_atomic(temp / "leaderboard.json", payload);
     const std::string sig = key.sign(dsse_pae(leaderboard_payload_type, payload));
-    write_file_atomic(temp / "leaderboard.dsse.json",
-                      canonical_json({{"payloadType", leaderboard_payload_type},
-                                      {"payload", base64_encode(payload)},
-                                      {"signatures", json::array({{{"keyid", key.fingerprint()},
-                                                                   {"sig", base64_encode(sig)}}})}}));
+    write_file_atomic(
+        temp / "leaderboard.dsse.json",
+        canonical_json({{"payloadType", leaderboard_payload_type},
+                        {"payload", base64_encode(payload)},
+                        {"signatures", json::array({{{"keyid", key.fingerprint()},
+                                                     {"sig", base64_encode(sig)}}})}}));
     write_file_atomic(temp / "leaderboard.md", render_board_markdown(board));
     write_file_atomic(temp / "leaderboard.html", render_board_html(board));
     json graded = json::array(), entries = json::array();

@@ -44,8 +44,9 @@ build_result build_c_submission(const fs::path &sources, const std::vector<std::
   fs::create_directories(out / "include" / "prereg");
   write_file_atomic(out / "include" / "prereg" / "arm_abi.h", arm_abi_source);
   r.library = out / "libsubmission.so";
-  r.command = {compiler(), "-std=c11", "-O2", "-fPIC", "-shared", "-I", (out / "include").string(),
-               "-o", r.library.string()};
+  r.command = {
+      compiler(), "-std=c11",        "-O2", "-fPIC", "-shared", "-I", (out / "include").string(),
+      "-o",       r.library.string()};
   for (const auto &f : files)
     if (fs::path(f).extension() == ".c")
       r.command.push_back((sources / f).string());
@@ -54,8 +55,8 @@ build_result build_c_submission(const fs::path &sources, const std::vector<std::
   const fs::path log = out / "compile.log";
   const confined_result c = run_confined(r.command, plan, log, log.string() + ".err");
   if (c.facts.half_built())
-    throw io_error(fmt::format("the walls around the compiler could not be put up: {}",
-                               c.facts.reason));
+    throw io_error(
+        fmt::format("the walls around the compiler could not be put up: {}", c.facts.reason));
   r.facts = c.facts;
   std::string text = read_file(log) + read_file(log.string() + ".err");
   if (text.size() > 4096)

@@ -129,7 +129,8 @@ bool private_scratch(const std::map<fs::path, int> &fds, const confine_plan &pla
                      confine_facts &f) {
   std::vector<fs::path> mounted;
   for (const auto &s : scratch_folders()) {
-    if (std::any_of(mounted.begin(), mounted.end(), [&](const fs::path &m) { return inside(m, s); }))
+    if (std::any_of(mounted.begin(), mounted.end(),
+                    [&](const fs::path &m) { return inside(m, s); }))
       continue; // private already, below a parent's tmpfs
     if (::mount("prereg-scratch", s.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) {
       f.reason = errno_text(fmt::format("{} could not be made private", s.string()));
@@ -139,8 +140,8 @@ bool private_scratch(const std::map<fs::path, int> &fds, const confine_plan &pla
   }
   for (const auto &p : plan.keep) {
     const fs::path c = canonical_or_same(p);
-    const bool hidden =
-        std::any_of(mounted.begin(), mounted.end(), [&](const fs::path &m) { return inside(m, c); });
+    const bool hidden = std::any_of(mounted.begin(), mounted.end(),
+                                    [&](const fs::path &m) { return inside(m, c); });
     if (hidden && (!fds.contains(c) || !show_again(c, fds.at(c)))) {
       f.reason = errno_text(fmt::format("{} could not be kept", c.string()));
       return false;

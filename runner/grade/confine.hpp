@@ -30,7 +30,8 @@ struct confine_plan {
 
 /// The walls that stand, in order, and why any of the design's is missing ("" when none is).
 struct confine_facts {
-  std::vector<std::string> layers; ///< user-namespace, mount-namespace, private-scratch, others-hidden
+  std::vector<std::string>
+      layers; ///< user-namespace, mount-namespace, private-scratch, others-hidden
   std::string reason;
   [[nodiscard]] json to_json() const;
   /// The namespaces stand but a later wall could not go up: the command was not run (status

@@ -13,10 +13,10 @@ struct grade_slurm_options {
   std::filesystem::path prereg; ///< the prereg binary the jobs run (absolute)
   std::string task_hash;
   std::string task_id;
-  std::filesystem::path heldout;  ///< the held-out secret (absolute), or empty
-  bool all = false;               ///< grade every current submission
-  std::string partition;          ///< empty: the cluster's default
-  std::int64_t gpus_per_task = 0; ///< 0: no --gpus-per-task line (a cpu task)
+  std::filesystem::path heldout;               ///< the held-out secret (absolute), or empty
+  bool all = false;                            ///< grade every current submission
+  std::string partition;                       ///< empty: the cluster's default
+  std::int64_t gpus_per_task = 0;              ///< 0: no --gpus-per-task line (a cpu task)
   std::filesystem::path store, key, out, work; ///< absolute
 };
 

@@ -32,7 +32,7 @@ struct grade_env {
 
 /// `prereg grade TASK` (or `--open`).
 struct open_options {
-  std::string task; ///< hash, prefix or id of a frozen task
+  std::string task;                            ///< hash, prefix or id of a frozen task
   std::optional<std::filesystem::path> secret; ///< the held-out secret (prereg seal)
   bool all = false;                            ///< every current submission, graded or not
   std::filesystem::path work;                  ///< empty: OUT/<task id>/.<grade id>.work
@@ -52,7 +52,7 @@ struct grading_plan {
   std::string task_hash;
   std::string nonce;
   std::string opened_at;
-  json reveal = nullptr; ///< the held-out secret's JSON, or null (the task has none)
+  json reveal = nullptr;             ///< the held-out secret's JSON, or null (the task has none)
   std::filesystem::path secret_file; ///< hidden from the submissions' processes
   std::filesystem::path out_dir;
   std::vector<plan_part> parts; ///< [0] the baseline, then the submissions

@@ -135,7 +135,9 @@ heldout_secret read_secret(const std::filesystem::path &file) {
                           file.string());
 }
 
-std::string commitment_of(const heldout_secret &s) { return sha256_hex(canonical_json(s.to_json())); }
+std::string commitment_of(const heldout_secret &s) {
+  return sha256_hex(canonical_json(s.to_json()));
+}
 
 json grading_axes(const protocol &task, const heldout_secret *secret) {
   const std::vector<std::string> names = axis_names(task);

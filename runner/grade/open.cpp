@@ -83,8 +83,7 @@ confine_plan build_walls(const store &s, const grade_env &env, const frozen_prot
                          const submission &sub, const fs::path &secret) {
   confine_plan p;
   p.keep = {submission_dir(s, task.hash, sub.id)};
-  p.masks.push_back(
-      {s.root() / "submissions" / task.hash, {submission_dir(s, task.hash, sub.id)}});
+  p.masks.push_back({s.root() / "submissions" / task.hash, {submission_dir(s, task.hash, sub.id)}});
   p.hidden_files = {env.key_path};
   if (!secret.empty())
     p.hidden_files.push_back(secret);
@@ -106,10 +105,8 @@ void build_sources(const store &s, const grade_env &env, const frozen_protocol &
     fs::create_directories(out);
     const build_result b =
         build_c_submission(submission_dir(s, task.hash, part.sub.id), files, out, walls);
-    part.build = {{"ok", b.ok},
-                  {"log", b.log},
-                  {"command", b.command},
-                  {"confinement", b.facts.to_json()}};
+    part.build = {
+        {"ok", b.ok}, {"log", b.log}, {"command", b.command}, {"confinement", b.facts.to_json()}};
   }
 }
 
@@ -157,10 +154,10 @@ fs::path open_grading(const grade_env &env, const open_options &o) {
   plan.parts.push_back({});
   for (auto &sub : pending)
     plan.parts.push_back({std::move(sub), "", nullptr});
-  const fs::path work = fs::absolute(o.work.empty() ? plan.out_dir / task.proto.id /
-                                                          ("." + plan.grade_id + ".work")
-                                                    : o.work)
-                            .lexically_normal();
+  const fs::path work =
+      fs::absolute(o.work.empty() ? plan.out_dir / task.proto.id / ("." + plan.grade_id + ".work")
+                                  : o.work)
+          .lexically_normal();
   fs::create_directories(work.parent_path());
   if (!create_directory_exclusive(work))
     throw invalid_input("the work folder exists already: give another --work", work.string());

@@ -81,10 +81,14 @@ json grading_plan::to_json() const {
     }
     parts_j.push_back(std::move(j));
   }
-  return {{"prereg_grading", 1},       {"grade_id", grade_id},
-          {"task", task_hash},         {"nonce", nonce},
-          {"opened_at", opened_at},    {"reveal", reveal},
-          {"secret_file", secret_file.string()}, {"out", out_dir.string()},
+  return {{"prereg_grading", 1},
+          {"grade_id", grade_id},
+          {"task", task_hash},
+          {"nonce", nonce},
+          {"opened_at", opened_at},
+          {"reveal", reveal},
+          {"secret_file", secret_file.string()},
+          {"out", out_dir.string()},
           {"parts", parts_j}};
 }
 
@@ -141,18 +145,26 @@ void run_part(const grade_env &env, const fs::path &work, std::size_t k) {
   fs::create_directories(results);
   const fs::path own = runs_dir(work, p);
   fs::create_directories(own);
-  json result = {{"part", k}, {"report", nullptr}, {"failure", ""}, {"exit_code", 0},
-                 {"wall_ms", 0}, {"confinement", nullptr}};
+  json result = {{"part", k},      {"report", nullptr}, {"failure", ""},
+                 {"exit_code", 0}, {"wall_ms", 0},      {"confinement", nullptr}};
   if (p.protocol_hash.empty()) { // a C source that did not build: nothing to run
     result["failure"] = "the C source did not build";
     result["exit_code"] = 2;
     write_file_atomic(results / fmt::format("part-{}.json", k), canonical_json(result));
     return;
   }
-  std::vector<std::string> argv = {env.prereg, "run", p.protocol_hash, "--store",
-                                   fs::absolute(s.root()).string(), "--key",
-                                   fs::absolute(env.key_path).string(), "--out", own.string(),
-                                   "--device", std::to_string(env.device_ordinal), "--quiet"};
+  std::vector<std::string> argv = {env.prereg,
+                                   "run",
+                                   p.protocol_hash,
+                                   "--store",
+                                   fs::absolute(s.root()).string(),
+                                   "--key",
+                                   fs::absolute(env.key_path).string(),
+                                   "--out",
+                                   own.string(),
+                                   "--device",
+                                   std::to_string(env.device_ordinal),
+                                   "--quiet"};
   if (k > 0) { // a submission's process: the baseline's floor and ceiling (docs/grading.md)
     const json base = parse_json_strict(read_file(results / "part-0.json"), "part-0.json");
     if (base.at("report").is_null())
@@ -176,12 +188,14 @@ void run_part(const grade_env &env, const fs::path &work, std::size_t k) {
     result["confinement"] = r.facts.to_json();
   const std::string folder = last_line(own / "stdout.log");
   std::error_code ec;
-  if (r.exit_code == 0 && !folder.empty() && fs::is_regular_file(fs::path(folder) / "report.json", ec))
+  if (r.exit_code == 0 && !folder.empty() &&
+      fs::is_regular_file(fs::path(folder) / "report.json", ec))
     result["report"] = fs::relative(fs::path(folder), work).string();
   else
     result["failure"] = failure_of(s, p.protocol_hash, head, own / "stderr.log", r.exit_code);
   if (k == 0 && result["report"].is_null())
-    throw io_error(fmt::format("the baseline's run failed: {}", result["failure"].get<std::string>()));
+    throw io_error(
+        fmt::format("the baseline's run failed: {}", result["failure"].get<std::string>()));
   write_file_atomic(results / fmt::format("part-{}.json", k), canonical_json(result));
 }
 

@@ -36,7 +36,8 @@ json grading_body(const json &task_body, const std::string &task_hash, const jso
     grading["seed"] = g.seed;
   if (sub != nullptr) {
     grading["submission"] = sub->id;
-    json arm = {{"id", sub->name}, {"launch", "stream"}, {"repeat", 1}, {"options", json::object()}};
+    json arm = {
+        {"id", sub->name}, {"launch", "stream"}, {"repeat", 1}, {"options", json::object()}};
     const std::string file = arm_file_rel(task_hash, *sub, g.grade_id);
     if (sub->kind == submission_kind::python) {
       arm["python"] = file;

@@ -87,12 +87,13 @@ std::pair<fs::path, std::string> run_and_read(const std::vector<std::string> &ar
   fs::create_directories(own);
   r = run_confined(argv, walls, own / "stdout.log", own / "stderr.log");
   if (r.facts.half_built())
-    throw io_error(fmt::format("the walls around the submission could not be put up: {}",
-                               r.facts.reason));
+    throw io_error(
+        fmt::format("the walls around the submission could not be put up: {}", r.facts.reason));
   std::string text = read_file(own / "stdout.log");
   while (!text.empty() && text.back() == '\n')
     text.pop_back();
-  const std::string folder = text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+  const std::string folder =
+      text.substr(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
   std::error_code ec;
   if (r.exit_code == 0 && fs::is_regular_file(fs::path(folder) / "report.json", ec))
     return {folder, ""};
@@ -107,9 +108,18 @@ std::pair<fs::path, std::string> run_and_read(const std::vector<std::string> &ar
 
 std::vector<std::string> run_argv(const grade_env &env, const store &s, const std::string &hash,
                                   const fs::path &own) {
-  return {env.prereg, "run", hash, "--store", fs::absolute(s.root()).string(), "--key",
-          fs::absolute(env.key_path).string(), "--out", own.string(), "--device",
-          std::to_string(env.device_ordinal), "--quiet"};
+  return {env.prereg,
+          "run",
+          hash,
+          "--store",
+          fs::absolute(s.root()).string(),
+          "--key",
+          fs::absolute(env.key_path).string(),
+          "--out",
+          own.string(),
+          "--device",
+          std::to_string(env.device_ordinal),
+          "--quiet"};
 }
 
 /// The baseline report: given, else the one cached for these axes and this device, else a new
@@ -119,9 +129,9 @@ fs::path baseline_for(const grade_env &env, const store &s, const frozen_protoco
                       const fs::path &rewards, const signing_key &key) {
   if (!o.baseline.empty())
     return o.baseline;
-  const fs::path cache = rewards / fmt::format("baseline-{}-device{}.json",
-                                               sha256_hex(canonical_json(axes)).substr(0, 12),
-                                               env.device_ordinal);
+  const fs::path cache =
+      rewards / fmt::format("baseline-{}-device{}.json",
+                            sha256_hex(canonical_json(axes)).substr(0, 12), env.device_ordinal);
   std::error_code ec;
   if (fs::is_regular_file(cache, ec)) {
     const fs::path dir = parse_json_strict(read_file(cache), cache.string()).value("report", "");
@@ -136,7 +146,8 @@ fs::path baseline_for(const grade_env &env, const store &s, const frozen_protoco
   confined_result r;
   confine_plan none;
   none.walls = false;
-  const auto [dir, failure] = run_and_read(run_argv(env, s, hash, rewards / id), none, rewards / id, r);
+  const auto [dir, failure] =
+      run_and_read(run_argv(env, s, hash, rewards / id), none, rewards / id, r);
   if (dir.empty())
     throw io_error(fmt::format("the baseline's run failed: {}", failure));
   write_file_atomic(cache, canonical_json({{"report", fs::absolute(dir).string()}}));
@@ -158,6 +169,7 @@ json reward(const grade_env &env, const reward_options &o) {
   const std::string call = fmt::format("REWARD-{}-{}-{}", utc_stamp(std::time(nullptr)),
                                        task.hash.substr(0, 12), random_hex(3));
   const fs::path own = rewards / call;
+  fs::create_directories(own / "baseline");
   confine_plan walls;
   walls.keep = {s.root(), env.key_path, own, fs::path(env.prereg)};
   walls.masks.push_back(
@@ -175,7 +187,8 @@ json reward(const grade_env &env, const reward_options &o) {
     fs::create_directories(build);
     confine_plan bw = walls;
     bw.hidden_files.push_back(env.key_path);
-    const build_result b = build_c_submission(submission_dir(s, task.hash, sub.id), names, build, bw);
+    const build_result b =
+        build_c_submission(submission_dir(s, task.hash, sub.id), names, build, bw);
     built = {{"ok", b.ok}, {"log", b.log}};
   }
   const signing_key key = load_or_create_key(env.key_path);
@@ -183,7 +196,8 @@ json reward(const grade_env &env, const reward_options &o) {
   const fs::path base_dir = baseline_for(env, s, task, axes, seed, o, rewards, key);
   const report_document base = report_from_json(
       parse_json_strict(read_file(base_dir / "report.json"), base_dir.string()), base_dir.string());
-  const json body = grading_body(task.body, task.hash, axes, {call, random_hex(16), seed}, "reward", &sub);
+  const json body =
+      grading_body(task.body, task.hash, axes, {call, random_hex(16), seed}, "reward", &sub);
   const protocol grading = protocol_from_json(body, "reward protocol");
   std::string hash, failure;
   fs::path report_dir;
@@ -193,16 +207,18 @@ json reward(const grade_env &env, const reward_options &o) {
   } else {
     hash = freeze_grading(s, body, key);
     std::vector<std::string> argv = run_argv(env, s, hash, own);
-    argv.insert(argv.end(), {"--instrument-from", base_dir.string()});
+    // A copy in the call's own folder: the rest is hidden from its run.
+    write_file_atomic(own / "baseline" / "report.json", read_file(base_dir / "report.json"));
+    argv.insert(argv.end(), {"--instrument-from", (own / "baseline").string()});
     std::tie(report_dir, failure) = run_and_read(argv, walls, own, r);
   }
   std::optional<report_document> doc;
   if (!report_dir.empty())
-    doc = report_from_json(parse_json_strict(read_file(report_dir / "report.json"),
-                                             report_dir.string()),
-                           report_dir.string());
-  const entry_score e =
-      score_entry(task.proto, base, {&grading, hash, doc ? &*doc : nullptr, failure});
+    doc = report_from_json(
+        parse_json_strict(read_file(report_dir / "report.json"), report_dir.string()),
+        report_dir.string());
+  const entry_score e = score_entry(task.proto, base,
+                                    {&grading, hash, doc ? &*doc : nullptr, failure, r.wall_ms});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {{"score", e.score},

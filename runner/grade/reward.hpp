@@ -16,8 +16,8 @@ namespace prereg::grade {
 
 struct reward_options {
   std::string task;
-  std::vector<std::filesystem::path> files; ///< the entry file first
-  std::string entry;                        ///< empty: the task's task.entry
+  std::vector<std::filesystem::path> files;    ///< the entry file first
+  std::string entry;                           ///< empty: the task's task.entry
   std::optional<std::filesystem::path> secret; ///< grade the held-out shapes too
   std::filesystem::path out_dir;               ///< rewards go to OUT/<task id>/rewards/
   std::filesystem::path baseline;              ///< a baseline report to use (empty: the cached)

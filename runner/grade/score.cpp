@@ -95,8 +95,8 @@ void cell_exclusions(const report_document &sub, const graded_cell &g, const rep
         out.push_back({code, k, d.message});
   if (std::isfinite(g.floor_ms) && !(g.submission_ms >= g.floor_ms))
     out.push_back({"below-floor", k,
-                   fmt::format("{:.6g} ms is below the physical floor of {:.6g} ms", g.submission_ms,
-                               g.floor_ms)});
+                   fmt::format("{:.6g} ms is below the physical floor of {:.6g} ms",
+                               g.submission_ms, g.floor_ms)});
 }
 
 /// The instrument a submission's process must report: the baseline's floor and ceiling.
@@ -106,11 +106,27 @@ void check_instrument(const report_document &base, const report_document &sub,
   const auto &b = sub.instrument;
   if (a.ceiling_gbps != b.ceiling_gbps || a.ceiling_samples_gbps != b.ceiling_samples_gbps ||
       a.launch_floor_ms != b.launch_floor_ms || a.ceiling_bytes != b.ceiling_bytes)
-    out.push_back({"instrument-not-given", std::nullopt,
-                   fmt::format("the report's copy ceiling {:g} GB/s and launch floor {:g} ms are "
-                               "not the baseline's {:g} GB/s and {:g} ms that the grading gave",
-                               b.ceiling_gbps, b.launch_floor_ms, a.ceiling_gbps,
-                               a.launch_floor_ms)});
+    out.push_back(
+        {"instrument-not-given", std::nullopt,
+         fmt::format("the report's copy ceiling {:g} GB/s and launch floor {:g} ms are "
+                     "not the baseline's {:g} GB/s and {:g} ms that the grading gave",
+                     b.ceiling_gbps, b.launch_floor_ms, a.ceiling_gbps, a.launch_floor_ms)});
+}
+
+/// The parent-side wall-time bound: the report's samples cannot add up to more than the time its
+/// whole process took on the parent's clock.
+void check_wall(const report_document &sub, double wall_ms, std::vector<exclusion> &out) {
+  if (!std::isfinite(wall_ms))
+    return;
+  double sum = 0;
+  for (const auto &c : sub.cells)
+    for (double v : c.samples_ms)
+      sum += v;
+  if (sum > wall_ms)
+    out.push_back({"beyond-wall-time", std::nullopt,
+                   fmt::format("its samples add up to {:.6g} ms, more than the {:.6g} ms its whole "
+                               "process took",
+                               sum, wall_ms)});
 }
 
 /// The score of speed-ups `s` by the task's rule (geometric mean, or the `at` cell's).
@@ -234,20 +250,21 @@ entry_score score_entry(const protocol &task, const report_document &baseline,
   entry_score e;
   e.cells = graded_cells(task, baseline, run);
   if (run.report == nullptr) {
-    e.exclusions.push_back({"run-failed", std::nullopt,
-                            run.failure.empty() ? "the run left no report" : run.failure});
+    e.exclusions.push_back(
+        {"run-failed", std::nullopt, run.failure.empty() ? "the run left no report" : run.failure});
     return e;
   }
   check_instrument(baseline, *run.report, e.exclusions);
+  check_wall(*run.report, run.wall_ms, e.exclusions);
   for (const auto &g : e.cells)
     cell_exclusions(*run.report, g, find_cell(*run.report, g.key.arm, g.key), e.exclusions);
   if (e.excluded())
     return e;
   score_with_interval(task, baseline, run, e);
   if (!std::isfinite(e.score) || !(e.score > 0)) { // a speed-up of 0 or infinity: no score
-    e.exclusions.push_back({"no-score", std::nullopt,
-                            fmt::format("the score is {} (a cell with no finite speed-up)",
-                                        e.score)});
+    e.exclusions.push_back(
+        {"no-score", std::nullopt,
+         fmt::format("the score is {} (a cell with no finite speed-up)", e.score)});
     e.score = e.lo = e.hi = 0;
   }
   return e;

@@ -43,16 +43,19 @@ struct entry_score {
 
 /// What one submission's grading left.
 struct graded_run {
-  const protocol *grading = nullptr;            ///< the submission's grading protocol
-  std::string grading_hash;                     ///< its hash (seeds the interval's bootstrap)
-  const report_document *report = nullptr;      ///< null: the run left no report
-  std::string failure;                          ///< why not (the run's error line), else ""
+  const protocol *grading = nullptr;       ///< the submission's grading protocol
+  std::string grading_hash;                ///< its hash (seeds the interval's bootstrap)
+  const report_document *report = nullptr; ///< null: the run left no report
+  std::string failure;                     ///< why not (the run's error line), else ""
+  /// The whole process's wall time on the parent's clock [ms] (NaN: not known).
+  double wall_ms = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// Scores one submission against its grading's baseline report: the cells of its grading
-/// protocol in plan order, the exclusions in that order (run-failed, not-measured,
-/// arm-error, correctness, input-mutated, below-floor and the GPU defects), and, without any,
-/// the score and its interval by `task` (its analysis: statistic, confidence, resamples).
+/// protocol in plan order, the exclusions in that order (run-failed, instrument-not-given,
+/// beyond-wall-time, then per cell not-measured, arm-error, correctness, the defects
+/// input-mutated, off-window-work, kernel-above-step, no-arm-kernel, and below-floor), and,
+/// without any, the score and its interval by `task` (its statistic, confidence, resamples).
 /// Throws invalid_input when the baseline report lacks a cell or failed at one.
 [[nodiscard]] entry_score score_entry(const protocol &task, const report_document &baseline,
                                       const graded_run &run);

@@ -52,8 +52,8 @@ submission_kind kind_of(const std::vector<fs::path> &files) {
 std::vector<std::pair<submitted_file, std::string>> read_files(const submit_request &r,
                                                                submission_kind kind) {
   if (r.files.empty() || r.files.size() > max_files)
-    throw invalid_input(fmt::format("submit takes 1 to {} files, got {}", max_files,
-                                    r.files.size()));
+    throw invalid_input(
+        fmt::format("submit takes 1 to {} files, got {}", max_files, r.files.size()));
   std::vector<std::pair<submitted_file, std::string>> out;
   std::set<std::string> names;
   for (const auto &f : r.files) {
@@ -97,8 +97,11 @@ json submission::to_json() const {
   json f = json::array();
   for (const auto &x : files)
     f.push_back({{"name", x.name}, {"sha256", x.sha256}, {"bytes", x.bytes}});
-  json out = {{"submission_id", id}, {"name", name}, {"kind", kind_name(kind)},
-              {"entry", entry},      {"files", f}};
+  json out = {{"submission_id", id},
+              {"name", name},
+              {"kind", kind_name(kind)},
+              {"entry", entry},
+              {"files", f}};
   if (!supersedes.empty())
     out["supersedes"] = supersedes;
   return out;
@@ -124,8 +127,8 @@ std::vector<submission> submissions_of(std::span<const json> entries,
     if (e.contains("files") && e["files"].is_array())
       for (const auto &f : e["files"])
         if (f.is_object())
-          s.files.push_back({f.value("name", ""), f.value("sha256", ""),
-                             f.value("bytes", std::uint64_t{0})});
+          s.files.push_back(
+              {f.value("name", ""), f.value("sha256", ""), f.value("bytes", std::uint64_t{0})});
     out.push_back(std::move(s));
   }
   return out;

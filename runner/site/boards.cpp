@@ -89,8 +89,8 @@ std::string render_board_page(const std::vector<const board_facts *> &boards) {
   const board_facts &newest = *boards.back();
   std::string body = fmt::format("<p><a href=\"index.html\">index</a></p>\n<h1>Leaderboard of "
                                  "{}</h1>\n<p class=\"board-status\">{} <code>{}</code></p>\n",
-                                 esc(newest.task_id), detail::status_badge(newest.status, newest.why),
-                                 esc(newest.rel));
+                                 esc(newest.task_id),
+                                 detail::status_badge(newest.status, newest.why), esc(newest.rel));
   if (newest.status != "audited")
     body += fmt::format("<div class=\"banner\">This leaderboard does not audit clean ({}): its "
                         "scores and ranks are not to be trusted.</div>\n",
@@ -123,9 +123,8 @@ std::string boards_index_section(const std::vector<board_facts> &boards) {
   for (const auto &[hash, b] : newest)
     out += fmt::format("<tr><td>{}</td><td><a href=\"{}\"><code>{}</code></a></td><td>{}</td>"
                        "<td>{} ({})</td><td>{}</td></tr>\n",
-                       esc(b->task_id), board_page_name(hash), esc(b->grade_id),
-                       esc(b->graded_at), b->entries, b->ranked,
-                       detail::status_badge(b->status, b->why));
+                       esc(b->task_id), board_page_name(hash), esc(b->grade_id), esc(b->graded_at),
+                       b->entries, b->ranked, detail::status_badge(b->status, b->why));
   return out + "</table>\n";
 }
 

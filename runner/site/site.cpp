@@ -4,8 +4,8 @@
 
 #include "base/fs.hpp"
 #include "prereg/error.hpp"
-#include "site/history.hpp"
 #include "site/boards.hpp"
+#include "site/history.hpp"
 #include "site/pages.hpp"
 #include "store/store.hpp"
 #include "store/trust.hpp"

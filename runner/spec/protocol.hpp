@@ -129,10 +129,10 @@ struct task_spec {
   /// speedup_at: the one cell, one extent per axis (the operation's axis order) and its pass.
   std::vector<std::int64_t> at;
   pass_kind at_pass = pass_kind::fwd;
-  std::string entry;              ///< the function (python) or arm name (plugin, C) submitted
-  std::int64_t input_sets = 4;    ///< checked input sets per shape: the gate's + spot checks
-  double floor_margin = 1.5;      ///< a cell above margin x the copy ceiling is impossible
-  std::optional<double> tflops;   ///< a declared compute ceiling [TFLOP/s] for declared FLOPs
+  std::string entry;            ///< the function (python) or arm name (plugin, C) submitted
+  std::int64_t input_sets = 4;  ///< checked input sets per shape: the gate's + spot checks
+  double floor_margin = 1.5;    ///< a cell above margin x the copy ceiling is impossible
+  std::optional<double> tflops; ///< a declared compute ceiling [TFLOP/s] for declared FLOPs
   std::optional<std::string> commitment; ///< SHA-256 hex of the sealed held-out secret
 };
 

@@ -94,8 +94,10 @@ json task_json(const protocol &p, const task_spec &t) {
   json floor = {{"margin", t.floor_margin}};
   if (t.tflops)
     floor["tflops"] = *t.tflops;
-  json out = {{"baseline", t.baseline},     {"score", std::string(name_of(t.score))},
-              {"entry", t.entry},           {"input_sets", t.input_sets},
+  json out = {{"baseline", t.baseline},
+              {"score", std::string(name_of(t.score))},
+              {"entry", t.entry},
+              {"input_sets", t.input_sets},
               {"floor", std::move(floor)}};
   if (t.score == score_rule::speedup_at) {
     json at = {{"pass", std::string(to_string(t.at_pass))}};
@@ -111,8 +113,11 @@ json task_json(const protocol &p, const task_spec &t) {
 
 // prereg: 2 `grading`; `submission` and `seed` absent when empty.
 json grading_json(const grading_spec &g) {
-  json out = {{"task", g.task},   {"grade", g.grade}, {"role", g.role},
-              {"nonce", g.nonce}, {"input_sets", g.input_sets}};
+  json out = {{"task", g.task},
+              {"grade", g.grade},
+              {"role", g.role},
+              {"nonce", g.nonce},
+              {"input_sets", g.input_sets}};
   if (!g.submission.empty())
     out["submission"] = g.submission;
   if (!g.seed.empty())

@@ -27,9 +27,9 @@ std::string as_hex(const node &n, std::string_view what, std::size_t digits) {
 std::string as_name(const node &n, std::string_view what, std::size_t max) {
   const std::string s = as_string(n, what);
   const bool ok = !s.empty() && s.size() <= max && std::all_of(s.begin(), s.end(), [](char c) {
-                    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                           (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
-                  });
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
+  });
   if (!ok)
     fail(n, fmt::format("{} must be 1 to {} of A-Z a-z 0-9 _ . -, got {}", what, max,
                         strict_yaml::describe(n)));
@@ -95,17 +95,16 @@ void read_task_floor(const node &n, task_spec &t) {
 } // namespace
 
 task_spec read_task(const node &n, const protocol &p) {
-  const fields f(n, "task",
-                 {"baseline", "score", "at", "entry", "input_sets", "floor", "heldout"});
+  const fields f(n, "task", {"baseline", "score", "at", "entry", "input_sets", "floor", "heldout"});
   task_spec t;
   const node &baseline = f.required("baseline");
   t.baseline = as_id(baseline, "task.baseline");
   if (find_arm_spec(p, t.baseline) == nullptr)
     fail(baseline, fmt::format("task.baseline '{}' is not an arm of the protocol", t.baseline));
   if (const node *s = f.optional("score"))
-    t.score = as_enum<score_rule>(*s, "task.score",
-                                  {{"geomean_speedup", score_rule::geomean_speedup},
-                                   {"speedup_at", score_rule::speedup_at}});
+    t.score = as_enum<score_rule>(
+        *s, "task.score",
+        {{"geomean_speedup", score_rule::geomean_speedup}, {"speedup_at", score_rule::speedup_at}});
   const node *at = f.optional("at");
   if (t.score == score_rule::speedup_at && at == nullptr)
     fail(n, "task.score speedup_at needs task.at: the cell whose speed-up is the score");
@@ -135,10 +134,9 @@ grading_spec read_grading(const node &n, const protocol &p) {
   g.task = as_hex(f.required("task"), "grading.task", 64);
   g.grade = as_name(f.required("grade"), "grading.grade", 128);
   const node &role = f.required("role");
-  g.role = as_enum<std::string>(role, "grading.role",
-                                {{"baseline", "baseline"},
-                                 {"submission", "submission"},
-                                 {"reward", "reward"}});
+  g.role = as_enum<std::string>(
+      role, "grading.role",
+      {{"baseline", "baseline"}, {"submission", "submission"}, {"reward", "reward"}});
   if (const node *s = f.optional("submission"))
     g.submission = as_name(*s, "grading.submission", 128);
   if (g.role == "baseline" && !g.submission.empty())

@@ -107,12 +107,20 @@ if peek:
         f"a submission sees only its own folder: {detail[-160:]}")
     say({'user-namespace', 'mount-namespace', 'private-scratch', 'others-hidden'} <= set(peek['confinement']['layers']),
         f"its process was confined: {peek['confinement']}")
-say(board['heldout']['reveal']['axes'] == {'rows': [384]}, "the leaderboard reveals the held-out shapes")
+say(board['heldout']['reveal']['axes'] == {'rows': [256]}, "the leaderboard reveals the held-out shapes")
 sys.exit(0 if ok else 1)
 PY
 rc=$?
 cat "$work/checks"
 [ $rc -eq 0 ] && pass "the corpus is graded as expected" || fail "the corpus's grading: see above"
+
+# The leaderboard and the task and grading protocols hold for their JSON Schemas (docs/schema/).
+if "$py" -c 'import jsonschema' 2>/dev/null; then
+  validate=$PREREG_SOURCE_DIR/tests/schemas/validate.py
+  schemas=$PREREG_SOURCE_DIR/docs/schema
+  expect_exit 0 "leaderboard.json holds for leaderboard.schema.json" -- "$py" "$validate" "$schemas" leaderboard "$board/leaderboard.json"
+  expect_exit 0 "the task and the grading protocols hold for protocol-v2" -- "$py" "$validate" "$schemas" protocol "$PREREG_STORE"/protocols/*/protocol.json
+fi
 
 # --- a tampered reveal and a forged score fail the audit ---------------------------------------
 resign() { # DIR: re-sign DIR/leaderboard.json with the test's key (the store's signer)
