@@ -21,12 +21,13 @@
 # The reference is float64 (numpy on the CPU, torch on the GPU, one batch at a time).
 
 
-def _mask(sq, sk, causal, xp):
-    """True where query i may not see key j."""
+def _mask(sq, sk, causal, xp, like):
+    """True where query i may not see key j (on `like`'s device under torch)."""
     if not causal:
         return None
-    i = xp.arange(sq).reshape(sq, 1)
-    j = xp.arange(sk).reshape(1, sk)
+    where = {} if xp.__name__ == "numpy" else {"device": like.device}
+    i = xp.arange(sq, **where).reshape(sq, 1)
+    j = xp.arange(sk, **where).reshape(1, sk)
     return j > i + (sk - sq)
 
 
@@ -43,7 +44,7 @@ def _one_batch(q, k, v, do, causal, xp, lib):
     vx = lib.repeat(v, g)
     scale = 1.0 / d ** 0.5
     s = (q @ lib.t(kx)) * scale
-    m = _mask(sq, sk, causal, xp)
+    m = _mask(sq, sk, causal, xp, s)
     if m is not None:
         s = lib.where(m, float("-inf"), s)
     s = s - lib.rowmax(s)
@@ -94,6 +95,15 @@ class _Torch(_Numpy):
         return s.amax(-1, keepdim=True)
 
 
+def _on_device(t, torch):
+    """Input by name as a float64 tensor on the GPU: prereg's own copy there (t.on_device, no
+    trip through the host) or, with a prereg that has none, the numpy copy moved there."""
+    ond = getattr(t, "on_device", None)
+    if ond is not None:
+        return lambda n: getattr(ond, n)
+    return lambda n: torch.from_numpy(getattr(t, n)).to("cuda", torch.float64)
+
+
 def reference(t):
     """float64 o; for fwd+bwd also dq, dk, dv."""
     causal = t.operation == "attention_causal"
@@ -101,15 +111,15 @@ def reference(t):
     if t.device == "cuda":
         import torch
         xp, lib = torch, _Torch(torch)
-        dev = lambda v: torch.from_numpy(v).to("cuda", torch.float64)  # noqa: E731
-        empty = lambda like: torch.empty(like.shape, dtype=torch.float64, device="cuda")  # noqa
+        dev = _on_device(t, torch)
+        empty = lambda like: torch.empty(like.shape, dtype=torch.float64, device=like.device)  # noqa
     else:
         import numpy as np
         xp, lib = np, _Numpy(np)
-        dev = lambda v: v  # noqa: E731
+        dev = lambda n: getattr(t, n)  # noqa: E731
         empty = lambda like: np.empty(like.shape)  # noqa: E731
-    q, k, v = dev(t.q), dev(t.k), dev(t.v)
-    do = dev(t.do) if bwd else None
+    q, k, v = dev("q"), dev("k"), dev("v")
+    do = dev("do") if bwd else None
     out = {"o": empty(q)}
     if bwd:
         out.update(dq=empty(q), dk=empty(k), dv=empty(v))

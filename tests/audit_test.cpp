@@ -149,7 +149,7 @@ TEST_CASE("a fresh report passes every check, in the fixed order") {
   for (const auto &c : r.checks)
     order.push_back(c.name);
   CHECK(order == names{"envelope", "payload", "protocol", "freeze", "statistics", "verdicts",
-                       "defects", "pages", "ledger", "history"});
+                       "defects", "pages", "isolation", "ledger", "history"});
   for (const auto &c : r.checks)
     CHECK_MESSAGE(c.passed, c.name << ": " << c.detail);
   CHECK(r.passed());
@@ -163,17 +163,17 @@ TEST_CASE("a fresh report passes every check, in the fixed order") {
     std::vector<std::string> lines;
     for (std::string line; std::getline(text, line);)
       lines.push_back(line);
-    REQUIRE(lines.size() == 12);
-    for (std::size_t i = 0; i < 10; ++i)
+    REQUIRE(lines.size() == 13);
+    for (std::size_t i = 0; i < 11; ++i)
       CHECK(lines[i].rfind("PASS " + order[i] + ": ", 0) == 0);
-    CHECK(lines[10].rfind("trust: signer(s) " + lab.key().fingerprint() + "; NOT PINNED", 0) == 0);
-    CHECK(lines[11].rfind("audit PASSED: all 10 checks pass", 0) == 0);
+    CHECK(lines[11].rfind("trust: signer(s) " + lab.key().fingerprint() + "; NOT PINNED", 0) == 0);
+    CHECK(lines[12].rfind("audit PASSED: all 11 checks pass", 0) == 0);
   }
   SUBCASE("json: the checks for CI") {
     const json j = parse_json_strict(render_audit_json(r), "audit.json");
     CHECK(j.at("passed") == true);
     CHECK(j.at("exit_code") == 0);
-    REQUIRE(j.at("checks").size() == 10);
+    REQUIRE(j.at("checks").size() == 11);
     CHECK(j.at("checks")[4].at("name") == "statistics");
     CHECK(j.at("checks")[4].at("passed") == true);
     CHECK(j.at("history") == r.history);
@@ -248,8 +248,8 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     std::string bytes = read_file(dir / "report.json");
     bytes.back() = ',';
     write_file_atomic(dir / "report.json", bytes);
-    expected = {"payload", "protocol", "freeze", "statistics", "verdicts",
-                "defects", "pages",    "ledger", "history"};
+    expected = {"payload", "protocol", "freeze",    "statistics", "verdicts",
+                "defects", "pages",    "isolation", "ledger",     "history"};
   }
   SUBCASE("report.md edited to say confirmed (issue 16 item 8)") {
     std::string md = read_file(dir / "report.md");
@@ -326,6 +326,24 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     resign(dir, report, key);
     expected = {"statistics", "ledger"};
   }
+  SUBCASE("a reused copy ceiling added, in a run whose protocol does not allow reuse") {
+    const json &in = report.at("instrument");
+    report.at("schema_version") = report_schema_version_ceiling;
+    report.at("instrument")["ceiling_reused"] =
+        sign_record({{"cache", "prereg copy ceiling"},
+                     {"identity", json::object()},
+                     {"measured_at", report.at("run").at("started_at")},
+                     {"source", "run forged"},
+                     {"ceiling_bytes", in.at("ceiling_bytes")},
+                     {"flush_bytes", in.at("flush_bytes")},
+                     {"flush_method", in.at("flush_method")},
+                     {"ceiling_gbps", in.at("ceiling_gbps")},
+                     {"ceiling_samples_gbps", in.at("ceiling_samples_gbps")},
+                     {"signer", key.fingerprint()}},
+                    key);
+    resign(dir, report, key); // (its pages re-rendered: they show the reused ceiling)
+    expected = {"statistics", "ledger"};
+  }
   SUBCASE("the attempt number changed") {
     report.at("attempt") = 2;
     resign(dir, report, key);
@@ -378,9 +396,12 @@ TEST_CASE("tampering fails the audit with the right checks named") {
     expected = {"payload", "ledger"};
   }
   SUBCASE("a schema_version newer than any this build reads") {
-    report.at("schema_version") = report_schema_version_state + 1;
+    report.at("schema_version") = report_schema_version_max + 1;
     resign(dir, report, key);
-    expected = {"payload", "statistics", "verdicts", "defects", "pages", "ledger"};
+    // (run.isolation is read by its version: the freeze check's run.started_at and the
+    // isolation check fail with it)
+    expected = {"payload", "freeze", "statistics", "verdicts",
+                "defects", "pages",  "isolation",  "ledger"};
   }
   SUBCASE("the defects array deleted") {
     report.erase("defects");
@@ -472,8 +493,8 @@ TEST_CASE("tampering fails the audit with the right checks named") {
   }
   SUBCASE("report.json deleted") {
     fs::remove(dir / "report.json");
-    expected = {"payload", "protocol", "freeze", "statistics", "verdicts",
-                "defects", "pages",    "ledger", "history"};
+    expected = {"payload", "protocol", "freeze",    "statistics", "verdicts",
+                "defects", "pages",    "isolation", "ledger",     "history"};
   }
   SUBCASE("the run's ledger entries removed, the ledger re-chained and re-signed") {
     const std::string run_id = report.at("run").at("run_id");
@@ -535,7 +556,7 @@ TEST_CASE("tampering fails the audit with the right checks named") {
                         text.rfind("FAIL " + n + ": ", 0) == 0;
     CHECK_MESSAGE(listed, n);
   }
-  CHECK(text.find("audit FAILED: " + std::to_string(expected.size()) + " of 10 checks failed") !=
+  CHECK(text.find("audit FAILED: " + std::to_string(expected.size()) + " of 11 checks failed") !=
         std::string::npos);
 }
 
@@ -879,7 +900,7 @@ TEST_CASE("a version-3 report: off-window-work is recomputed from the cells' off
     resign(dir, report, key);
     // Analysis 2 (the report's tool.analysis): off-window work also kept unfused's cells out of
     // the verdicts, so the verdicts recomputed without it differ too.
-    CHECK(report.at("tool").at("analysis") == 3);
+    CHECK(report.at("tool").at("analysis") == report_analysis_version);
     CHECK(list(audit(lab, dir).failed()) == "verdicts, defects, ledger");
   }
   SUBCASE("tool.analysis removed: judged by analysis 1, which does not read off-window work") {

@@ -55,7 +55,7 @@ public:
     host_tensors t(op.tensors.size());
     for (std::size_t i = 0; i < op.tensors.size(); ++i)
       if (op.tensors[i].role == tensor_role::input && op.used_in(i, pass)) {
-        const dtype et = op.tensors[i].element == element_rule::fp32 ? dtype::fp32 : type;
+        const dtype et = op.tensors[i].type(type);
         const auto *b = static_cast<const std::uint8_t *>(tensors[i]);
         t[i] = reference::unpack(
             std::vector<std::uint8_t>(b, b + op.elements(i, s) * element_bytes(et)), et);

@@ -272,12 +272,14 @@ TEST_CASE("defects come grouped by code in table order") {
 
 TEST_CASE("which codes the audit derives from raw data") {
   const auto all = defect_codes();
-  REQUIRE(all.size() == 17);
+  REQUIRE(all.size() == 19);
   CHECK(all.front() == "above-ceiling");
   CHECK(all[11] == "off-window-work");
   CHECK(all[14] == "no-arm-kernel");
   CHECK(all[15] == "graph-under-kernel-clock");
-  CHECK(all.back() == "throttled");
+  CHECK(all[16] == "throttled");
+  CHECK(all[17] == "measuring-process-stopped");
+  CHECK(all.back() == "measuring-process-descheduled");
   codes derivable;
   for (const auto c : all) {
     if (derivable_from_raw(c))

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 using namespace prereg;
@@ -265,6 +266,9 @@ TEST_CASE("a run with a stopping rule and a state reader: schema 7, throttled, a
     if (d.at("code") == "throttled")
       throttled.push_back(d);
   REQUIRE(throttled.size() == 1);
+  // tests/e2e/schemas.sh validates this report against docs/schema/report.schema.json.
+  if (const char *samples = std::getenv("PREREG_SCHEMA_SAMPLES"))
+    write_file_atomic(fs::path(samples) / "state_stop_throttled.json", canonical_json(report));
   CHECK(throttled[0].at("cell").at("rows") == 128);
   CHECK(throttled[0].at("evidence").at("samples") == json::array({3, 7}));
   CHECK(throttled[0].at("evidence").at("reasons") == "sw-power-cap");

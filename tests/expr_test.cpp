@@ -208,8 +208,8 @@ TEST_CASE("errors carry the caller's where and the offset") {
   SUBCASE("unknown function") {
     check_rejects("median(fused) > 1",
                   "unknown function 'median' (functions: time, peak_mb, gbps, pct_ceiling, "
-                  "kernel_time, gap_share, kernels, share, kernel_share, abs) "
-                  "at offset 0");
+                  "kernel_time, gap_share, kernels, share, kernel_share, tflops, pct_compute, "
+                  "pct_roof, abs) at offset 0");
     check_rejects("fused(unfused) > 1", "'fused' is an arm, not a function at offset 0");
   }
   SUBCASE("a function applied to a non-arm") {

@@ -66,6 +66,33 @@ struct fake_plants {
   /// fake has no state reader.
   std::function<device_state_sample(const cell_key &, std::size_t i)> states;
 
+  /// Roofs at the planted ceilings (with_roofs): read 1200 GB/s, write 900 GB/s over 1 MiB
+  /// windows, and a 100 TFLOP/s fp32 ceiling of 1e9 FLOPs a call; a type not listed in
+  /// `compute` has no compute ceiling (the fake says why).
+  static roofs_record default_roofs() {
+    roofs_record r;
+    const double mb = 1u << 20;
+    r.read = {"fake read sweep", 1u << 20, {}, 0.0};
+    for (const double g : {1190.0, 1200.0, 1210.0})
+      r.read.samples_ms.push_back(mb / (g * 1e9) * 1e3);
+    r.write = {"fake write fill", 1u << 20, {}, 0.0};
+    for (const double g : {890.0, 900.0, 910.0})
+      r.write.samples_ms.push_back(mb / (g * 1e9) * 1e3);
+    compute_roof c;
+    c.method = "fake GEMM";
+    c.shape = "m=1000 n=1000 k=500";
+    c.flops = 1000000000;
+    c.samples_ms = {0.0101, 0.01, 0.0099};
+    r.compute["fp32"] = c;
+    return r;
+  }
+  /// This plant with roofs (schema_version 8 reports).
+  fake_plants with_roofs(roofs_record r = default_roofs()) const {
+    fake_plants p = *this;
+    p.instrument.roofs = std::move(r);
+    return p;
+  }
+
   /// A clean instrument: 1000 GB/s ceiling, 1 ns timer, 64 MiB flush over a 16 MiB cache.
   static instrument_record default_instrument() {
     instrument_record in;
@@ -157,7 +184,39 @@ public:
     p.ceiling_bytes = 1 << 16; // really copied; the window reports the planted bandwidth
     p.ceiling_copies = static_cast<int>(m_plants.instrument.ceiling_samples_gbps.size());
     p.floor_steps = 3;
+    if (m_plants.instrument.roofs) {
+      p.stream_bytes = m_plants.instrument.roofs->read.bytes;
+      p.stream_runs = static_cast<int>(m_plants.instrument.roofs->read.samples_ms.size());
+      p.compute_runs = 3;
+      p.compute_warmup = 1;
+    }
     return p;
+  }
+  [[nodiscard]] std::optional<stream_methods> stream_roofs() const override {
+    if (!m_plants.instrument.roofs)
+      return std::nullopt;
+    return stream_methods{m_plants.instrument.roofs->read.method,
+                          m_plants.instrument.roofs->write.method};
+  }
+  void read_stream(const void *, std::size_t) override { m_next = window_kind::read; }
+  void write_stream(void *, std::size_t) override { m_next = window_kind::write; }
+  [[nodiscard]] std::unique_ptr<compute_step> compute_ceiling(std::string_view type,
+                                                              std::string &why_not) override {
+    const auto &roofs = m_plants.instrument.roofs;
+    const compute_roof *planted = nullptr;
+    if (roofs)
+      if (const auto it = roofs->compute.find(std::string(type)); it != roofs->compute.end())
+        planted = &it->second;
+    if (planted == nullptr || !planted->unknown.empty()) {
+      why_not = planted != nullptr ? planted->unknown
+                                   : "the fake device has no " + std::string(type) + " ceiling";
+      return nullptr;
+    }
+    auto step = std::make_unique<fake_compute>(*this, planted->samples_ms);
+    step->method = planted->method;
+    step->shape = planted->shape;
+    step->flops = planted->flops;
+    return step;
   }
   [[nodiscard]] void *allocate(std::size_t bytes) override {
     if (m_plants.max_allocation && bytes > *m_plants.max_allocation)
@@ -214,6 +273,15 @@ public:
     }
     if (kind == window_kind::empty)
       return {m_plants.instrument.launch_floor_ms, 0};
+    if (kind == window_kind::read || kind == window_kind::write) {
+      const auto &r = kind == window_kind::read ? m_plants.instrument.roofs->read.samples_ms
+                                                : m_plants.instrument.roofs->write.samples_ms;
+      return {r[(kind == window_kind::read ? m_reads++ : m_writes++) % r.size()], 0};
+    }
+    if (kind == window_kind::compute) {
+      const std::vector<double> &r = *m_compute_samples;
+      return {r[m_computes++ % r.size()], 0};
+    }
     if (!m_state->sampling) { // warmup
       if (m_plants.warmup_ms && m_state->warming)
         return {m_plants.warmup_ms(*m_state->warming, m_state->next_warmup(*m_state->warming)), 0};
@@ -297,7 +365,19 @@ public:
   }
 
 private:
-  enum class window_kind { step, copy, empty };
+  enum class window_kind { step, copy, empty, read, write, compute };
+  /// A planted compute ceiling's step: its windows report the planted times, warm-up first.
+  class fake_compute final : public compute_step {
+  public:
+    fake_compute(fake_device &dev, const std::vector<double> &samples) : m_dev(dev) {
+      m_dev.m_compute_samples = &samples;
+      m_dev.m_computes = samples.size() - 1; // the warm-up call reports the last planted time
+    }
+    void run() override { m_dev.m_next = window_kind::compute; }
+
+  private:
+    fake_device &m_dev;
+  };
   /// Host memory whose peak reports the planted peak of the last sampled cell.
   class allocator final : public tracked_allocator {
   public:
@@ -348,6 +428,8 @@ private:
   std::int64_t m_reps;
   window_kind m_next = window_kind::step;
   std::size_t m_copies = 0;
+  std::size_t m_reads = 0, m_writes = 0, m_computes = 0;
+  const std::vector<double> *m_compute_samples = nullptr;
   bool m_clock = false;
   std::vector<window_kernels> m_windows; ///< timed with the clock on, not yet taken
 };

@@ -1,11 +1,21 @@
 // Tests of the measuring side's pipe format: the raw run's JSON round trip and the parent's
-// strict validation of what a (possibly hostile) measuring process sends.
+// strict validation of what a (possibly hostile) measuring process sends; the sandbox's walls,
+// put up in a forked child, and their probes (issue 43).
+#include "base/process.hpp"
 #include "prereg/error.hpp"
 #include "run/isolate.hpp"
+#include "run/sandbox.hpp"
 
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 
@@ -125,4 +135,153 @@ TEST_CASE("isolate: the parent rejects a raw run it did not plan or cannot trust
   CHECK(with([](json &j) { j["environment"] = 1; }) == prefix + "raw.environment is not an object");
   CHECK(with([](json &j) { j["instrument"].erase("flush_method"); }) ==
         prefix + "raw.instrument.flush_method is missing");
+}
+
+// ---- issue 43: the sandbox's walls and their probes ----------------------------------------
+
+namespace {
+
+json isolation_message() {
+  return {
+      {"layers", {"no-inherited-fds", "user-namespace", "mount-namespace"}},
+      {"reason", "a PID namespace is not available (unshare): Operation not permitted"},
+      {"probes",
+       {{{"name", "read-key"}, {"outcome", "contained"}, {"error", "EACCES"}, {"detail", "x"}}}}};
+}
+
+std::string isolation_rejection(const json &j) {
+  try {
+    (void)detail::read_isolation_message(detail::child_node(j, "isolation"));
+  } catch (const error &e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+/// A temporary folder, removed on destruction.
+struct scratch_dir {
+  std::filesystem::path path;
+  scratch_dir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "prereg-sandbox-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  scratch_dir(const scratch_dir &) = delete;
+  scratch_dir &operator=(const scratch_dir &) = delete;
+  ~scratch_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+/// In a forked child: the sandbox over `paths`, then what the isolated process sees of the
+/// key and the store; its message (the facts and what it saw) comes back as JSON.
+json sandboxed_child(const detail::sandbox_paths &paths, const std::filesystem::path &cache) {
+  pipe_ends up = open_pipe(on_exec::close);
+  const pid_t parent = ::getpid();
+  const pid_t pid = fork_child([&] {
+    up.read.reset();
+    ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+    const detail::isolation_facts facts = detail::enter_sandbox(paths, {up.write.get()}, parent);
+    std::string key_bytes;
+    if (const int fd = ::open(paths.key.c_str(), O_RDONLY); fd >= 0) {
+      char buf[256];
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      key_bytes.assign(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+      ::close(fd);
+    }
+    const int w = ::open((paths.store / "planted").c_str(), O_WRONLY | O_CREAT, 0600);
+    const json out = {{"facts", facts.to_json()},
+                      {"key", key_bytes},
+                      {"store_writable", w >= 0},
+                      {"pid", ::getpid()}};
+    (void)write_all(up.write.get(), out.dump());
+    std::_Exit(0);
+  });
+  up.write.reset();
+  const std::string text = read_all(up.read.get());
+  const wait_status st = wait_for(pid);
+  CHECK(st.exited());
+  CHECK(st.exit_code() == 0);
+  return json::parse(text);
+}
+
+} // namespace
+
+TEST_CASE("sandbox: the isolation message is read strictly") {
+  CHECK(isolation_rejection(isolation_message()) == "accepted");
+  const report_isolation i =
+      detail::read_isolation_message(detail::child_node(isolation_message(), "isolation"));
+  CHECK(i.probes.size() == 1);
+  const std::string prefix = "the measuring process sent an invalid result: ";
+  json j = isolation_message();
+  j["layers"][1] = "chroot-jail";
+  CHECK(isolation_rejection(j) == prefix + "isolation.layers[1] is not an isolation layer");
+  j = isolation_message();
+  j["layers"][2] = "user-namespace";
+  CHECK(isolation_rejection(j) == prefix + "isolation.layers[2] repeats a layer");
+  j = isolation_message();
+  j["probes"][0]["outcome"] = "skipped";
+  CHECK(isolation_rejection(j) ==
+        prefix + "isolation.probes[0].outcome is not contained, escaped or not-tried");
+  j = isolation_message();
+  j["probes"][0]["name"] = "read-everything";
+  CHECK(isolation_rejection(j) == prefix + "isolation.probes[0].name is not an isolation probe");
+  j = isolation_message();
+  j["level"] = "sandboxed"; // the level is the parent's to compute
+  CHECK(isolation_rejection(j) ==
+        prefix + "isolation.level is not a member of the isolation message");
+  report_isolation finished = i;
+  detail::finish_isolation(finished, true);
+  CHECK(finished.layers.back() == "parent-not-dumpable");
+  CHECK(finished.level == "partial");
+}
+
+TEST_CASE("sandbox: a process behind the walls: the key reads empty, the store is read-only, and "
+          "every probe is contained") {
+  scratch_dir tmp;
+  const auto root = tmp.path;
+  std::filesystem::create_directories(root / "keys");
+  std::filesystem::create_directories(root / "project" / ".prereg");
+  std::filesystem::create_directories(root / "reports");
+  {
+    std::ofstream key(root / "keys" / "signing.key");
+    key << "-----BEGIN PRIVATE KEY-----\nSANDBOX-TEST-KEY-BYTES\n-----END PRIVATE KEY-----\n";
+  }
+  // prereg's cache folder (hidden in the sandbox) is $XDG_CACHE_HOME/prereg: the test's own
+  const char *old_cache = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = old_cache == nullptr ? std::string() : std::string(old_cache);
+  ::setenv("XDG_CACHE_HOME", (root / "cache").c_str(), 1);
+  const detail::sandbox_paths paths = detail::sandbox_paths_for(
+      root / "keys" / "signing.key", root / "project" / ".prereg", root / "reports");
+  if (old_cache == nullptr)
+    ::unsetenv("XDG_CACHE_HOME");
+  else
+    ::setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  const json got = sandboxed_child(paths, root / "cache");
+  const json &facts = got.at("facts");
+  const auto layers = facts.at("layers").get<std::vector<std::string>>();
+  if (std::find(layers.begin(), layers.end(), "user-namespace") == layers.end()) {
+    // no user namespaces here (a container's seccomp profile, a sysctl): said, not hidden
+    CHECK_FALSE(facts.at("reason").get<std::string>().empty());
+    MESSAGE("no user namespaces here: " << facts.at("reason").get<std::string>());
+    return;
+  }
+  CHECK(got.at("key") == "");
+  CHECK(got.at("store_writable") == false);
+  CHECK(got.at("pid") == 2); // the second process of its own PID namespace
+  CHECK_FALSE(std::filesystem::exists(root / "project" / ".prereg" / "planted"));
+  for (const auto &p : facts.at("probes")) {
+    INFO(p.dump());
+    CHECK(p.at("outcome") != "escaped");
+  }
+  report_isolation i = detail::read_isolation_message(detail::child_node(facts, "isolation"));
+  detail::finish_isolation(i, true);
+  INFO(i.reason);
+  CHECK(i.level == "sandboxed");
+  CHECK(isolation_problems(i).empty());
+  for (const char *layer : {"mounts-locked", "caps-dropped", "no-new-privs", "seccomp",
+                            "key-masked", "pid-namespace", "fresh-proc"})
+    CHECK(std::find(i.layers.begin(), i.layers.end(), layer) != i.layers.end());
+  CHECK(std::filesystem::is_directory(root / "cache" / "prereg")); // made, then hidden
 }

@@ -268,3 +268,114 @@ TEST_CASE("issue 16: a store's appends verify the chain first; checkpoints; the 
                          doctest::Contains("does not verify"), error);
   }
 }
+
+namespace {
+
+/// XDG_CACHE_HOME set to `folder` for the life of the object (the verified-prefix cache's home).
+struct cache_home {
+  std::string old;
+  bool had = false;
+  explicit cache_home(const fs::path &folder) {
+    if (const char *v = std::getenv("XDG_CACHE_HOME")) {
+      old = v;
+      had = true;
+    }
+    ::setenv("XDG_CACHE_HOME", folder.c_str(), 1);
+  }
+  cache_home(const cache_home &) = delete;
+  cache_home &operator=(const cache_home &) = delete;
+  ~cache_home() {
+    if (had)
+      ::setenv("XDG_CACHE_HOME", old.c_str(), 1);
+    else
+      ::unsetenv("XDG_CACHE_HOME");
+  }
+};
+
+/// The one cache entry in `folder` (a *.json file).
+fs::path entry_in(const fs::path &folder) {
+  for (const auto &e : fs::directory_iterator(folder))
+    if (e.path().extension() == ".json")
+      return e.path();
+  return {};
+}
+
+} // namespace
+
+TEST_CASE("issue 43: the verified-prefix cache trusts only what this user's prereg wrote, and "
+          "follows no symlink") {
+  temp_dir tmp;
+  const cache_home home(tmp.path / "cache");
+  const signing_key key = signing_key::generate();
+  const store s(tmp.path / "store");
+  s.add_key(key.public_part());
+  ledger l = s.get_ledger();
+  l.append({{"event", ledger_event::freeze}, {"protocol_hash", "h"}}, key);
+  l.append(start_of("h", "r1", 1), key);
+  l.append({{"event", ledger_event::run_complete}, {"protocol_hash", "h"}, {"run_id", "r1"}}, key);
+  const key_lookup keys = [&](const std::string &fp) { return s.find_key(fp); };
+  // A lookup that gives every signer some other key: a signature checked with it fails, so a
+  // verification passes only over a prefix the cache vouches for.
+  const public_key other = signing_key::generate().public_part();
+  const key_lookup wrong = [&](const std::string &) { return std::optional<public_key>(other); };
+  REQUIRE(l.verify(keys) == 3);
+  const fs::path folder = tmp.path / "cache" / "prereg" / "verified";
+  REQUIRE(fs::is_directory(folder));
+  CHECK((fs::status(folder).permissions() & fs::perms::all) == fs::perms::owner_all);
+  CHECK((fs::status(folder.parent_path()).permissions() & fs::perms::all) == fs::perms::owner_all);
+  const fs::path entry = entry_in(folder);
+  REQUIRE(!entry.empty());
+  const json written = parse_json_strict(read_file(entry), "entry");
+  CHECK(written.at("lines") == 3);
+  CHECK(written.at("mac").get<std::string>().size() == 64);
+  CHECK(fs::exists(folder / "mac.key"));
+
+  SUBCASE("an entry it wrote is trusted") { CHECK(ledger(l.path()).verify(wrong) == 3); }
+
+  SUBCASE("a planted entry for a forged ledger is not") {
+    // the first run's completion relabelled as an abort, and an entry that says it was verified
+    std::string text = read_file(l.path());
+    const auto at = text.find("run-complete");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 12, "run-aborted");
+    write_file_atomic(l.path(), text);
+    json planted = written;
+    planted["sha256"] = sha256_hex(text);
+    for (const bool keep_mac : {false, true}) {
+      if (!keep_mac)
+        planted.erase("mac"); // the format of before: no MAC at all
+      else
+        planted["mac"] = written.at("mac"); // the MAC of the honest entry
+      write_file_atomic(entry, canonical_json(planted));
+      CHECK_THROWS_WITH_AS((void)ledger(l.path()).verify(keys),
+                           doctest::Contains("ledger entry seq 3 has an invalid signature"), error);
+    }
+    // and the MAC does not carry over to another ledger's name
+    write_file_atomic(entry, canonical_json(written));
+    const fs::path copy = tmp.path / "copy.jsonl";
+    fs::copy_file(l.path(), copy);
+    fs::copy_file(entry, folder / (sha256_hex(copy.string()) + ".json"));
+    CHECK_THROWS_AS((void)ledger(copy).verify(wrong), error);
+  }
+
+  SUBCASE("a symlinked cache folder is not followed: nothing outside it changes") {
+    const fs::path victim = tmp.path / "victim";
+    fs::create_directory(victim);
+    fs::permissions(victim, fs::perms::all | fs::perms::sticky_bit);
+    fs::remove_all(folder);
+    fs::create_directory_symlink(victim, folder);
+    l.append(start_of("h", "r2", 2), key);
+    CHECK(ledger(l.path()).verify(keys) == 4);
+    CHECK((fs::status(victim).permissions() & (fs::perms::all | fs::perms::sticky_bit)) ==
+          (fs::perms::all | fs::perms::sticky_bit));
+    CHECK(fs::is_empty(victim));
+    CHECK_THROWS_AS((void)ledger(l.path()).verify(wrong), error); // and no cache was used
+  }
+
+  SUBCASE("a cache folder others may write is closed first, through its descriptor") {
+    fs::permissions(folder, fs::perms::all);
+    l.append(start_of("h", "r2", 2), key);
+    CHECK(ledger(l.path()).verify(keys) == 4);
+    CHECK((fs::status(folder).permissions() & fs::perms::all) == fs::perms::owner_all);
+  }
+}

@@ -1,5 +1,6 @@
 // Tests of `prereg merge` on the fake backend: two shards merged and audited, the refusals
-// (a missing shard naming its cells, a shard twice, a non-shard), atomic placement, tampering.
+// (a missing shard naming its cells, a shard twice, a non-shard), atomic placement, tampering;
+// shards of schema_version 7 (the device's state) merged beside one of version 5.
 #include "fake_device.hpp"
 
 #include "audit/audit.hpp"
@@ -98,6 +99,47 @@ TEST_CASE("two shards merge into one report that audits clean") {
     CHECK_THROWS_WITH((void)merge(lab, {full}, merge_kind::replication),
                       doctest::Contains("declares no replication rule"));
   }
+}
+
+TEST_CASE("a version-7 shard 2 merges beside a version-5 shard 1: the merge is version 7") {
+  temp_lab lab;
+  (void)lab.freeze();
+  fake_plants with_state; // a state reader (version 7) whose power cap held at sample 2
+  with_state.states = [](const cell_key &, std::size_t i) {
+    device_state_sample s;
+    s.sm_mhz = i == 2 ? 1410 : 1980;
+    s.mem_mhz = 3201;
+    s.power_w = 450;
+    s.temp_c = 55;
+    s.reasons = i == 2 ? 0x4 : 0x0;
+    return s;
+  };
+  const fs::path one = run_shard(lab, 1, 2); // no state reader: version 5
+  run_options o2 = lab.options(with_state);
+  o2.shard = shard_spec{2, 2};
+  const fs::path two = run_protocol(o2);
+  const json r2 = read_report(two);
+  REQUIRE(read_report(one).at("schema_version") == 5);
+  REQUIRE(r2.at("schema_version") == 7);
+  const fs::path m = merge(lab, {two, one});
+  const json r = read_report(m);
+  CHECK(r.at("schema_version") == 7); // the highest of its parts', not shard 1's
+  REQUIRE(r.at("cells").size() == 4);
+  CHECK_FALSE(r.at("cells")[0].contains("states")); // shard 1's cell (rows 64), as it was
+  CHECK(r.at("cells")[1] == r2.at("cells")[0]);     // shard 2's (rows 128): states copied through
+  CHECK(r.at("cells")[1].contains("states"));
+  int throttled = 0;
+  for (const auto &d : r.at("defects"))
+    throttled += d.at("code") == "throttled" ? 1 : 0;
+  CHECK(throttled == 2); // both arms of shard 2
+  const store s = lab.st();
+  const audit_result a = audit_merged_report(m, s, resolve_trust({}, s), {});
+  std::string failed;
+  for (const auto &c : a.checks)
+    if (!c.passed)
+      failed += c.name + ": " + c.detail + "; ";
+  CHECK_MESSAGE(a.passed(), failed);
+  CHECK(read_file(m / "report.md").find("fused") != std::string::npos);
 }
 
 TEST_CASE("merged pages escape what they quote") {

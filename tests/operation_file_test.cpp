@@ -112,6 +112,10 @@ TEST_CASE("a descriptor reads strictly, each refusal naming the operation") {
   d = doubled();
   d["tensors"][1]["name"] = "x";
   CHECK(refusal(d) == "operation doubled: two tensors are named x");
+  d = doubled();
+  d["tensors"][1]["name"] = "on_device";
+  CHECK(refusal(d) == "operation doubled: tensors[1].name 'on_device' is the reference's own "
+                      "attribute");
 }
 
 TEST_CASE("the built-in operations are described in the operation file's form") {

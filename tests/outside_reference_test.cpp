@@ -1,5 +1,5 @@
 // Tests of an operation file's reference on the device path (docs/engine.md, "What is computed
-// where"): the engine hands its device reference the checked inputs read back, adopts the
+// where"): the engine hands its device reference the checked inputs where they lie, adopts the
 // float64 outputs it leaves on the device and compares there; the gate and the spot checks
 // still catch wrong, cached and input-mutating arms; a failing reference fails every cell of its
 // shape without a second try on the host. Also the poison fill of every device.
@@ -43,14 +43,26 @@ void host_reference(const operation_desc &op, const shape &s, pass_kind pass, ho
 }
 
 device_values device_reference(const operation_desc &op, const shape &s, pass_kind pass,
-                               const host_tensors &inputs, int) {
+                               const std::vector<device_input> &in, int) {
   ++g_device_calls;
   if (g_unavailable) // as the glue answers without torch on CUDA
     return {};
   if (g_fail)
     throw invalid_input("operation lnfile: the reference at fwd 8x64 raised ValueError: planted",
                         op.file);
-  auto t = std::make_shared<host_tensors>(inputs);
+  // This test device's memory is the host's: the inputs are read where the engine says they lie,
+  // in their element types, as the glue reads them on CUDA.
+  auto t = std::make_shared<host_tensors>(op.tensors.size());
+  for (std::size_t i = 0; i < op.tensors.size(); ++i) {
+    if (op.tensors[i].role != tensor_role::input || !op.used_in(i, pass)) {
+      CHECK(in.at(i).at == nullptr);
+      continue;
+    }
+    REQUIRE(in.at(i).at != nullptr);
+    const auto n = static_cast<std::size_t>(op.elements(i, s)) * element_bytes(in[i].type);
+    const auto *b = static_cast<const std::uint8_t *>(in[i].at);
+    (*t)[i] = reference::unpack(std::vector<std::uint8_t>(b, b + n), in[i].type);
+  }
   for (std::size_t i = 0; i < op.tensors.size(); ++i)
     if (op.tensors[i].role != tensor_role::input && op.used_in(i, pass))
       (*t)[i].assign(static_cast<std::size_t>(op.elements(i, s)), 0.0);

@@ -217,9 +217,9 @@ TEST_CASE("the parser names the JSON path of what it rejects") {
                                           {"message", "m"},
                                           {"cell", {{"arm", "a"}, {"pass", "fwd"}}}}});
         }) == "deviations[0].cell.rows is missing");
-  CHECK(with([](json &j) { j["schema_version"] = report_schema_version_state + 1; }) ==
+  CHECK(with([](json &j) { j["schema_version"] = report_schema_version_max + 1; }) ==
         fmt::format("schema_version is {}; this build reads versions 1 to {}",
-                    report_schema_version_state + 1, report_schema_version_state));
+                    report_schema_version_max + 1, report_schema_version_max));
   CHECK(with([](json &j) { j["attempt"] = "1"; }) == "attempt is not an integer");
   CHECK(with([](json &j) { j["extra"] = true; }) == "extra is not a member of the report format");
 }
@@ -283,39 +283,39 @@ TEST_CASE("parsing some members only") {
   CHECK_THROWS_AS(check_report_members(j, "x"), error);
 }
 
-TEST_CASE("tool.renderer: absent is 1, 2 to 5 are read back, others refused") {
+TEST_CASE("tool.renderer: absent is 1, 2 to 6 are read back, others refused") {
   const json good = sample("cpu_rmsnorm.json");
-  CHECK(report_renderer_version == 5);
+  CHECK(report_renderer_version == 6);
   CHECK(report_from_json(good, "x").tool.renderer == 1);
-  for (const int v : {2, 3, 4, 5}) {
+  for (const int v : {2, 3, 4, 5, 6}) {
     json j = good;
     j["tool"]["renderer"] = v;
     const report_document r = report_from_json(j, "x");
     CHECK(r.tool.renderer == v);
     CHECK(to_json(r) == j);
   }
-  for (const int v : {1, 6}) {
+  for (const int v : {1, 7}) {
     json j = good;
     j["tool"]["renderer"] = v;
-    CHECK(rejection(j) == "tool.renderer must be an integer from 2 to 5 (this build's renderers)");
+    CHECK(rejection(j) == "tool.renderer must be an integer from 2 to 6 (this build's renderers)");
   }
 }
 
-TEST_CASE("tool.analysis: absent is 1, 2 and 3 are read back, others refused") {
+TEST_CASE("tool.analysis: absent is 1, 2, 3 and 4 are read back, others refused") {
   const json good = sample("cpu_rmsnorm.json");
-  CHECK(report_analysis_version == 3);
+  CHECK(report_analysis_version == 4);
   CHECK(report_from_json(good, "x").tool.analysis == 1);
   json j = good;
-  for (const int v : {2, 3}) {
+  for (const int v : {2, 3, 4}) {
     j["tool"]["analysis"] = v;
     const report_document r = report_from_json(j, "x");
     CHECK(r.tool.analysis == v);
     CHECK(to_json(r) == j);
   }
-  for (const int v : {0, 1, 4}) {
+  for (const int v : {0, 1, 5}) {
     j["tool"]["analysis"] = v;
     CHECK(rejection(j) ==
-          "tool.analysis must be an integer from 2 to 3 (this build's verdict rules)");
+          "tool.analysis must be an integer from 2 to 4 (this build's verdict rules)");
   }
 }
 
@@ -335,7 +335,7 @@ TEST_CASE("run.isolation and run.arm_log: read back; a layer, a mode or a file i
   CHECK_FALSE(report_from_json(good, "x").run.isolation);
 
   json bad = j;
-  bad["run"]["isolation"]["layers"][1] = "seccomp";
+  bad["run"]["isolation"]["layers"][1] = "chroot-jail";
   CHECK(rejection(bad) == "run.isolation.layers[1] is not an isolation layer");
   bad = j;
   bad["run"]["isolation"]["layers"][2] = "no-inherited-fds";
@@ -349,6 +349,92 @@ TEST_CASE("run.isolation and run.arm_log: read back; a layer, a mode or a file i
   bad = j;
   bad["run"]["arm_log"]["sha256"] = "ABC";
   CHECK(rejection(bad) == "run.arm_log.sha256 is not a SHA-256 hex digest");
+}
+
+namespace {
+
+/// A sandboxed run's isolation (schema_version 8): every layer, each proven by its probes.
+report_isolation sandboxed_isolation() {
+  report_isolation i;
+  i.layers = {"no-inherited-fds", "user-namespace",     "mount-namespace", "read-only-root",
+              "read-only-store",  "key-masked",         "pid-namespace",   "fresh-proc",
+              "mounts-locked",    "caps-dropped",       "no-new-privs",    "landlock",
+              "seccomp",          "parent-not-dumpable"};
+  for (const char *name :
+       {"inherited-fds",      "read-key",           "write-ledger-cache", "write-store",
+        "write-reports",      "write-project",      "write-home",         "unmount-key-mask",
+        "clear-read-only",    "capabilities",       "no-new-privs",       "write-proc",
+        "new-user-namespace", "read-parent-memory", "ptrace-parent",      "ptrace-init",
+        "signal-parent",      "signal-init",        "signal-prereg",      "proc-prereg"})
+    i.probes.push_back({name, "contained", "EPERM", "refused"});
+  i.level = "sandboxed";
+  return i;
+}
+
+} // namespace
+
+TEST_CASE("issue 43: run.isolation's level follows from its layers and probes") {
+  report_isolation i = sandboxed_isolation();
+  CHECK(isolation_level(i) == "sandboxed");
+  CHECK(isolation_problems(i).empty());
+  CHECK(isolation_mode(i) == "sandboxed");
+  SUBCASE("Landlock is optional: without it and its probe the run is still sandboxed") {
+    std::erase(i.layers, "landlock");
+    i.probes[11] = {"write-proc", "not-tried", "", "Landlock is not up"};
+    CHECK(isolation_level(i) == "sandboxed");
+    CHECK(isolation_problems(i).empty());
+  }
+  SUBCASE("a probe that got past its wall: partial, and the layer may not be listed") {
+    i.probes[1] = {"read-key", "escaped", "", "64 bytes of the key file were read"};
+    CHECK(isolation_level(i) == "partial");
+    const auto problems = isolation_problems(i);
+    REQUIRE(problems.size() == 2);
+    CHECK(problems[0] == "layer key-masked is listed, but its probe read-key got past it (64 bytes "
+                         "of the key file were read)");
+    CHECK(problems[1] == "the level is sandboxed, but the layers and probes give partial");
+  }
+  SUBCASE("a layer listed without a probe that was contained is a claim from configuration") {
+    std::erase_if(i.probes, [](const isolation_probe &p) { return p.name == "capabilities"; });
+    CHECK(isolation_level(i) == "partial");
+    CHECK(isolation_problems(i).front() ==
+          "layer caps-dropped is listed, but no probe of it was contained");
+  }
+  SUBCASE("a required layer missing: partial; without the user namespace: none") {
+    std::erase(i.layers, "seccomp");
+    CHECK(isolation_level(i) == "partial");
+    std::erase(i.layers, "user-namespace");
+    CHECK(isolation_level(i) == "none");
+  }
+}
+
+TEST_CASE("issue 43: schema_version 8's run.isolation reads back; probes are refused before it") {
+  json j = sample("cpu_rotary.json"); // version 6: an instrument of version 4 and later
+  j["schema_version"] = report_schema_version_probes;
+  report_document doc = report_from_json(j, "x");
+  doc.run.isolation = sandboxed_isolation();
+  const json written = to_json(doc);
+  REQUIRE(written.at("run").at("isolation").at("probes").size() == 20);
+  CHECK(written.at("run").at("isolation").at("level") == "sandboxed");
+  const report_document back = report_from_json(written, "x");
+  REQUIRE(back.run.isolation);
+  CHECK(back.run.isolation->probes.size() == 20);
+  CHECK(to_json(back) == written);
+
+  json bad = written;
+  bad["schema_version"] = report_schema_version_state;
+  CHECK(rejection(bad) == "run.isolation has probes or a level (members since schema_version 8)");
+  bad = written;
+  bad["run"]["isolation"]["probes"][0]["name"] = "read-ledger";
+  CHECK(rejection(bad) == "run.isolation.probes[0].name is not an isolation probe");
+  bad = written;
+  bad["run"]["isolation"]["probes"][0]["outcome"] = "maybe";
+  CHECK(rejection(bad) == "run.isolation.probes[0].outcome is not contained, escaped or not-tried");
+  bad = written;
+  bad["run"]["isolation"]["level"] = "namespaces";
+  CHECK(rejection(bad) == "run.isolation.level is not sandboxed, partial or none");
+  bad = written;
+  bad["run"]["isolation"].erase("level");
+  CHECK(rejection(bad) == "run.isolation.level is missing");
 }
 
 TEST_CASE("version 5: phases are read back, refused before version 5, and must add up") {

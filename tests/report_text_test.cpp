@@ -1,6 +1,10 @@
 // Tests of report.md and report.html rendered from hand-made sample reports (tests/data/reports).
 #include "report/report_text.hpp"
 
+#include "analysis/cell_stats.hpp"
+#include "report/report.hpp"
+#include "spec/roofs.hpp"
+
 #include "base/fs.hpp"
 #include "base/json.hpp"
 #include "prereg/error.hpp"
@@ -28,6 +32,35 @@ json sample(const std::string &name) {
   std::stringstream s;
   s << in.rdbuf();
   return json::parse(s.str());
+}
+
+/// The H200 sample as a schema_version 8 report: roofs like an H200's (read 4700 GB/s, write
+/// 4400 GB/s, an fp32 GEMM ceiling of 51 TFLOP/s) and every cell re-derived against them by
+/// the analysis itself (a rendering fixture for the roofline chart).
+json with_roofs(const json &sample_report) {
+  using namespace prereg;
+  report_document doc = report_from_json(sample_report, "sample");
+  const protocol proto = protocol_from_json(doc.protocol.body, "sample");
+  raw_run raw = report_to_raw(doc);
+  roofs_record r;
+  r.read = {"modelled read sweep", std::uint64_t{1} << 30, {0.2286, 0.2284, 0.2290}, 0.0};
+  r.write = {"modelled write fill", std::uint64_t{1} << 30, {0.2441, 0.2440, 0.2446}, 0.0};
+  compute_roof c;
+  c.method = "modelled GEMM";
+  c.shape = "m=n=k=4096";
+  c.flops = 2ull * 4096 * 4096 * 4096;
+  c.samples_ms = {2.695, 2.700, 2.694};
+  r.compute["fp32"] = c;
+  derive_roofs(r);
+  raw.instrument.roofs = r;
+  const auto stats = compute_cell_statistics(proto, raw);
+  doc.schema_version = report_schema_version_roofs;
+  doc.tool.renderer = report_renderer_version;
+  doc.instrument = raw.instrument;
+  doc.cells.clear();
+  for (std::size_t i = 0; i < raw.cells.size(); ++i)
+    doc.cells.push_back(to_report_cell(raw.cells[i], stats[i], doc.schema_version));
+  return to_json(doc);
 }
 
 std::size_t count(const std::string &hay, const std::string &needle) {
@@ -333,13 +366,18 @@ TEST_CASE("hostile or sparse report.json renders safely") {
 TEST_CASE("sample pages for the browser check") {
   const char *dir = std::getenv("PREREG_REPORT_SAMPLES");
   // Each sample as renderer 1 drew it, as renderer 2 draws it, (CPU) as a prereg try, with
-  // outside arms as renderer 3 draws them, (CUDA) as renderer 4 draws it, and a CPU run over
-  // named axes b, n, d (schema_version 6) as it was written.
-  for (const std::string name :
-       {"cuda_layernorm", "cpu_rmsnorm", "cuda_layernorm_r2", "cpu_rmsnorm_r2",
-        "cpu_rmsnorm_exploratory", "cpu_outside_r3", "cuda_layernorm_r4", "cpu_rotary_named"}) {
+  // outside arms as renderer 3 draws them, (CUDA) as renderer 4 draws it, a CPU run over
+  // named axes b, n, d (schema_version 6) as it was written, and the CUDA sample against
+  // modelled roofs (schema_version 8: the roofline chart).
+  for (const std::string name : {"cuda_layernorm", "cpu_rmsnorm", "cuda_layernorm_r2",
+                                 "cpu_rmsnorm_r2", "cpu_rmsnorm_exploratory", "cpu_outside_r3",
+                                 "cuda_layernorm_r4", "cpu_rotary_named", "cuda_layernorm_roofs"}) {
     json r = name == "cpu_outside_r3" ? sample_with_outside_arms(3)
                                       : sample(name.substr(0, name.find('_', 5)) + ".json");
+    if (name.ends_with("_roofs")) { // schema_version 8: the roofline section
+      r = with_roofs(r);
+      CHECK(prereg::render_html(r).find("data-kind=\"roofline\"") != std::string::npos);
+    }
     if (name.ends_with("_r2") || name.ends_with("_exploratory"))
       r["tool"]["renderer"] = 2;
     if (name.ends_with("_r4")) // with a correctness failure, shown as excluded

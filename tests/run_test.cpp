@@ -512,27 +512,47 @@ TEST_CASE("run targets: a hash, a prefix of at least 8 hex digits, or the protoc
   refused("other_id", exit_code::integrity, "no frozen protocol other_id");
   refused(std::string(64, 'a'), exit_code::integrity, "no frozen protocol");
 
-  SUBCASE("two frozen versions of one id: the id alone is ambiguous") {
+  SUBCASE("two frozen versions of one id: the id names the newest revision, with a note") {
     std::string v2 = test_protocol_yaml;
     v2.replace(v2.find("prereg: 1"), 9, "prereg: 2\nrevision: 2");
     v2.replace(v2.find("shapes:"), 7, "axes:");
     const std::string first = lab.hash;
     const std::string second = lab.freeze(v2);
     CHECK(second != first);
-    refused("fake_ln", exit_code::invalid, "2 versions of protocol fake_ln are frozen");
-    // Each version listed with its freeze time, oldest first.
+    // Each version listed with its revision and freeze time, oldest first.
     const auto versions = s.versions_of("fake_ln");
     REQUIRE(versions.size() == 2);
     CHECK(versions[0].hash == first);
     CHECK(versions[1].hash == second);
+    CHECK(versions[0].revision == 1);
+    CHECK(versions[1].revision == 2);
     CHECK_FALSE(versions[0].frozen_at.empty());
     CHECK(versions[0].frozen_at <= versions[1].frozen_at);
-    refused("fake_ln", exit_code::invalid,
-            fmt::format("{} (frozen {}), {} (frozen {}); give a hash or a prefix",
-                        first.substr(0, 12), versions[0].frozen_at, second.substr(0, 12),
-                        versions[1].frozen_at));
+    std::string note;
+    CHECK(s.resolve("fake_ln", &note) == second);
+    CHECK(note == fmt::format("protocol fake_ln has 2 frozen versions: taking the newest revision, "
+                              "2 ({}, frozen {}); give a hash or a prefix for another: {} "
+                              "(revision 1, frozen {})",
+                              second.substr(0, 12), versions[1].frozen_at, first.substr(0, 12),
+                              versions[0].frozen_at));
     CHECK(s.versions_of("other_id").empty());
     CHECK(s.resolve(second.substr(0, 10)) == second);
+  }
+  SUBCASE("two versions of the highest revision: the id alone is ambiguous") {
+    std::string v2 = test_protocol_yaml;
+    v2.replace(v2.find("prereg: 1"), 9, "prereg: 2");
+    v2.replace(v2.find("shapes:"), 7, "axes:");
+    const std::string first = lab.hash;
+    const std::string second = lab.freeze(v2); // prereg: 2 normalises otherwise: a new hash
+    REQUIRE(second != first);
+    const auto versions = s.versions_of("fake_ln");
+    REQUIRE(versions.size() == 2);
+    refused("fake_ln", exit_code::invalid,
+            fmt::format("2 versions of protocol fake_ln are frozen: {} (revision 1, frozen {}), "
+                        "{} (revision 1, frozen {}); revision 1 is frozen more than once, so the "
+                        "id alone names none of them: give a hash or a prefix",
+                        first.substr(0, 12), versions[0].frozen_at, second.substr(0, 12),
+                        versions[1].frozen_at));
   }
 }
 

@@ -167,7 +167,12 @@ def rope_liger(t):
     """liger_kernel.ops.rope.rope_forward / rope_backward on [batch, heads, seq, head_dim] q, k
     (as LigerRopeFunction calls them; they make the [batch, seq, heads, head_dim] copies the
     kernel works in place on). Where that transpose is already contiguous (one position or one
-    head) Liger would rotate prereg's inputs in place: those are cloned first (region `copy`)."""
+    head) Liger would rotate prereg's inputs in place: those are copied first (region `copy`),
+    into the layout a model's attention hands Liger (transformers' view(b, s, h, d).transpose(1,
+    2)). Not a clone: Liger 0.8.5 reads the row stride from dim 1 of its transposed view, and
+    for a contiguous [b, h, 1, d] tensor that size-1 dim's stride is d, not h * d (torch ignores
+    the stride of a size-1 dim when it calls a tensor contiguous), so with batch > 1 at seq 1
+    (decode) it rotates the wrong rows: the failure the first H200 pilot showed."""
     _need("rope_liger")
     from liger_kernel.ops.rope import rope_backward, rope_forward
     in_place = t.axes["seq"] == 1 or min(t.axes["heads"], t.axes["kv_heads"]) == 1
@@ -176,7 +181,13 @@ def rope_liger(t):
         if not in_place:
             return xs
         with t.region("copy"):
-            return tuple(x.clone() for x in xs)
+            out = []
+            for x in xs:
+                b, h, s, d = x.shape
+                y = torch.empty((b, s, h, d), dtype=x.dtype, device=x.device)
+                y.copy_(x.transpose(1, 2))
+                out.append(y.transpose(1, 2))
+            return tuple(out)
 
     def step():
         q, k = own(t.q, t.k)

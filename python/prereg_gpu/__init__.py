@@ -23,6 +23,7 @@ from .api import (
 from .arms import arm, kernel, protocol_yaml, write_protocol
 from .errors import PreregError
 from .grading import Exclusion, Reward, grade, reward, submit
+from .notices import PreregNotice
 from .progress import Progress
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "Exclusion",
     "Prediction",
     "PreregError",
+    "PreregNotice",
     "Progress",
     "Report",
     "Reward",

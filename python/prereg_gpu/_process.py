@@ -8,6 +8,7 @@ import sys
 
 from ._binary import binary_path
 from .errors import PreregError
+from .notices import warn_notices
 from .progress import parse_progress
 
 _ERROR = "prereg: error: "
@@ -72,6 +73,7 @@ def invoke(args, on_progress=None, ok_codes=(0,), env=None):
         stderr = done.stderr.decode("utf-8", "replace")
     else:
         code, stdout, stderr = _run_with_pty(cmd, on_progress, full_env)
+    warn_notices(stderr)
     if code not in ok_codes:
         raise PreregError(_error_line(stderr), code, cmd)
     return code, stdout

@@ -4,6 +4,7 @@ import json
 import os
 import pathlib
 
+from . import _show
 from ._process import invoke
 from .errors import PreregError
 from .progress import Display, in_notebook
@@ -84,6 +85,15 @@ class Report:
             raise KeyError(f"no prediction {prediction_id!r} in {self.dir} (it has {sorted(v)})")
         return v[prediction_id]
 
+    def __repr__(self):
+        """The protocol and run, each verdict with its claim and reason, each cell's median, IQR,
+        n, flags and error."""
+        return _show.report_text(self)
+
+    def _repr_html_(self):
+        """The same as tables, for Jupyter."""
+        return _show.report_html(self)
+
 
 @dataclasses.dataclass(frozen=True)
 class AuditCheck:
@@ -148,15 +158,19 @@ def _common(store=None, key=None):
     return args
 
 
-def freeze(path, store=None, key=None):
-    """`prereg freeze PATH`: validate, normalise, hash, store, sign; returns the hash."""
-    _, out = invoke(["freeze", os.fspath(path), *_common(store, key)])
+def freeze(path, store=None, key=None, dry_run=True):
+    """`prereg freeze PATH`: validate, normalise, hash, store, sign; returns the hash.
+    dry_run=False is `--no-dry-run`: the arms and the reference are not called first."""
+    _, out = invoke(["freeze", os.fspath(path), *_common(store, key),
+                     *([] if dry_run else ["--no-dry-run"])])
     return out.strip().splitlines()[-1]
 
 
-def check(path, store=None):
-    """`prereg check PATH`: the hash the protocol would get; stores nothing."""
-    _, out = invoke(["check", os.fspath(path), *_common(store)])
+def check(path, store=None, dry_run=True):
+    """`prereg check PATH`: the hash the protocol would get; stores nothing.
+    dry_run=False is `--no-dry-run`: the arms and the reference are not called."""
+    _, out = invoke(["check", os.fspath(path), *_common(store),
+                     *([] if dry_run else ["--no-dry-run"])])
     return out.strip().splitlines()[-1]
 
 

@@ -5,7 +5,8 @@ a `prereg_verdict` fixture, so that a frozen prediction gates CI:
         assert prereg_verdict("P1", "ln_batch1") == "confirmed"
 
 The verdict is read from the newest report of the protocol after it audits clean
-(prereg_gpu.verdict); with --prereg-run the protocol is first run (it must be frozen)."""
+(prereg_gpu.verdict); with --prereg-run the protocol is first run (it must be frozen), signed with
+--prereg-key (else $PREREG_KEY, else prereg's default key)."""
 import pytest
 
 from . import api
@@ -16,6 +17,9 @@ def pytest_addoption(parser):
     group.addoption("--prereg-store", default=None,
                     help="prereg store (else $PREREG_STORE, else ./.prereg)")
     group.addoption("--prereg-reports", default="reports", help="reports folder (./reports)")
+    group.addoption("--prereg-key", default=None,
+                    help="signing key for --prereg-run (else $PREREG_KEY, else "
+                         "~/.config/prereg/signing.key)")
     group.addoption("--prereg-run", action="store_true",
                     help="run each protocol a gate names once before reading its verdict")
 
@@ -26,11 +30,12 @@ def prereg_verdict(request):
     store = request.config.getoption("--prereg-store")
     reports = request.config.getoption("--prereg-reports")
     fresh = request.config.getoption("--prereg-run")
+    key = request.config.getoption("--prereg-key")
     ran = set()
 
     def verdict(prediction_id, protocol_id):
         if fresh and protocol_id not in ran:
-            api.run(protocol_id, store=store, out=reports, progress=False)
+            api.run(protocol_id, store=store, key=key, out=reports, progress=False)
             ran.add(protocol_id)
         return api.verdict(prediction_id, protocol_id, reports=reports, store=store)
 

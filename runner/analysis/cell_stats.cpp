@@ -2,6 +2,8 @@
 // region_shares.cpp).
 #include "analysis/cell_stats.hpp"
 
+#include "analysis/roofline.hpp"
+
 #include "base/stats.hpp"
 #include "prereg/error.hpp"
 #include "spec/bytes_model.hpp"
@@ -91,8 +93,29 @@ kernel_statistics kernel_statistics_of(const cell_record &cell, const protocol &
   return k;
 }
 
+/// The cell's share of its bandwidth roof: of its read/write mix's roof where the instrument
+/// has roofs and that roof is known, else of the copy ceiling.
+double bandwidth_pct(const cell_statistics &st) {
+  return st.roofline && std::isfinite(st.roofline->pct_roof) ? st.roofline->pct_roof
+                                                             : st.pct_ceiling;
+}
+
+/// Past launch: the roof the cell comes nearer (compute where its share of the compute ceiling
+/// is known and not below its bandwidth share, i.e. its intensity is past the ridge), if it
+/// reaches 60% of that roof.
+bound_kind roof_bound(const cell_statistics &st) {
+  const double bandwidth = bandwidth_pct(st);
+  if (st.roofline && std::isfinite(st.roofline->pct_compute) &&
+      !(st.roofline->pct_compute <= bandwidth))
+    return st.roofline->pct_compute >= thresholds::bandwidth_bound_pct ? bound_kind::compute
+                                                                       : bound_kind::neither;
+  if (bandwidth >= thresholds::bandwidth_bound_pct)
+    return bound_kind::bandwidth;
+  return bound_kind::neither;
+}
+
 /// What limits the cell: with a kernel clock its gap share, else the launch floor's multiple;
-/// then the share of the ceiling.
+/// then the roof it comes nearer (without roofs: the share of the copy ceiling).
 bound_kind bound_of(const cell_statistics &st, const arm_spec &arm,
                     const instrument_record &instrument) {
   const double launch_limit_ms = thresholds::launch_bound_factor * instrument.launch_floor_ms *
@@ -101,15 +124,11 @@ bound_kind bound_of(const cell_statistics &st, const arm_spec &arm,
     // The kernel clock measures what the floor multiple only estimated (docs/analysis.md).
     if (st.n > 0 && st.kernel->gap_share_pct >= thresholds::launch_gap_share_pct)
       return bound_kind::launch;
-    if (st.pct_ceiling >= thresholds::bandwidth_bound_pct)
-      return bound_kind::bandwidth;
-    return bound_kind::neither;
+    return roof_bound(st);
   }
   if (instrument.launch_floor_ms > 0.0 && st.median_ms < launch_limit_ms)
     return bound_kind::launch;
-  if (st.pct_ceiling >= thresholds::bandwidth_bound_pct)
-    return bound_kind::bandwidth;
-  return bound_kind::neither;
+  return roof_bound(st);
 }
 
 /// The cell's flags, in the documented order.
@@ -126,7 +145,7 @@ std::vector<std::string> flags_of(const cell_statistics &st, const cell_record &
     flags.emplace_back("correctness-failure");
   if (st.unstable)
     flags.emplace_back("unstable");
-  if (st.pct_ceiling > thresholds::above_ceiling_pct)
+  if (bandwidth_pct(st) > thresholds::above_ceiling_pct) // with roofs: of the mix's roof
     flags.emplace_back("above-ceiling");
   if (instrument.timer_resolution_ms > 0.0 &&
       st.median_ms < thresholds::timer_resolution_factor * instrument.timer_resolution_ms)
@@ -161,6 +180,25 @@ bool has_off_window_work(double off_window_ms, std::size_t n, double median_ms) 
          off_window_ms > thresholds::off_window_ratio * median_ms;
 }
 
+std::vector<std::size_t> stopped_samples(std::span<const sched_sample> sched) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < sched.size(); ++i)
+    if (sched[i].stops > 0)
+      out.push_back(i);
+  return out;
+}
+
+std::vector<std::size_t> descheduled_samples(std::span<const sched_sample> sched) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < sched.size(); ++i) {
+    const double d = sched[i].run_delay_ms;
+    if (std::isfinite(d) && d >= thresholds::descheduled_min_ms &&
+        d >= thresholds::descheduled_share * sched[i].wall_ms)
+      out.push_back(i);
+  }
+  return out;
+}
+
 const correctness_record *find_correctness(std::span<const correctness_record> all,
                                            const cell_key &key) {
   const auto it = std::find_if(all.begin(), all.end(),
@@ -173,6 +211,9 @@ cell_statistics compute_cell_statistics(const cell_record &cell, const protocol 
                                         std::span<const correctness_record> checks) {
   const arm_spec &arm = spec_of(proto, cell.key.arm);
   cell_statistics out = summarise(cell, proto, arm, instrument);
+  if (instrument.roofs)
+    out.roofline = roofline_of(proto, cell.key, arm.repeat, out.statistic_ms, out.gbps,
+                               out.bytes_per_step, instrument);
   if (!cell.kernel_ms.empty())
     out.kernel = kernel_statistics_of(cell, proto);
   out.bound = bound_of(out, arm, instrument);

@@ -18,9 +18,12 @@ namespace prereg {
 
 /// Thresholds of `bound`, `flags` and the cell-level defects; fixed, part of the contract.
 namespace thresholds {
-inline constexpr double launch_bound_factor = 2.0;      ///< launch if median < 2 x floor x repeat
-inline constexpr double bandwidth_bound_pct = 60.0;     ///< bandwidth if pct_ceiling >= 60
-inline constexpr double above_ceiling_pct = 100.0;      ///< above-ceiling if pct_ceiling > 100
+inline constexpr double launch_bound_factor = 2.0;  ///< launch if median < 2 x floor x repeat
+inline constexpr double bandwidth_bound_pct = 60.0; ///< bandwidth if pct_ceiling >= 60
+                                                    ///< (with roofs: pct_roof; compute
+                                                    ///< likewise if pct_compute >= 60)
+inline constexpr double above_ceiling_pct = 100.0;  ///< above-ceiling if pct_ceiling (with roofs:
+                                                    ///< pct_roof) > 100
 inline constexpr double timer_resolution_factor = 20.0; ///< median < 20 x timer resolution
 inline constexpr double drift_abs_rho = 0.5;            ///< drift if |Spearman rho| > 0.5 ...
 inline constexpr std::size_t drift_min_samples = 10;    ///< ... and at least 10 samples
@@ -37,6 +40,11 @@ inline constexpr double excluded_above_ceiling_pct_v2 = 115.0;
 /// kernel's traffic (an input the forward and the backward both read counted twice: 8/6 for
 /// SwiGLU), 1.12 x 4/3, rounded up: 150%.
 inline constexpr double excluded_above_ceiling_pct = 150.0;
+/// measuring-process-descheduled: a sample whose measuring thread was runnable but not running
+/// for at least half of its window and at least 1 ms; raised when more than half of the
+/// cell's samples are such.
+inline constexpr double descheduled_share = 0.5;
+inline constexpr double descheduled_min_ms = 1.0;
 /// The margin over the copy ceiling beyond which a cell cannot decide, by analysis version.
 [[nodiscard]] constexpr double excluded_above_ceiling_pct_for(int analysis) {
   return analysis >= 3 ? excluded_above_ceiling_pct : excluded_above_ceiling_pct_v2;
@@ -81,6 +89,8 @@ struct cell_statistics {
   std::vector<std::string> flags;          ///< in the documented order
   std::optional<kernel_statistics> kernel; ///< the cell has kernel-clock facts
   std::vector<region_share> region_shares; ///< one per label of cell.regions_ms, in label order
+  /// Against the roofs, where the instrument has them (schema_version 8; roofline.hpp).
+  std::optional<report_roofline> roofline;
 };
 
 /// 100 x sum(region[i]) / sum(samples[i]) over the indices `pick` (every sample when empty)
@@ -103,6 +113,13 @@ compute_region_shares(const cell_record &cell, std::int64_t resamples, double co
 /// True if a cell with these off-window work, sample count and median shows off-window work:
 /// known, n >= 1, > off_window_min_ms and > off_window_ratio x median (the defect's rule).
 [[nodiscard]] bool has_off_window_work(double off_window_ms, std::size_t n, double median_ms);
+
+/// The indices of the samples of `sched` during which the measuring process was stopped and
+/// continued (stops > 0): the measuring-process-stopped defect's rule.
+[[nodiscard]] std::vector<std::size_t> stopped_samples(std::span<const sched_sample> sched);
+/// The indices of the samples of `sched` whose measuring thread waited for a CPU for at least
+/// descheduled_share of the window and descheduled_min_ms (the run delay known).
+[[nodiscard]] std::vector<std::size_t> descheduled_samples(std::span<const sched_sample> sched);
 
 /// The `correctness_record` of `key`, or null.
 [[nodiscard]] const correctness_record *find_correctness(std::span<const correctness_record> all,

@@ -106,6 +106,23 @@ void correctness_failure(std::string_view code, const run_view &in, defects &out
 std::optional<report_defect> above_ceiling(std::string_view code, const cell_view &c) {
   if (!has_flag(c.s, "above-ceiling"))
     return std::nullopt;
+  if (c.s.roofline && std::isfinite(c.s.roofline->pct_roof)) // schema 8: against the mix's roof
+    return cell_defect(code, c.cell.key,
+                       fmt::format("{} reads {:.1f}% of its {:g} GB/s roof for {} bytes read and "
+                                   "{} written ({:.1f}% of the measured {:g} GB/s copy ceiling)",
+                                   c.where, c.s.roofline->pct_roof, c.s.roofline->roof_gbps,
+                                   c.s.roofline->read_bytes_per_step,
+                                   c.s.roofline->write_bytes_per_step, c.s.pct_ceiling,
+                                   c.ins.ceiling_gbps),
+                       {{"pct_ceiling", c.s.pct_ceiling},
+                        {"gbps", c.s.gbps},
+                        {"ceiling_gbps", c.ins.ceiling_gbps},
+                        {"statistic_ms", c.s.statistic_ms},
+                        {"bytes_per_step", c.s.bytes_per_step},
+                        {"roof_gbps", c.s.roofline->roof_gbps},
+                        {"pct_roof", c.s.roofline->pct_roof},
+                        {"read_bytes_per_step", c.s.roofline->read_bytes_per_step},
+                        {"write_bytes_per_step", c.s.roofline->write_bytes_per_step}});
   return cell_defect(code, c.cell.key,
                      fmt::format("{} reads {:.1f}% of the measured {:g} GB/s ceiling", c.where,
                                  c.s.pct_ceiling, c.ins.ceiling_gbps),
@@ -304,6 +321,50 @@ std::optional<report_defect> throttled(std::string_view code, const cell_view &c
       {{"samples", samples}, {"reasons", throttle_reason_names(seen)}, {"reason_bits", seen}});
 }
 
+/// "3, 5, 9" or "0, 1, 2, 3, 4, 5, 6, 7, ...": the first 8 indices.
+std::string index_list(const std::vector<std::size_t> &indices) {
+  std::string list;
+  for (std::size_t k = 0; k < indices.size() && k < 8; ++k)
+    list += (k > 0 ? ", " : "") + std::to_string(indices[k]);
+  if (indices.size() > 8)
+    list += ", ...";
+  return list;
+}
+
+// The measuring process was stopped (SIGSTOP, SIGTSTP: a job-control stop that a SIGCONT ended)
+// inside a sample's window: that sample's time holds the stop (docs/engine.md).
+std::optional<report_defect> measuring_process_stopped(std::string_view code, const cell_view &c) {
+  const auto stopped = stopped_samples(c.cell.sched);
+  if (stopped.empty())
+    return std::nullopt;
+  std::int64_t stops = 0;
+  for (const auto &s : c.cell.sched)
+    stops += s.stops;
+  return cell_defect(code, c.cell.key,
+                     fmt::format("{}: the measuring process was stopped and continued during {} "
+                                 "of {} samples (samples {}): their times hold the stop",
+                                 c.where, stopped.size(), c.cell.sched.size(), index_list(stopped)),
+                     {{"samples", stopped}, {"stops", stops}});
+}
+
+// The measuring thread waited for a CPU for most of most windows: the host was oversubscribed
+// (or something starved this process), and the times include the wait.
+std::optional<report_defect> measuring_process_descheduled(std::string_view code,
+                                                           const cell_view &c) {
+  const auto waited = descheduled_samples(c.cell.sched);
+  if (waited.empty() || waited.size() * 2 <= c.cell.sched.size())
+    return std::nullopt;
+  double worst = 0;
+  for (const std::size_t i : waited)
+    worst = std::max(worst, c.cell.sched[i].run_delay_ms);
+  return cell_defect(code, c.cell.key,
+                     fmt::format("{}: in {} of {} samples the measuring thread waited for a CPU "
+                                 "for at least half of the window (up to {:g} ms): those times "
+                                 "include the wait",
+                                 c.where, waited.size(), c.cell.sched.size(), worst),
+                     {{"samples", waited.size()}, {"worst_run_delay_ms", worst}});
+}
+
 // ---- the table, in the contract's order --------------------------------------------------------
 
 struct detector {
@@ -312,7 +373,7 @@ struct detector {
   cell_detector cell = nullptr; ///< a cell-level code, applied to each cell in order
 };
 
-constexpr std::array<detector, 17> detectors{{
+constexpr std::array<detector, 19> detectors{{
     {"above-ceiling", nullptr, above_ceiling},
     {"unstable-cell", nullptr, unstable_cell},
     {"harness-allocation", nullptr, harness_allocation},
@@ -330,6 +391,8 @@ constexpr std::array<detector, 17> detectors{{
     {"no-arm-kernel", nullptr, no_arm_kernel},
     {"graph-under-kernel-clock", nullptr, graph_under_kernel_clock},
     {"throttled", nullptr, throttled},
+    {"measuring-process-stopped", nullptr, measuring_process_stopped},
+    {"measuring-process-descheduled", nullptr, measuring_process_descheduled},
 }};
 
 constexpr std::array<std::string_view, detectors.size()> codes = [] {

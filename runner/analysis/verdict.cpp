@@ -2,6 +2,7 @@
 #include "analysis/verdict.hpp"
 
 #include "analysis/cell_stats.hpp"
+#include "analysis/roofline.hpp"
 #include "base/stats.hpp"
 #include "prereg/error.hpp"
 #include "spec/bytes_model.hpp"
@@ -25,10 +26,16 @@ struct arm_cell {
   bool reads_share = false;
   double time_ms = 0;  // this resample's statistic
   bool kernel = false; // a kernel metric of this arm is read
+  bool roofs = false;  // a roof metric of this arm is read
   std::vector<double> kernel_resample, share_resample, count_resample;
   double kernel_ms = 0; // this resample's statistic of kernel_ms
   double gap_share = 0; // ... median of per-sample gap shares [%]
   double kernels = 0;   // ... median of per-sample kernel counts
+  // The roofs (read only when the expression reads tflops, pct_compute or pct_roof):
+  std::optional<std::uint64_t> flops_per_step;
+  std::string compute; // the compute ceiling's element type
+  double compute_tflops = std::numeric_limits<double>::quiet_NaN(); // that ceiling
+  double roof_gbps = std::numeric_limits<double>::quiet_NaN();      // the cell's mix roof
 };
 
 /// One selected cell of a prediction: the arms vary, the shape does not (a key without arm).
@@ -104,6 +111,10 @@ std::vector<std::string> problems(const protocol &proto, const raw_run &run, con
   const double med = median(s);
   if (analysis >= 2)
     excluded_problems(proto, run, a, where, med, analysis, out);
+  if (analysis >= 4) // the measuring-process-stopped defect's rule
+    if (const auto stopped = stopped_samples(a.record->sched); !stopped.empty())
+      out.push_back(fmt::format("arm {} was stopped during {} of its {} timed samples at {}", arm,
+                                stopped.size(), a.record->sched.size(), where));
   const double spread = iqr(s);
   if (is_unstable(spread, med, proto.analysis.unstable_iqr_ratio)) {
     out.push_back(fmt::format("arm {} is unstable at {} (IQR/median = {:g} > {:g})", arm, where,
@@ -138,6 +149,8 @@ std::vector<arm_cell> involved_arm_cells(const protocol &proto, const prediction
     for (const auto &r : check.refs)
       if (r.arm == id && is_kernel_metric(r.what))
         a.kernel = true;
+      else if (r.arm == id && is_roof_metric(r.what))
+        a.roofs = true;
     a.reads_share = std::any_of(check.refs.begin(), check.refs.end(), [&](const metric_ref &r) {
       return r.arm == id && (r.what == metric::share || r.what == metric::kernel_share);
     });
@@ -146,8 +159,40 @@ std::vector<arm_cell> involved_arm_cells(const protocol &proto, const prediction
   return arms;
 }
 
+/// The arm's roofs at the cell: its FLOPs, its compute ceiling and its read/write mix's roof.
+void prepare_roofs(arm_cell &a, const protocol &proto, const raw_run &run, const cell_key &key) {
+  a.flops_per_step = flops_per_step(proto.op, proto.type, key, a.spec->repeat);
+  a.compute = compute_type(proto.op, proto.type, key.pass);
+  a.compute_tflops = compute_ceiling_tflops(run.instrument, a.compute);
+  if (!run.instrument.roofs) {
+    a.roof_gbps = std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
+  const op_traffic t = traffic_per_step(proto.op, proto.type, key, a.spec->repeat);
+  a.roof_gbps = mix_roof_gbps(t.read, t.write, run.instrument.ceiling_gbps,
+                              run.instrument.roofs->read.gbps, run.instrument.roofs->write.gbps);
+}
+
+/// Why the roofs' metrics `check` reads of this arm are missing at this cell, added to
+/// `blocked`: a compute ceiling or a bandwidth roof the instrument did not measure.
+void missing_roofs(const arm_cell &a, const prediction_check &check, const std::string &where,
+                   std::vector<std::string> &blocked) {
+  const auto reads = [&](metric m) {
+    return std::any_of(check.refs.begin(), check.refs.end(),
+                       [&](const metric_ref &r) { return r.arm == a.spec->id && r.what == m; });
+  };
+  if (reads(metric::tflops) && !a.flops_per_step)
+    blocked.push_back(fmt::format("arm {} has no FLOPs at {}", a.spec->id, where));
+  if (reads(metric::pct_compute) && !(a.flops_per_step && std::isfinite(a.compute_tflops)))
+    blocked.push_back(fmt::format("arm {} has no measured {} compute ceiling at {}", a.spec->id,
+                                  a.compute, where));
+  if (reads(metric::pct_roof) && !std::isfinite(a.roof_gbps))
+    blocked.push_back(
+        fmt::format("arm {} has no measured bandwidth roof at {}", a.spec->id, where));
+}
+
 /// Why the metrics `check` reads of this arm are missing at this cell (its kernel clock, a
-/// region's times), added to `blocked`.
+/// region's times, the roofs), added to `blocked`.
 void missing_metrics(const arm_cell &a, const prediction_check &check, const std::string &where,
                      std::vector<std::string> &blocked) {
   if (a.record == nullptr || a.record->samples_ms.empty())
@@ -162,6 +207,7 @@ void missing_metrics(const arm_cell &a, const prediction_check &check, const std
       blocked.push_back(
           fmt::format("arm {} has no kernel time for region \"{}\" at {}", r.arm, r.label, where));
   }
+  missing_roofs(a, check, where, blocked);
 }
 
 /// Points every arm at its record of the cell, adding what blocks a verdict there to
@@ -175,6 +221,8 @@ bool prepare_arms(std::vector<arm_cell> &arms, const protocol &proto, const raw_
     key.arm = a.spec->id;
     a.record = find_record(run, key);
     a.bytes_per_step = bytes_per_step(proto.op, proto.type, key, a.spec->repeat);
+    if (a.roofs)
+      prepare_roofs(a, proto, run, key);
     for (auto &p : problems(proto, run, a, key, where, analysis))
       blocked.push_back(std::move(p));
     missing_metrics(a, check, where, blocked);
@@ -216,6 +264,14 @@ double metric_value(const std::vector<arm_cell> &arms, const metric_ref &ref, co
       return std::numeric_limits<double>::quiet_NaN();
     return region_share_pct(a.record->kernel_ms, r->second, a.picked);
   }
+  case metric::tflops:
+    return a.flops_per_step ? tflops(*a.flops_per_step, a.time_ms)
+                            : std::numeric_limits<double>::quiet_NaN();
+  case metric::pct_compute:
+    return a.flops_per_step ? pct_ceiling(tflops(*a.flops_per_step, a.time_ms), a.compute_tflops)
+                            : std::numeric_limits<double>::quiet_NaN();
+  case metric::pct_roof:
+    return pct_ceiling(gbps(a.bytes_per_step, a.time_ms), a.roof_gbps);
   }
   return 0.0;
 }

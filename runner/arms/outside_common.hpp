@@ -50,7 +50,8 @@ private:
 /// "arm A (LABEL) crashed in its PHASE", as a crash_text.
 [[nodiscard]] crash_text crash_message(const std::string &arm_id, const std::string &label,
                                        std::string_view phase);
-/// Control characters as \xNN: outside text never forges lines or terminal escapes.
+/// Control characters as \xNN and bidirectional controls as \u202e: outside text never forges
+/// lines or terminal escapes, and reads in the order it was written.
 [[nodiscard]] std::string escape_for_message(std::string_view s);
 
 /// The arms' log (docs/python-arms.md, "Failure reasons"): a failure's reason (the text the
@@ -59,11 +60,17 @@ void append_arm_log(std::string_view reason, std::string_view traceback);
 /// The log so far, emptied.
 [[nodiscard]] std::string take_arm_log();
 
+/// The DLPack type of `t` (docs/plugins.md): bool and fp8 by the codes of DLPack 1.1
+/// (PREREG_DL_BOOL, PREREG_DL_FLOAT8_E4M3FN, PREREG_DL_FLOAT8_E5M2 of arm_abi.h).
 [[nodiscard]] DLDataType dl_type(dtype t);
+/// The DLPack type a Python arm's capsule carries for `t`: dl_type(t), but uint8 for bool and
+/// fp8 (the glue views those bytes as numpy's or torch's type, docs/python-arms.md).
+[[nodiscard]] DLDataType capsule_type(dtype t);
 
-/// DLTensors for one buffer set, in the operation's tensor order (data null where unused).
+/// DLTensors for one buffer set, in the operation's tensor order (data null where unused); with
+/// `capsules`, typed by capsule_type() for Python, else by dl_type().
 struct dl_set {
-  explicit dl_set(const outside_call &call);
+  explicit dl_set(const outside_call &call, bool capsules = false);
   std::vector<const char *> names;
   std::vector<std::vector<std::int64_t>> shapes;
   std::vector<DLTensor> tensors;

@@ -120,11 +120,16 @@ crash_text crash_message(const std::string &arm_id, const std::string &label,
 
 std::string escape_for_message(std::string_view s) {
   std::string out;
-  for (const unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f)
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (const char32_t bidi = prereg::detail::bidi_control_at(s, i)) {
+      out += prereg::detail::bidi_escape(bidi);
+      i += prereg::detail::bidi_length(bidi) - 1;
+    } else if (c < 0x20 || c == 0x7f) {
       out += fmt::format("\\x{:02x}", c);
-    else
+    } else {
       out += static_cast<char>(c);
+    }
   }
   return out;
 }
@@ -137,11 +142,29 @@ DLDataType dl_type(dtype t) {
     return {kDLFloat, 16, 1};
   case dtype::bf16:
     return {kDLBfloat, 16, 1};
+  case dtype::fp8_e4m3:
+    return {PREREG_DL_FLOAT8_E4M3FN, 8, 1};
+  case dtype::fp8_e5m2:
+    return {PREREG_DL_FLOAT8_E5M2, 8, 1};
+  case dtype::int8:
+    return {kDLInt, 8, 1};
+  case dtype::uint8:
+    return {kDLUInt, 8, 1};
+  case dtype::int32:
+    return {kDLInt, 32, 1};
+  case dtype::int64:
+    return {kDLInt, 64, 1};
+  case dtype::boolean:
+    return {PREREG_DL_BOOL, 8, 1};
   }
   return {kDLFloat, 32, 1};
 }
 
-dl_set::dl_set(const outside_call &call) {
+DLDataType capsule_type(dtype t) {
+  return t == dtype::boolean || is_fp8(t) ? DLDataType{kDLUInt, 8, 1} : dl_type(t);
+}
+
+dl_set::dl_set(const outside_call &call, bool capsules) {
   const operation_desc &op = *call.op;
   const shape &s = call.extents;
   const std::size_t n = op.tensors.size();
@@ -157,7 +180,7 @@ dl_set::dl_set(const outside_call &call) {
     t.data = call.data[i];
     t.device = call.device == "cuda" ? DLDevice{kDLCUDA, call.device_ordinal} : DLDevice{kDLCPU, 0};
     t.ndim = static_cast<int32_t>(shapes[i].size());
-    t.dtype = dl_type(d.element == element_rule::fp32 ? dtype::fp32 : call.type);
+    t.dtype = capsules ? capsule_type(d.type(call.type)) : dl_type(d.type(call.type));
     t.shape = shapes[i].data();
     t.strides = nullptr; // compact, row-major
     t.byte_offset = 0;

@@ -66,6 +66,20 @@ PyObject *capsules(const python_api &api, const dl_set &set) {
   return caps;
 }
 
+/// The numpy / torch type name a uint8 capsule of `type` is viewed as ("" for the others).
+std::string_view python_view(dtype type) {
+  switch (type) {
+  case dtype::boolean:
+    return "bool";
+  case dtype::fp8_e4m3:
+    return "float8_e4m3fn";
+  case dtype::fp8_e5m2:
+    return "float8_e5m2";
+  default:
+    return "";
+  }
+}
+
 /// The call's facts for the arm's `t` (rows, cols, dtype, eps, pass_, device, operation,
 /// options), as a dict.
 PyObject *call_meta(python_runtime &rt, const outside_call &call) {
@@ -96,6 +110,15 @@ PyObject *call_meta(python_runtime &rt, const outside_call &call) {
     api.Py_DecRef(v);
   }
   put("options", opts);
+  // bool and fp8 tensors come as uint8 capsules (capsule_type): the glue views them as these.
+  PyObject *views = api.PyDict_New();
+  for (const auto &d : call.op->tensors)
+    if (const std::string_view v = python_view(d.type(call.type)); !v.empty()) {
+      PyObject *s = rt.str(std::string(v));
+      api.PyDict_SetItemString(views, d.name.c_str(), s);
+      api.Py_DecRef(s);
+    }
+  put("views", views);
   return meta;
 }
 
@@ -111,15 +134,23 @@ public:
       if (o != nullptr)
         api.Py_DecRef(o);
   }
+  /// One call of the step; its outputs are checked as it returns, inside the window (only
+  /// exact numpy arrays and torch tensors: nothing is left to compute when they are copied).
   void step(void *) override {
     auto &rt = python_runtime::get();
     crash_scope guard(m_step_crash);
     PyObject *r = rt.api().PyObject_CallObject(m_step, nullptr);
     if (m_last != nullptr)
       rt.api().Py_DecRef(m_last);
-    m_last = r;
+    m_last = nullptr;
     if (r == nullptr)
       throw io_error(rt.take_error());
+    if (r == rt.api().none) { // written in place: nothing to check
+      m_last = r;
+      return;
+    }
+    m_last =
+        rt.call("outputs", rt.tuple({r, rt.api().PyLong_FromLongLong(m_device == "cuda" ? 1 : 0)}));
   }
   void collect() override {
     auto &rt = python_runtime::get();
@@ -234,7 +265,7 @@ public:
     const std::string label = fmt::format("python {}:{}", m_file.string(), m_function);
     const crash_text crash = crash_message(m_id, label, "setup");
     crash_scope guard(crash);
-    dl_set set(call);
+    dl_set set(call, true);
     PyObject *caps = capsules(api, set);
     PyObject *meta = call_meta(rt, call);
     api.Py_IncRef(m_fn);
@@ -284,6 +315,32 @@ private:
 };
 
 int g_module_counter = 0;
+
+/// Refuses (exit 5, the environment) a Python arm of an operation with fp8 tensors where this
+/// interpreter has no type to view them as (numpy without ml_dtypes; a torch without fp8).
+void check_element_support(python_runtime &rt, const protocol &p, const std::string &arm_id,
+                           const fs::path &file) {
+  const operation_desc *op = find_operation(p.op);
+  if (op == nullptr)
+    return;
+  json kinds = json::array();
+  for (const auto &t : op->tensors)
+    if (const std::string_view v = python_view(t.type(p.type)); v.starts_with("float8")) {
+      if (std::find(kinds.begin(), kinds.end(), v) == kinds.end())
+        kinds.push_back(std::string(v));
+    }
+  if (kinds.empty())
+    return;
+  PyObject *r = rt.call("element_support", rt.tuple({rt.str(p.device), rt.str(kinds.dump())}));
+  const char *text = rt.api().PyUnicode_AsUTF8(r);
+  const std::string why = escape_for_message(text != nullptr ? text : "");
+  rt.api().Py_DecRef(r);
+  if (!why.empty())
+    throw environment_error(fmt::format("arm {}: operation {} has fp8 tensors, which {} cannot "
+                                        "give a Python arm: {}",
+                                        arm_id, op->name, rt.interpreter(), why),
+                            file.string());
+}
 
 /// glue.load's answer (kind, text or function, JSON list of the file's functions), checked:
 /// the function (a new reference), or the refusal its kind calls for.
@@ -352,6 +409,7 @@ std::shared_ptr<outside_arm> load_python_arm(const fs::path &file, const std::st
                         file.string());
   }
   PyObject *fn = loaded_function(rt, r, file, function, arm_id, device_missing);
+  check_element_support(rt, p, arm_id, file);
   arm_info info = outside_info(fmt::format("{}:{}", file.filename().string(), function), p,
                                {dtype::fp32, dtype::fp16, dtype::bf16},
                                {pass_kind::fwd, pass_kind::fwd_bwd}, "python", sha, file);

@@ -201,17 +201,82 @@ def regions_take(rec):
             out[label] = out.get(label, 0.0) + ms
     return json.dumps({"ms": out, "order": order})
 
+_ML_DTYPES_ADVICE = ("numpy has no fp8 type of its own: install ml_dtypes (pip install ml_dtypes) "
+                     "into this Python, or run the protocol on cuda with torch")
+
+def _typed_view(a, kind, cuda):
+    """A uint8 view of prereg's bytes as the element type `kind` ("bool", "float8_e4m3fn",
+    "float8_e5m2"): torch's own types on CUDA, numpy's bool and ml_dtypes' fp8 on the CPU."""
+    if cuda:
+        import torch
+        dt = getattr(torch, kind, None)
+        if dt is None:
+            raise TypeError(f"prereg: torch {torch.__version__} has no {kind}")
+        return a.view(dt)
+    import numpy
+    if kind == "bool":
+        return a.view(numpy.bool_)
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise TypeError(f"prereg: {_ML_DTYPES_ADVICE}") from None
+    return a.view(getattr(ml_dtypes, kind))
+
+def element_support(device, kinds_json):
+    """"" when this interpreter can view tensors of every element type named in kinds_json (a JSON
+    list of "float8_e4m3fn", "float8_e5m2"), else why not (one line). On cuda a torch that is not
+    importable here is not a refusal (the device is checked elsewhere); one without fp8 types is."""
+    import json
+    kinds = json.loads(kinds_json)
+    if not kinds:
+        return ""
+    if device == "cuda":
+        try:
+            import torch
+        except ImportError:
+            return ""
+        missing = [k for k in kinds if getattr(torch, k, None) is None]
+        return f"torch {torch.__version__} has no {', '.join(missing)}" if missing else ""
+    try:
+        import numpy
+    except ImportError:
+        return ""
+    try:
+        import ml_dtypes
+    except ImportError:
+        return f"{', '.join(kinds)}: {_ML_DTYPES_ADVICE}"
+    missing = [k for k in kinds if getattr(ml_dtypes, k, None) is None]
+    return f"ml_dtypes {getattr(ml_dtypes, '__version__', '?')} has no {', '.join(missing)}" if missing else ""
+
+def _arm_namespace(tensors):
+    """An empty `t` whose missing attributes name the operation's tensors: `t.out` on an
+    operation without `out` raises AttributeError listing the tensors there are."""
+    listed = ", ".join(tensors)
+
+    class t_(types.SimpleNamespace):
+        __slots__ = ()
+
+        def __getattr__(self, name):
+            if name.startswith("__"):
+                raise AttributeError(name)
+            raise AttributeError(f"t has no tensor or field {name!r} "
+                                 f"(the operation's tensors: {listed})")
+    return t_()
+
 def bind(fn, meta, caps, device, ordinal, stream_ptr, mark_ptr=0):
-    t = types.SimpleNamespace()
+    t = _arm_namespace(list(caps))
+    views = meta.pop("views", {})
     if device == "cuda":
         import torch
         torch.cuda.set_device(ordinal)
         torch.cuda.set_stream(torch.cuda.ExternalStream(stream_ptr, device=ordinal))
         for name, cap in caps.items():
-            setattr(t, name, None if cap is None else torch.from_dlpack(_DL(cap, (2, ordinal))))
+            v = None if cap is None else torch.from_dlpack(_DL(cap, (2, ordinal)))
+            setattr(t, name, v if v is None or name not in views else _typed_view(v, views[name], True))
     else:
         for name, cap in caps.items():
-            setattr(t, name, None if cap is None else _numpy_view(cap))
+            v = None if cap is None else _numpy_view(cap)
+            setattr(t, name, v if v is None or name not in views else _typed_view(v, views[name], False))
     for k, v in meta.items():
         setattr(t, k, v)
     rec = _Regions(device == "cuda", mark_ptr)
@@ -220,6 +285,48 @@ def bind(fn, meta, caps, device, ordinal, stream_ptr, mark_ptr=0):
     if not callable(step):
         raise TypeError(f"the arm function returned {type(step).__name__}, not a step callable")
     return (t, step, rec)
+
+def _type_name(v):
+    t = type(v)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+def _output_problem(v, cuda):
+    """Why `v` is not an output prereg accepts from a step (docs/python-arms.md, "Outputs"), or
+    None: exactly a numpy.ndarray of numbers on the CPU, or exactly a dense torch.Tensor on the
+    protocol's device. Only the types are looked at: no code of the arm's runs here."""
+    t = type(v)
+    torch = sys.modules.get("torch")  # not imported: nothing can be a torch.Tensor
+    if torch is not None and t is torch.Tensor:
+        want = "cuda" if cuda else "cpu"
+        if v.device.type != want or v.layout != torch.strided:
+            return f"a torch.Tensor on {v.device} ({v.layout}), not a dense tensor on {want}"
+        return None
+    numpy = sys.modules.get("numpy")
+    if not cuda and numpy is not None and t is numpy.ndarray:
+        if v.dtype.kind not in "fiub":
+            return f"a numpy.ndarray of {v.dtype}, not of numbers"
+        return None
+    return f"a {_type_name(v)}, not exactly a {'torch.Tensor' if cuda else 'numpy.ndarray or torch.Tensor'}"
+
+def outputs(result, cuda):
+    """What prereg keeps of a step's result, checked as the step returns (inside the timed
+    window): None, or a new dict of the outputs it returned, each exactly a numpy.ndarray or a
+    torch.Tensor whose values exist now; anything else (a subclass, an object numpy would
+    convert later through __array__, a dict subclass) raises TypeError, failing the cell."""
+    if result is None:
+        return None
+    if type(result) is not dict:
+        raise TypeError(f"the step returned {_type_name(result)}, not None or a dict of outputs")
+    out = {}
+    for name, v in result.items():  # an exact dict: iterating runs none of the arm's code
+        if type(name) is not str:
+            raise TypeError(f"the step returned a key of type {_type_name(name)}, not a tensor name")
+        why = _output_problem(v, cuda)
+        if why is not None:
+            raise TypeError(f"the step returned {name} as {why} (prereg takes only those, "
+                            "materialised when the step returns)")
+        out[name] = v
+    return out
 
 def collect(t, result, device):
     if result is None:
@@ -334,14 +441,34 @@ def operation_describe(path, name):
     except (TypeError, ValueError) as exc:
         return ("code", f"the declaration is not plain data (strings, numbers, lists, dicts): {describe(exc)}")
 
-def _as_float64(v, name, shape):
+def _integral_fault(v, name, kind, xp):
+    """Why the float64 values `v` of an integer or bool output are not ones it can hold: kind is
+    [type, least, largest] (docs/operations.md, "Element types"), or ""."""
+    if kind is None:
+        return ""
+    flat = v.reshape(-1)
+    bad = xp.nonzero((flat != xp.round(flat)) | (flat < kind[1]) | (flat > kind[2]))
+    bad = bad[0] if isinstance(bad, tuple) else bad.reshape(-1)
+    if len(bad):
+        i = int(bad[0])
+        return (f"returned {name} with {float(flat[i])!r} at element {i}, which {kind[0]} {name} "
+                f"cannot hold (its values: {kind[1]:.17g} to {kind[2]:.17g})")
+    return ""
+
+def _as_float64(v, name, shape, kind=None):
     import numpy
+    if isinstance(v, (numpy.generic, int, float, bool)) and not shape:
+        v = numpy.asarray(v)  # a 0-dim output returned as a scalar
     if hasattr(v, "detach") and hasattr(v, "cpu"):  # a torch tensor
+        if kind is not None and not v.is_floating_point() and not v.is_complex():
+            v = v.detach().cpu().double()
         if str(v.dtype) != "torch.float64":
             return None, f"returned {name} as {v.dtype}, not float64"
         v = v.detach().cpu().numpy()
     if not isinstance(v, numpy.ndarray):
         return None, f"returned {name} as a {type(v).__name__}, not an array"
+    if kind is not None and v.dtype.kind in "iub":
+        v = v.astype(numpy.float64)
     if v.dtype != numpy.float64:
         return None, f"returned {name} as {v.dtype}, not float64"
     if tuple(v.shape) != tuple(shape):
@@ -349,7 +476,8 @@ def _as_float64(v, name, shape):
     bad = numpy.flatnonzero(~numpy.isfinite(v))
     if bad.size:
         return None, f"returned {name} with {v.reshape(-1)[bad[0]]} at element {bad[0]}"
-    return v, ""
+    why = _integral_fault(v, name, kind, numpy)
+    return (None, why) if why else (v, "")
 
 def _host_view(addr, shape):
     import ctypes, numpy
@@ -360,16 +488,77 @@ def _host_view(addr, shape):
         return numpy.zeros(shape)
     return numpy.ctypeslib.as_array((ctypes.c_double * n).from_address(addr)).reshape(shape)
 
+class _CudaInput:
+    """A checked call's input where it lies in device memory (__cuda_array_interface__ v3; 16-bit
+    floats as uint16, viewed as their torch type after). Written and synchronized by prereg."""
+    _TYPESTR = {"fp32": "<f4", "fp16": "<f2", "bf16": "<u2", "fp8_e4m3": "|u1", "fp8_e5m2": "|u1",
+                "int8": "|i1", "uint8": "|u1", "int32": "<i4", "int64": "<i8", "bool": "|u1"}
+
+    def __init__(self, addr, shape, dtype):
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": self._TYPESTR[dtype],
+                                         "data": (addr, False), "version": 3, "strides": None,
+                                         "stream": None}
+
+
+def _device_inputs(m):
+    """{name: float64 torch tensor on the run's device}: a fresh float64 copy of each input, made
+    on the device from prereg's buffer (docs/operations.md, "The reference")."""
+    import torch
+    device = torch.device("cuda", m["ordinal"])
+    out = {}
+    with torch.cuda.device(device):
+        for k, (addr, shape, dtype) in m["inputs"].items():
+            n = 1
+            for d in shape:
+                n *= d
+            if n == 0:
+                out[k] = torch.zeros(shape, dtype=torch.float64, device=device)
+                continue
+            raw = torch.as_tensor(_CudaInput(addr, shape, dtype), device=device)
+            if dtype == "bf16":
+                raw = raw.view(torch.bfloat16)
+            elif dtype in ("fp8_e4m3", "fp8_e5m2"):
+                raw = raw.view(torch.float8_e4m3fn if dtype == "fp8_e4m3" else torch.float8_e5m2)
+            if dtype == "bool":  # integers as int64, bools as bool (docs/operations.md)
+                out[k] = raw.to(torch.bool)
+            elif dtype in ("int8", "uint8", "int32", "int64"):
+                out[k] = raw.to(torch.int64)
+            else:
+                out[k] = raw.to(torch.float64)
+    return out
+
+
+class _ReferenceArgs(types.SimpleNamespace):
+    """The reference's `t`. On the device path an input read by name (t.x) is a float64 numpy
+    copy, made from the device on first use; t.on_device.x is the float64 torch tensor there."""
+
+    def __getattr__(self, k):
+        dev = self.__dict__.get("on_device")
+        if dev is not None and k in vars(dev):
+            v = getattr(dev, k).cpu().numpy()
+            setattr(self, k, v)
+            return v
+        raise AttributeError(k)
+
+
 def _reference_call(path, name, m):
     """The reference's dict for the call `m` describes (inputs: copies of prereg's float64
-    buffers), or (None, why not)."""
+    buffers, or on the device path float64 copies on the device), or (None, why not)."""
     fn = getattr(_op_module(path), name)["reference"]
-    t = types.SimpleNamespace(rows=m["rows"], cols=m["cols"], axes=m["axes"], eps=m["eps"],
-                              device=m["device"], operation=name, pass_=m["pass"])
+    t = _ReferenceArgs(rows=m["rows"], cols=m["cols"], axes=m["axes"], eps=m["eps"],
+                       device=m["device"], operation=name, pass_=m["pass"], on_device=None)
+    if m.get("where") == "device":
+        t.on_device = types.SimpleNamespace(**{k: None for k in m["absent"]}, **_device_inputs(m))
     for k in m["absent"]:
         setattr(t, k, None)
-    for k, (addr, shape) in m["inputs"].items():
-        setattr(t, k, _host_view(addr, shape).copy())
+    if m.get("where") != "device":
+        kinds = m.get("kinds", {})
+        for k, (addr, shape) in m["inputs"].items():
+            v = _host_view(addr, shape).copy()
+            if k in kinds:  # integer inputs as int64, bool ones as bool (docs/operations.md)
+                import numpy
+                v = v.astype(numpy.bool_ if kinds[k][0] == "bool" else numpy.int64)
+            setattr(t, k, v)
     try:
         r = fn(t)
     except Exception as exc:
@@ -390,8 +579,9 @@ def operation_reference(path, name, meta_json):
     r, why = _reference_call(path, name, m)
     if why:
         return why
+    kinds = m.get("kinds", {})
     for k, (addr, shape) in m["outputs"].items():
-        v, why = _as_float64(r[k], k, shape)
+        v, why = _as_float64(r[k], k, shape, kinds.get(k))
         if why:
             return why
         if v.size:
@@ -401,16 +591,23 @@ def operation_reference(path, name, meta_json):
 _device_outputs = {}
 _device_handles = [0]
 
-def _on_device(v, name, shape, device):
+def _on_device(v, name, shape, device, kind=None):
     """Output `v` as a contiguous float64 torch tensor on `device`, checked as _as_float64 checks
-    on the host (dtype, shape, every value finite), or (None, why not)."""
+    on the host (dtype, shape, every value finite, an integer output's values), or (None, why
+    not)."""
     import numpy, torch
+    if isinstance(v, (numpy.generic, int, float, bool)) and not shape:
+        v = numpy.asarray(v)  # a 0-dim output returned as a scalar
     if isinstance(v, numpy.ndarray):
+        if kind is not None and v.dtype.kind in "iub":
+            v = v.astype(numpy.float64)
         if v.dtype != numpy.float64:
             return None, f"returned {name} as {v.dtype}, not float64"
         v = torch.from_numpy(v)
     elif not (hasattr(v, "detach") and hasattr(v, "cpu")):
         return None, f"returned {name} as a {type(v).__name__}, not an array"
+    if kind is not None and not v.is_floating_point() and not v.is_complex():
+        v = v.double()
     if v.dtype != torch.float64:
         return None, f"returned {name} as {v.dtype}, not float64"
     if tuple(v.shape) != tuple(shape):
@@ -420,7 +617,8 @@ def _on_device(v, name, shape, device):
     if bad.numel():
         i = int(bad[0])
         return None, f"returned {name} with {float(v.reshape(-1)[i])} at element {i}"
-    return v, ""
+    why = _integral_fault(v, name, kind, torch)
+    return (None, why) if why else (v, "")
 
 def _device_call(path, name, m, device):
     """The outputs of one reference call on `device` by name, or (None, why not)."""
@@ -428,8 +626,9 @@ def _device_call(path, name, m, device):
     if why:
         return None, why
     outs = {}
+    kinds = m.get("kinds", {})
     for k in m["outputs"]:
-        v, why = _on_device(r[k], k, m["outputs"][k][1], device)
+        v, why = _on_device(r[k], k, m["outputs"][k][1], device, kinds.get(k))
         if why:
             return None, why
         outs[k] = v
@@ -472,3 +671,34 @@ def operation_reference_device(path, name, meta_json):
 def operation_reference_release(handle):
     """Lets go of the outputs of operation_reference_device's call `handle`."""
     _device_outputs.pop(handle, None)
+
+# --- what changed in a Python file since freezing (docs/store.md, "Before a run") --------------
+
+def changed_functions(frozen_path, current_path):
+    """JSON {"changed", "added", "removed": top-level function and class names, "module": whether
+    code outside them changed}, comparing the two files' syntax trees (comments and formatting
+    do not count); or "" when either does not parse. Neither file is imported or run."""
+    import ast, json
+
+    def parts(path):
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), path)
+        defs, rest = {}, []
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defs[node.name] = ast.dump(node, include_attributes=False)
+            else:
+                rest.append(ast.dump(node, include_attributes=False))
+        return defs, rest
+
+    try:
+        old, old_rest = parts(frozen_path)
+        new, new_rest = parts(current_path)
+    except Exception:
+        return ""
+    return json.dumps({
+        "changed": sorted(n for n in old if n in new and old[n] != new[n]),
+        "added": sorted(n for n in new if n not in old),
+        "removed": sorted(n for n in old if n not in new),
+        "module": old_rest != new_rest,
+    })

@@ -5,6 +5,7 @@
 #include "arms/python_runtime.hpp"
 #include "prereg/error.hpp"
 #include "spec/operation_file.hpp"
+#include "spec/reference.hpp"
 
 #include <fmt/format.h>
 
@@ -36,10 +37,11 @@ std::string cell_text(const shape &s, pass_kind pass) {
 }
 
 /// The glue's description of one reference call: its shape and pass, the inputs' host
-/// addresses (float64, in `t`) and dims, the outputs' (`host_outputs`' buffers, sized here; with
-/// none, address 0: they stay on the device) and the outputs' names in descriptor order.
+/// addresses (float64, in `t`; with `host_inputs` false, address 0: device_meta fills them) and
+/// dims, the outputs' (`host_outputs`' buffers, sized here; with none, address 0: they stay on
+/// the device) and the outputs' names in descriptor order.
 json reference_meta(const operation_desc &op, const shape &s, pass_kind pass, const host_tensors &t,
-                    host_tensors *host_outputs) {
+                    host_tensors *host_outputs, bool host_inputs = true) {
   json meta = {{"rows", 0},
                {"cols", 0},
                {"eps", op.eps},
@@ -48,7 +50,8 @@ json reference_meta(const operation_desc &op, const shape &s, pass_kind pass, co
                {"outputs", json::object()},
                {"order", json::array()},
                {"absent", json::array()},
-               {"axes", json::object()}};
+               {"axes", json::object()},
+               {"kinds", json::object()}};
   const auto it = bound_devices().find(op.name);
   meta["device"] = it == bound_devices().end() ? std::string("cpu") : it->second;
   for (std::size_t a = 0; a < op.axes.size(); ++a)
@@ -63,12 +66,21 @@ json reference_meta(const operation_desc &op, const shape &s, pass_kind pass, co
       meta["absent"].push_back(d.name);
       continue;
     }
+    if (const dtype et = d.type(dtype::fp32); is_integral(et)) {
+      // [type, least, largest]: an output's values exclude the poison (reference.hpp).
+      auto [least, most] = reference::integer_limits(et);
+      if (d.role != tensor_role::input && et == dtype::uint8)
+        most -= 1; // 255 is the poison
+      else if (d.role != tensor_role::input && (et == dtype::int8 || et == dtype::int32))
+        least += 1; // the type's least is the poison
+      meta["kinds"][d.name] = {std::string(to_string(et)), least, most};
+    }
     json dims = json::array();
     for (const auto &ax : d.dims)
       dims.push_back(s.extents.at(static_cast<std::size_t>(op.axis_of(ax))));
     const auto n = static_cast<std::size_t>(op.elements(i, s));
     if (d.role == tensor_role::input) {
-      if (t.at(i).size() != n)
+      if (host_inputs && t.at(i).size() != n)
         throw invalid_input(fmt::format("operation {}: input {} has {} values, not {}", op.name,
                                         d.name, t.at(i).size(), n));
     } else {
@@ -76,9 +88,28 @@ json reference_meta(const operation_desc &op, const shape &s, pass_kind pass, co
       if (host_outputs != nullptr)
         host_outputs->at(i).assign(n, 0.0);
     }
-    const bool host = d.role == tensor_role::input || host_outputs != nullptr;
+    const bool host = (d.role == tensor_role::input && host_inputs) || host_outputs != nullptr;
     const auto addr = host ? reinterpret_cast<std::uintptr_t>(t[i].data()) : 0;
     meta[d.role == tensor_role::input ? "inputs" : "outputs"][d.name] = {addr, dims};
+  }
+  return meta;
+}
+
+/// reference_meta for a call on the device: each input's device address, dims and element type
+/// (`where`: "device"; the glue reads them there), the outputs' dims (address 0: they stay on the
+/// device).
+json device_meta(const operation_desc &op, const shape &s, pass_kind pass,
+                 const std::vector<device_input> &inputs) {
+  const host_tensors none(op.tensors.size());
+  json meta = reference_meta(op, s, pass, none, nullptr, false);
+  meta["where"] = "device";
+  for (std::size_t i = 0; i < op.tensors.size(); ++i) {
+    const tensor_desc &d = op.tensors[i];
+    if (d.role != tensor_role::input || !op.used_in(i, pass))
+      continue;
+    json &in = meta["inputs"][d.name];
+    in[0] = reinterpret_cast<std::uintptr_t>(inputs.at(i).at);
+    in.push_back(std::string(to_string(inputs.at(i).type)));
   }
   return meta;
 }
@@ -163,8 +194,8 @@ struct held_outputs {
 /// bit for bit (compared on the device). Nothing (no addresses, the hook unbound) where torch
 /// with CUDA is not importable: the host's path serves.
 device_values python_device_reference(const operation_desc &op, const shape &s, pass_kind pass,
-                                      const host_tensors &t, int ordinal) {
-  json meta = reference_meta(op, s, pass, t, nullptr);
+                                      const std::vector<device_input> &inputs, int ordinal) {
+  json meta = device_meta(op, s, pass, inputs);
   meta["ordinal"] = ordinal;
   const bool twice = first_call(op, s, pass);
   meta["twice"] = twice;

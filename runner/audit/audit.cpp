@@ -16,9 +16,9 @@ namespace fs = std::filesystem;
 using namespace audit_detail;
 namespace {
 
-constexpr std::array<std::string_view, 10> check_names{
-    "envelope", "payload", "protocol", "freeze", "statistics",
-    "verdicts", "defects", "pages",    "ledger", "history"};
+constexpr std::array<std::string_view, 11> check_names{
+    "envelope", "payload", "protocol",  "freeze", "statistics", "verdicts",
+    "defects",  "pages",   "isolation", "ledger", "history"};
 
 /// One line: control characters (a newline in a message) are escaped.
 std::string one_line(const std::string &s) { return escape_control(s); }
@@ -141,9 +141,9 @@ audit_result audit_with(const fs::path &dir, const store &s, const trust_root &t
     result.checks.push_back({"exploratory", false, *j});
     return result;
   }
-  const std::array<std::function<std::string(const audit_context &)>, 9> checks{
-      check_envelope, check_payload, check_protocol, check_freeze, check_statistics,
-      check_verdicts, check_defects, check_pages,    check_ledger};
+  const std::array<std::function<std::string(const audit_context &)>, 10> checks{
+      check_envelope, check_payload, check_protocol, check_freeze,    check_statistics,
+      check_verdicts, check_defects, check_pages,    check_isolation, check_ledger};
   for (std::size_t i = 0; i < checks.size(); ++i)
     result.checks.push_back(run_check(check_names[i], checks[i], ctx));
   result.checks.push_back(run_history_check(ctx, result.history));

@@ -5,6 +5,7 @@
 #include "analysis/cell_stats.hpp"
 #include "analysis/defects.hpp"
 #include "report/report.hpp"
+#include "spec/roofs.hpp"
 #include "spec/shard.hpp"
 
 #include <fmt/format.h>
@@ -65,7 +66,9 @@ bool derivable_from_cells(std::string_view code, int schema_version) {
          (schema_version >= 3 && code == "off-window-work") ||
          (schema_version >= 4 && (code == "kernel-records-dropped" || code == "kernel-above-step" ||
                                   code == "no-arm-kernel" || code == "graph-under-kernel-clock")) ||
-         (schema_version >= 7 && code == "throttled"); // the device's state per sample
+         (schema_version >= 7 && code == "throttled") || // the device's state per sample
+         (schema_version >= 8 && (code == "measuring-process-stopped" || // the scheduling
+                                  code == "measuring-process-descheduled"));
 }
 
 /// Codes whose every input is in the report itself, so the audit requires them too.
@@ -87,6 +90,23 @@ std::set<std::string> reported_defects(const std::vector<report_defect> &reporte
   return have;
 }
 
+/// Schema 8: the roofs' rates re-derive from their samples (FAIL otherwise); "; ..." for the
+/// PASS line, or "" without roofs.
+std::string check_roofs(const instrument_record &in) {
+  if (!in.roofs)
+    return "";
+  if (const std::string why = roofs_problem(*in.roofs); !why.empty())
+    fail(why);
+  std::vector<std::string> compute;
+  for (const auto &[type, c] : in.roofs->compute)
+    compute.push_back(c.unknown.empty() ? fmt::format("{} {:.4g} TFLOP/s", type, c.tflops)
+                                        : fmt::format("{} unknown", type));
+  return fmt::format("; the roofs re-derive from their samples (read {:.4g} GB/s, write {:.4g} "
+                     "GB/s{}{})",
+                     in.roofs->read.gbps, in.roofs->write.gbps, compute.empty() ? "" : ", ",
+                     fmt::join(compute, ", "));
+}
+
 } // namespace
 
 std::string check_statistics(const audit_context &ctx) {
@@ -94,6 +114,7 @@ std::string check_statistics(const audit_context &ctx) {
   const raw_run raw = ctx.raw();
   const report_document &doc = ctx.doc(report_part::cells | report_part::deviations);
   check_cell_coverage(proto, raw, doc.deviations, read_shard(ctx));
+  const std::string roofs = check_roofs(raw.instrument); // schema 8: before the cells they judge
   std::vector<std::string> bad;
   for (std::size_t i = 0; i < raw.cells.size(); ++i) {
     const cell_statistics st =
@@ -112,7 +133,9 @@ std::string check_statistics(const audit_context &ctx) {
   std::string line = fmt::format("{} cells ({} samples): every statistic recomputed from "
                                  "samples_ms equals the report's",
                                  raw.cells.size(), samples);
+  line += roofs;
   line += check_stop_rule(ctx);
+  line += check_ceiling(ctx);
   // Schema 5: the recorded phases add up to the run's wall time (docs/audit.md).
   if (const auto &phases = ctx.doc(report_part::phases).phases) {
     if (const std::string why = phases_problem(*phases); !why.empty())

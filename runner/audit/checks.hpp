@@ -32,6 +32,11 @@ namespace prereg::audit_detail {
 /// Part of `statistics` (check_stop.cpp): under a stopping rule every cell's count and stop
 /// record replay from its samples; no stop record without a rule. "; ..." to append, or "".
 [[nodiscard]] std::string check_stop_rule(const audit_context &ctx);
+/// Part of `statistics` (check_ceiling.cpp): a reused copy ceiling (instrument.ceiling_reused,
+/// schema_version 8) is an entry signed by the report's signer, of this device and build, at
+/// most an hour older than the run, whose values are the instrument's, in a run whose protocol
+/// allows reuse. "; ceiling: measured in this run" or "; ceiling: reused ..." to append.
+[[nodiscard]] std::string check_ceiling(const audit_context &ctx);
 /// `defects`: every derivable defect recomputes, and none the raw data does not give.
 [[nodiscard]] std::string check_defects(const audit_context &ctx);
 
@@ -39,6 +44,11 @@ namespace prereg::audit_detail {
 
 /// `pages`: report.md and report.html are what the report's renderer makes of report.json.
 [[nodiscard]] std::string check_pages(const audit_context &ctx);
+
+// ---- the sandbox's probes (check_isolation.cpp) --------------------------------------------
+
+/// `isolation`: the level and layers of run.isolation follow from its probes (schema_version 8).
+[[nodiscard]] std::string check_isolation(const audit_context &ctx);
 
 // ---- the ledger and the run history (check_ledger.cpp, check_history.cpp) --------------------
 

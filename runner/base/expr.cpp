@@ -39,8 +39,18 @@ std::string_view to_string(metric m) {
     return "share";
   case metric::kernel_share:
     return "kernel_share";
+  case metric::tflops:
+    return "tflops";
+  case metric::pct_compute:
+    return "pct_compute";
+  case metric::pct_roof:
+    return "pct_roof";
   }
   return "?";
+}
+
+bool is_roof_metric(metric m) {
+  return m == metric::tflops || m == metric::pct_compute || m == metric::pct_roof;
 }
 
 bool is_kernel_metric(metric m) {

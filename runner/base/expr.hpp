@@ -13,8 +13,8 @@
 namespace prereg {
 
 /// A per-arm quantity an expression can read. An arm id alone means `time`. The kernel clock's
-/// kernel_time, gap_share and kernels, a region's share and a region's kernel_share need
-/// prereg: 2 (docs/protocol.md).
+/// kernel_time, gap_share and kernels, a region's share and a region's kernel_share, and the
+/// roofs' tflops, pct_compute and pct_roof need prereg: 2 (docs/protocol.md).
 enum class metric {
   time,
   peak_mb,
@@ -24,15 +24,20 @@ enum class metric {
   gap_share,
   kernels,
   share,
-  kernel_share
+  kernel_share,
+  tflops,
+  pct_compute,
+  pct_roof
 };
 /// True for the metrics only the kernel clock can supply.
 [[nodiscard]] bool is_kernel_metric(metric m);
+/// True for the metrics that read the roofs (tflops, pct_compute, pct_roof).
+[[nodiscard]] bool is_roof_metric(metric m);
 [[nodiscard]] std::string_view to_string(metric m);
 
 /// The words of the language: `and`, `abs` and the metric functions `time`, `peak_mb`, `gbps`,
-/// `pct_ceiling`, `kernel_time`, `gap_share`, `kernels`, `share`, `kernel_share`. An arm id may
-/// not be one of them.
+/// `pct_ceiling`, `kernel_time`, `gap_share`, `kernels`, `share`, `kernel_share`, `tflops`,
+/// `pct_compute`, `pct_roof`. An arm id may not be one of them.
 [[nodiscard]] std::span<const std::string_view> expression_keywords();
 [[nodiscard]] bool is_expression_keyword(std::string_view word);
 

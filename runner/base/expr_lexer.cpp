@@ -58,6 +58,12 @@ std::optional<metric> function_metric(std::string_view name) {
     return metric::share;
   if (name == "kernel_share")
     return metric::kernel_share;
+  if (name == "tflops")
+    return metric::tflops;
+  if (name == "pct_compute")
+    return metric::pct_compute;
+  if (name == "pct_roof")
+    return metric::pct_roof;
   return std::nullopt;
 }
 

@@ -14,9 +14,9 @@
 namespace prereg::expr_detail {
 
 /// The words of the language (expression_keywords()).
-inline constexpr std::array<std::string_view, 11> keywords{
-    "and",         "abs",       "time",    "peak_mb", "gbps",        "pct_ceiling",
-    "kernel_time", "gap_share", "kernels", "share",   "kernel_share"};
+inline constexpr std::array<std::string_view, 14> keywords{
+    "and",       "abs",     "time",  "peak_mb",      "gbps",   "pct_ceiling", "kernel_time",
+    "gap_share", "kernels", "share", "kernel_share", "tflops", "pct_compute", "pct_roof"};
 
 /// "(arms: a, b; did you mean 'a'?)": the arm ids, and for a word written where an arm id
 /// belongs (`word`, empty for none) the arm an alias of that name names, else the nearest id.

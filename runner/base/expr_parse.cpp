@@ -252,7 +252,8 @@ private:
     if (peek().kind == token_kind::lparen)
       fail(t.offset,
            fmt::format("unknown function '{}' (functions: time, peak_mb, gbps, "
-                       "pct_ceiling, kernel_time, gap_share, kernels, share, kernel_share, abs)",
+                       "pct_ceiling, kernel_time, gap_share, kernels, share, kernel_share, "
+                       "tflops, pct_compute, pct_roof, abs)",
                        message_excerpt(t.text)));
     fail(t.offset, fmt::format("unknown identifier '{}' {}", message_excerpt(t.text),
                                arms_text(message_excerpt(t.text), m_arms, m_aliases)));

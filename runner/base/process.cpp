@@ -99,6 +99,28 @@ bool write_all(int fd, std::string_view bytes) {
   return true;
 }
 
+bool write_best_effort(int fd, std::string_view bytes) noexcept {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+void notice(std::string_view text) noexcept {
+  try {
+    std::string line = "prereg: ";
+    line.append(text);
+    line += '\n';
+    (void)write_best_effort(STDERR_FILENO, line);
+  } catch (...) { // no memory for the line: nothing to say it with
+  }
+}
+
 bool wait_status::exited() const { return WIFEXITED(status); }
 int wait_status::exit_code() const { return WEXITSTATUS(status); }
 bool wait_status::signalled() const { return WIFSIGNALED(status); }

@@ -81,6 +81,14 @@ struct spawned_child {
 /// Writes all of `bytes` to `fd`, retrying on EINTR; false if the other end is gone.
 [[nodiscard]] bool write_all(int fd, std::string_view bytes);
 
+/// Writes `bytes` to `fd` as far as it goes and never throws: for stderr, which may be a full
+/// disk or a closed pipe (docs/hardening.md, "Faults"). False if not all of it was written.
+bool write_best_effort(int fd, std::string_view bytes) noexcept;
+
+/// "prereg: TEXT\n" on stderr, best effort (write_best_effort): a notice that cannot be
+/// written never fails or ends the command.
+void notice(std::string_view text) noexcept;
+
 /// How a waited-for child ended (the raw status of waitpid(2), 0 if it could not be reaped).
 struct wait_status {
   bool reaped = false; ///< waitpid returned the child

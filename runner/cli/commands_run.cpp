@@ -6,7 +6,9 @@
 #include "base/process.hpp"
 #include "crypto/keyring.hpp"
 #include "grade/grade_slurm.hpp"
+#include "model/report_model.hpp"
 #include "prereg/error.hpp"
+#include "report/summary_text.hpp"
 #include "run/merge.hpp"
 #include "run/run.hpp"
 #include "run/slurm.hpp"
@@ -115,6 +117,8 @@ shard_results collect_shards(std::vector<spawned_child> &children, const frozen_
 int run_on_devices(const run_options &r, const std::vector<int> &devices) {
   const store s(r.store_root);
   const frozen_protocol fp = resolve_for_run(s, r.target, r.key_path);
+  if (!fp.note.empty())
+    fmt::print(stderr, "prereg: {}\n", fp.note);
   const auto n = static_cast<std::int64_t>(devices.size());
   (void)shard_cells(fp.proto, {1, n});  // too many shards: exit 2 before anything starts
   (void)load_or_create_key(r.key_path); // once, before the children race to create it
@@ -157,6 +161,20 @@ int write_grade_script(const common_options &o, const frozen_protocol &fp, const
   else
     write_file_atomic(script, text);
   return 0;
+}
+
+/// The summary of the report in `dir` on stderr (docs/cli.md, "The summary of a run"), read back
+/// from its report.json; a report that cannot be read back is a notice (the run completed).
+void print_summary(const std::filesystem::path &dir) {
+  try {
+    const json j = read_report_json(dir.string());
+    const report_document doc = report_from_json(j, (dir / "report.json").string());
+    for (const auto &line : terminal_summary(doc, dir))
+      fmt::print(stderr, "{}\n", line);
+  } catch (const error &e) {
+    fmt::print(stderr, "prereg: notice: no summary: the report does not read back: {}\n",
+               escape_control(e.line()));
+  }
 }
 
 } // namespace
@@ -221,7 +239,10 @@ int cmd_slurm(args_t args) {
   if (!parse(app, args))
     return 0;
   const store s = o.open_store();
-  const frozen_protocol fp = s.load(s.resolve(hash));
+  std::string which;
+  const frozen_protocol fp = s.load(s.resolve(hash, &which));
+  if (!which.empty())
+    fmt::print(stderr, "prereg: notice: {}\n", which);
   if (grade && shards->count() > 0)
     throw invalid_input("slurm: --grade takes no --shards (one array task per submission)");
   if (grade)
@@ -259,7 +280,7 @@ int cmd_run(args_t args) {
   app.add_option("--out", out_dir, "reports folder (default ./reports)");
   app.add_option("--device", r.device_ordinal, "CUDA device ordinal (default 0)")
       ->check(CLI::NonNegativeNumber);
-  app.add_flag("--quiet,-q", r.quiet, "no progress on stderr");
+  app.add_flag("--quiet,-q", r.quiet, "no progress and no summary on stderr");
   std::string shard;
   std::string devices;
   app.add_option("--shard", shard, "K/N: run shard K of N only (docs/scale-out.md)");
@@ -285,6 +306,8 @@ int cmd_run(args_t args) {
   r.resolve_arm = builtin_resolver();
   r.isolate = true; // measure in a child that never holds the key (docs/engine.md)
   const auto dir = run_protocol(r);
+  if (!r.quiet)
+    print_summary(dir);
   fmt::print("{}\n", dir.string());
   return 0;
 }
@@ -299,7 +322,7 @@ int cmd_try(args_t args) {
   app.add_option("--out", out_dir, "exploratory reports folder (default ./exploratory)");
   app.add_option("--device", r.device_ordinal, "CUDA device ordinal (default 0)")
       ->check(CLI::NonNegativeNumber);
-  app.add_flag("--quiet,-q", r.quiet, "no progress on stderr");
+  app.add_flag("--quiet,-q", r.quiet, "no progress and no summary on stderr");
   if (!parse(app, args))
     return 0;
   r.out_dir = out_dir;
@@ -310,7 +333,10 @@ int cmd_try(args_t args) {
              "for a confirmatory run, `prereg freeze {}` then `prereg run`\n",
              r.target, r.target);
   r.isolate = true; // the same sandboxed measuring process as a run (docs/engine.md)
-  fmt::print("{}\n", try_protocol(r).string());
+  const auto dir = try_protocol(r);
+  if (!r.quiet)
+    print_summary(dir);
+  fmt::print("{}\n", dir.string());
   return 0;
 }
 

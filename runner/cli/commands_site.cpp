@@ -20,6 +20,9 @@ int cmd_site(args_t args) {
   app.add_option("--trust", o.trust,
                  "audit the reports accepting only this signer: a PEM FILE, a DIR of *.pub or a "
                  "FINGERPRINT (repeatable)");
+  app.add_option("--reports-url", o.reports_url,
+                 "the URL under which the pages find REPORTS (default: the path from --out to "
+                 "REPORTS, relative)");
   if (!parse(app, args))
     return 0;
   o.store_root = store_dir;

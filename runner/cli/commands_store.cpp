@@ -42,10 +42,11 @@ int cmd_list(args_t args) {
     return 0;
   const store s = o.open_store();
   const auto &entries = s.get_ledger().entries();
-  fmt::print("{:<64}  {:<24}  {:<27}  {:>4}  {}\n", "hash", "id", "frozen-at", "runs", "title");
+  fmt::print("{:<64}  {:<24}  {:>3}  {:<27}  {:>4}  {}\n", "hash", "id", "rev", "frozen-at", "runs",
+             "title");
   for (const auto &h : s.hashes()) {
     const frozen_protocol fp = s.load(h);
-    fmt::print("{:<64}  {:<24}  {:<27}  {:>4}  {}\n", h, fp.proto.id,
+    fmt::print("{:<64}  {:<24}  {:>3}  {:<27}  {:>4}  {}\n", h, fp.proto.id, fp.proto.revision,
                fp.freeze.value("frozen_at", ""), attempts_of(entries, h),
                escape_control(fp.proto.title));
   }
@@ -81,14 +82,19 @@ int cmd_show(args_t args) {
   common_options o;
   std::string hash;
   o.add_store(app);
-  app.add_option("HASH", hash, "hash or unique prefix")->required();
+  app.add_option("HASH", hash, "hash, unique prefix or id")->required();
   if (!parse(app, args))
     return 0;
   const store s = o.open_store();
-  const frozen_protocol fp = s.load(s.resolve(hash));
-  fmt::print("protocol {}\n  id: {}\n  title: {}\n  hypothesis: {}\n  device: {}  operation: {}  "
-             "dtype: {}\n",
-             fp.hash, fp.proto.id, escape_control(fp.proto.title),
+  std::string which;
+  const frozen_protocol fp = s.load(s.resolve(hash, &which));
+  if (!which.empty())
+    fmt::print(stderr, "prereg: notice: {}\n", which);
+  const auto versions = s.versions_of(fp.proto.id);
+  fmt::print("protocol {}\n  id: {}\n  revision: {} ({} frozen version{} of this id)\n  title: "
+             "{}\n  hypothesis: {}\n  device: {}  operation: {}  dtype: {}\n",
+             fp.hash, fp.proto.id, fp.proto.revision, versions.size(),
+             versions.size() == 1 ? "" : "s", escape_control(fp.proto.title),
              escape_control(fp.proto.hypothesis), fp.proto.device, fp.proto.op,
              to_string(fp.proto.type));
   fmt::print("  arms:\n");
@@ -179,7 +185,11 @@ int cmd_export(args_t args) {
   if (!parse(app, args))
     return 0;
   const store s = o.open_store();
-  fmt::print("{}\n", canonical_json(export_bundle(s, s.resolve(hash))));
+  std::string which;
+  const std::string full = s.resolve(hash, &which);
+  if (!which.empty())
+    fmt::print(stderr, "prereg: notice: {}\n", which);
+  fmt::print("{}\n", canonical_json(export_bundle(s, full)));
   return 0;
 }
 

@@ -37,12 +37,26 @@ std::filesystem::path configured_key_path(const std::string &flag) {
   }
 }
 
+loading_paths loading_walls(const std::string &key_flag, const std::string &store_dir) {
+  std::filesystem::path key = configured_key_path(key_flag);
+  if (key.empty()) // no usable key path configured: the default one is still masked
+    key = configured_key_path("");
+  return {key, store::default_root(store_dir)};
+}
+
+void notice_isolation(const report_isolation &i, const char *what) {
+  if (const std::string notice = isolation_notice(i, what); !notice.empty())
+    fmt::print(stderr, "prereg: notice: {}\n", escape_control(notice));
+}
+
 protocol parse_protocol_file(const std::string &file, const std::string &key_flag,
-                             std::string *bytes_out) {
+                             const std::string &store_dir, std::string *bytes_out) {
   std::string bytes = read_protocol_file(file, configured_key_path(key_flag));
   protocol p = parse_protocol(bytes, file);
-  if (!p.op_file.empty()) { // an operation file: read in a keyless child, then validated with it
-    (void)load_operation_here(p, std::filesystem::absolute(file).parent_path());
+  if (!p.op_file.empty()) { // an operation file: read in a keyless sandbox, then validated with it
+    const operation_load loaded = load_operation_here(
+        p, std::filesystem::absolute(file).parent_path(), loading_walls(key_flag, store_dir));
+    notice_isolation(loaded.isolation, "the operation file");
     p = parse_protocol(bytes, file);
   }
   if (bytes_out)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "base/json.hpp"
+#include "run/arm_check.hpp"
 #include "spec/protocol.hpp"
 #include "store/store.hpp"
 
@@ -41,9 +42,21 @@ bool parse(CLI::App &app, args_t args);
 [[nodiscard]] std::filesystem::path configured_key_path(const std::string &flag);
 
 /// The protocol in `file` (read as a protocol file, see read_protocol_file); its bytes go to
-/// `bytes_out` when given.
+/// `bytes_out` when given. An operation file it names is read in a sandboxed child that masks
+/// the key `key_flag` names (else PREREG_KEY, else the default) and protects the store
+/// `store_dir` names (else $PREREG_STORE, else ./.prereg); a notice says so on stderr when that
+/// child stood less than every wall.
 [[nodiscard]] protocol parse_protocol_file(const std::string &file, const std::string &key_flag,
+                                           const std::string &store_dir,
                                            std::string *bytes_out = nullptr);
+
+/// The walls of a child that loads outside code for this command: the key `key_flag` names
+/// (else PREREG_KEY, else the default path) masked, the store `store_dir` names protected.
+[[nodiscard]] loading_paths loading_walls(const std::string &key_flag,
+                                          const std::string &store_dir);
+
+/// "prereg: notice: WHAT ran with isolation LEVEL: ..." on stderr when `i` is not sandboxed.
+void notice_isolation(const report_isolation &i, const char *what);
 
 /// The path of this binary, for the processes it starts.
 [[nodiscard]] std::string self_exe();

@@ -12,7 +12,9 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/pem.h>
+#include <openssl/rand.h>
 #include <openssl/x509.h>
 
 #include <fmt/format.h>
@@ -123,6 +125,36 @@ std::string public_pem_of(EVP_PKEY *pkey) {
 } // namespace detail
 
 using namespace detail;
+
+namespace {
+std::string to_hex(const unsigned char *md, unsigned int md_len) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * md_len);
+  for (unsigned int i = 0; i < md_len; ++i) {
+    out.push_back(hex[md[i] >> 4]);
+    out.push_back(hex[md[i] & 0xf]);
+  }
+  return out;
+}
+} // namespace
+
+std::string hmac_sha256_hex(std::string_view key, std::string_view bytes) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int md_len = 0;
+  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char *>(bytes.data()), bytes.size(), md.data(),
+           &md_len) == nullptr)
+    fail("HMAC(SHA-256)");
+  return to_hex(md.data(), md_len);
+}
+
+std::string random_bytes(std::size_t n) {
+  std::string out(n, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char *>(out.data()), static_cast<int>(n)) != 1)
+    fail("RAND_bytes");
+  return out;
+}
 
 std::string sha256_hex(std::string_view bytes) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> md{};

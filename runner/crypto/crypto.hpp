@@ -1,6 +1,7 @@
 // SHA-256, base64, Ed25519 keys and signatures, DSSE PAE — all through OpenSSL 3 EVP.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -11,6 +12,13 @@ namespace prereg {
 
 /// Lowercase hex SHA-256 of `bytes`.
 [[nodiscard]] std::string sha256_hex(std::string_view bytes);
+
+/// Lowercase hex HMAC-SHA-256 (RFC 2104) of `bytes` under `key`.
+[[nodiscard]] std::string hmac_sha256_hex(std::string_view key, std::string_view bytes);
+
+/// `n` bytes from the system's random source (OpenSSL's RAND_bytes); throws `error` (exit 1)
+/// if it fails.
+[[nodiscard]] std::string random_bytes(std::size_t n);
 
 /// Standard base64 (RFC 4648, with padding).
 [[nodiscard]] std::string base64_encode(std::string_view bytes);

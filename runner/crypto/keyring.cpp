@@ -2,6 +2,7 @@
 #include "crypto/keyring.hpp"
 
 #include "base/fs.hpp"
+#include "base/process.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>
@@ -70,8 +71,8 @@ signing_key load_or_create_key(const std::filesystem::path &path) {
     return signing_key::load(path);
   signing_key key = signing_key::generate();
   key.save(path);
-  fmt::print(stderr, "prereg: created signing key {} (fingerprint {})\n",
-             escape_control(path.string()), key.fingerprint());
+  notice(fmt::format("created signing key {} (fingerprint {})", escape_control(path.string()),
+                     key.fingerprint()));
   return key;
 }
 

@@ -2,6 +2,8 @@
 // memory, a steady-clock window, a read-sweep flush of the last-level cache, the core clock.
 #include "device/device.hpp"
 
+#include "device/cpu_roofs.hpp"
+
 #include "base/rng.hpp"
 #include "prereg/error.hpp"
 #include "spec/reference.hpp"
@@ -35,6 +37,8 @@ constexpr std::uint64_t mib = 1024ull * 1024ull;
 constexpr std::uint64_t min_flush_bytes = 64 * mib; // when the LLC size is unknown
 constexpr std::uint64_t min_ceiling_bytes = 64 * mib;
 constexpr int ceiling_copies = 9;
+constexpr int stream_runs = 3;  // read and write ceilings: windows of 2 x LLC each (docs/cpu.md)
+constexpr int compute_runs = 9; // the FMA loop, a few ms a call
 constexpr int launch_floor_steps = 51; // each flushed like a sample: ~40 ms apiece here
 constexpr int timer_reads = 200000;
 
@@ -233,6 +237,24 @@ private:
 
 // ---- the device -------------------------------------------------------------------------------
 
+/// fill_uniform of an integer, bool or fp8 type: integers lo + below(hi - lo); fp8 U(lo, hi)
+/// kept inside the range, drawn again while zero (64 attempts, then the range's fallback).
+void fill_typed(std::uint8_t *p, std::size_t n, dtype type, double lo, double hi, rng &g) {
+  const std::size_t w = element_bytes(type);
+  for (std::size_t i = 0; i < n; ++i) {
+    double v = 0.0;
+    if (is_integral(type)) {
+      v = lo + static_cast<double>(g.below(static_cast<std::uint64_t>(hi - lo)));
+    } else {
+      for (int attempt = 0; attempt < 64 && v == 0.0; ++attempt)
+        v = reference::fp8_inside(lo + (hi - lo) * g.uniform(), lo, hi, type);
+      if (v == 0.0)
+        v = reference::fp8_fallback(lo, hi, type);
+    }
+    reference::encode(v, type, p + i * w);
+  }
+}
+
 class cpu_device final : public device {
 public:
   cpu_device() : m_llc(read_llc_bytes()) {}
@@ -274,11 +296,18 @@ public:
     p.llc_bytes = m_llc;
     p.flush_bytes = m_llc == 0 ? min_flush_bytes : std::max(2 * m_llc, min_flush_bytes);
     p.flush_method = "read-sweep";
-    p.ceiling_bytes = std::max(4 * m_llc, min_ceiling_bytes);
+    // Each of the two copy buffers is 2 x LLC (4 x LLC read and written per copy): out of any
+    // cache, and no more memory than that (a 480 MiB L3 already makes ~2.9 GB with the flush).
+    p.ceiling_bytes = std::max(2 * m_llc, min_ceiling_bytes);
     p.ceiling_copies = ceiling_copies;
     p.ceiling_warmup = 1; // maps the destination's pages
     p.floor_steps = launch_floor_steps;
     p.floor_warmup = 0;
+    p.stream_bytes = p.flush_bytes; // 2 x LLC: a sweep that misses the cache whatever it holds
+    p.stream_runs = stream_runs;
+    p.stream_warmup = 1;
+    p.compute_runs = compute_runs;
+    p.compute_warmup = 1;
     return p;
   }
 
@@ -308,6 +337,10 @@ public:
   void fill_uniform(void *p, std::size_t n, dtype type, double lo, double hi, std::uint64_t seed,
                     std::int64_t cols, double row_offset) override {
     rng g(seed);
+    if (is_integral(type) || is_fp8(type)) {
+      fill_typed(static_cast<std::uint8_t *>(p), n, type, lo, hi, g);
+      return;
+    }
     double offset = 0;
     for (std::size_t i = 0; i < n; ++i) {
       if (cols > 0 && i % static_cast<std::size_t>(cols) == 0)
@@ -343,6 +376,20 @@ public:
   }
   [[nodiscard]] window_result timed(const std::function<void()> &step) override {
     return {time_step(step), 0};
+  }
+  [[nodiscard]] std::optional<stream_methods> stream_roofs() const override {
+    return cpu_roofs::methods();
+  }
+  void read_stream(const void *p, std::size_t bytes) override {
+    m_sink = cpu_roofs::read_sweep(p, bytes);
+  }
+  void write_stream(void *p, std::size_t bytes) override { cpu_roofs::write_fill(p, bytes); }
+  [[nodiscard]] std::unique_ptr<compute_step> compute_ceiling(std::string_view type,
+                                                              std::string &why_not) override {
+    if (type == "fp32")
+      return cpu_roofs::fp32_fma_step();
+    why_not = fmt::format("the cpu device has no {} arithmetic loop (it measures fp32 only)", type);
+    return nullptr;
   }
   void empty_step() override {}
   [[nodiscard]] resolution timer_resolution() override {

@@ -91,7 +91,7 @@ public:
     auto *state = m_state.as<compare_state>();
     const compare_state init = compare_state_init();
     PREREG_CUDA_CALL(cudaMemcpyAsync(state, &init, sizeof init, cudaMemcpyHostToDevice, m_stream));
-    launch_compare(out, type, ref, n, rtol, atol, state, m_stream);
+    launch_compare(out, type, ref, n, rtol, atol, reference::poison_bits(type), state, m_stream);
     compare_state got{};
     PREREG_CUDA_CALL(cudaMemcpyAsync(&got, state, sizeof got, cudaMemcpyDeviceToHost, m_stream));
     PREREG_CUDA_CALL(cudaStreamSynchronize(m_stream));
@@ -149,7 +149,7 @@ private:
     PREREG_CUDA_CALL(
         cudaMemcpyAsync(&d.ref, ref + i, sizeof(double), cudaMemcpyDeviceToHost, m_stream));
     PREREG_CUDA_CALL(cudaStreamSynchronize(m_stream));
-    d.got = reference::unpack(bytes, type).at(0);
+    d.got = reference::unpack_output(bytes, type).at(0);
   }
 
   const operation_desc &m_op;
@@ -170,14 +170,19 @@ public:
     if (builtin_of(op) == builtin::none)
       return false;
     for (const auto &t : op.tensors) // the kernels read every input at the protocol dtype
-      if (t.role == tensor_role::input && t.element == element_rule::fp32 && type != dtype::fp32)
+      if (t.role == tensor_role::input && t.type(type) != type)
         return false;
     return true;
   }
 
   void fill_input(void *p, std::size_t n, dtype type, const input_distribution &dist,
                   std::int64_t row_len, std::uint64_t seed) override {
-    launch_checked_fill(p, n, type, dist.lo, dist.hi, dist.row_offset, row_len, seed, m_stream);
+    if (is_integral(type) || is_fp8(type))
+      launch_typed_fill(p, n, type, dist.lo, dist.hi,
+                        is_fp8(type) ? reference::fp8_fallback(dist.lo, dist.hi, type) : 0.0, seed,
+                        m_stream);
+    else
+      launch_checked_fill(p, n, type, dist.lo, dist.hi, dist.row_offset, row_len, seed, m_stream);
   }
 
   std::unique_ptr<device_reference> reference(const operation_desc &op, const shape &s,

@@ -2,12 +2,15 @@
 // harness memory, a cudaMallocAsync step allocator, CUDA events around the step only, the
 // read-sweep L2 flush, the SM clock probe, CUDA graph capture, NVML's other processes.
 #include "cuda/cuda_call.hpp"
+#include "device/cublas_ceiling.hpp"
 #include "device/cuda_checks.hpp"
+#include "device/cuda_probe.hpp"
 #include "device/cupti.hpp"
 #include "device/device.hpp"
 #include "device/instrument.hpp"
 #include "device/nvml.hpp"
 #include "device/nvml_state.hpp"
+#include "device/reference_kernels.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>
@@ -32,6 +35,7 @@ constexpr std::size_t gib = std::size_t{1} << 30;
 constexpr std::size_t ceiling_copy_bytes = gib; // each copy reads and writes 1 GiB
 constexpr int ceiling_samples = 11;
 constexpr int floor_samples = 21;
+constexpr int compute_samples = 9; // GEMMs of 1.5 ms (bf16 8192^3 on an H200) to 2.3 ms (fp32)
 constexpr int timer_pairs = 200;
 constexpr std::size_t min_flush_bytes = std::size_t{64} << 20;
 constexpr std::uint64_t clock_interval_ns = 1'000'000; // 1 ms of %globaltimer per clock probe
@@ -144,85 +148,6 @@ private:
   cudaGraph_t m_graph;
   cudaGraphExec_t m_exec;
 };
-
-/// Which of this build's CUDA targets the driver picked for the current device: SASS built for
-/// it (or for a lower minor of its major), or PTX JIT-compiled by the driver (docs/cuda.md).
-json cuda_code(int device_arch) {
-  const loaded_code lc = loaded_code_of_kernels();
-  std::vector<int> sass;
-  std::vector<int> ptx;
-  std::string built;
-  const std::string list = PREREG_CUDA_ARCHITECTURES; // CMake's list, ','-separated: "80-real,..."
-  for (std::size_t start = 0; start <= list.size();) {
-    const std::size_t end = std::min(list.find(',', start), list.size());
-    const std::string item = list.substr(start, end - start);
-    start = end + 1;
-    if (item.empty())
-      continue;
-    const int arch = std::atoi(item.c_str());
-    const bool is_virtual = item.ends_with("-virtual");
-    const bool is_real = item.ends_with("-real");
-    if (!is_virtual)
-      sass.push_back(arch);
-    if (!is_real)
-      ptx.push_back(arch);
-    built += (built.empty() ? "" : " ") +
-             fmt::format("{}_{}", is_virtual ? "compute" : "sm", arch) +
-             (!is_virtual && !is_real ? fmt::format(" compute_{}", arch) : "");
-  }
-  // Each built SASS target comes from the PTX of the same architecture ("90-real": sm_90 from
-  // compute_90), so loaded SASS has ptx_version == binary_version; a JIT-compiled binary has
-  // the device's architecture and the PTX's older one (also under CUDA_FORCE_PTX_JIT=1).
-  const bool from_sass = std::find(sass.begin(), sass.end(), lc.binary_version) != sass.end() &&
-                         lc.ptx_version == lc.binary_version;
-  json out;
-  out["device_arch"] = fmt::format("sm_{}", device_arch);
-  out["built"] = built;
-  out["binary_version"] = lc.binary_version;
-  out["ptx_version"] = lc.ptx_version;
-  out["picked"] = from_sass ? fmt::format("SASS sm_{}", lc.binary_version)
-                            : fmt::format("PTX compute_{} JIT-compiled by the driver for sm_{}",
-                                          lc.ptx_version, lc.binary_version);
-  return out;
-}
-
-/// Checks device `ordinal` exists and makes it current; returns the device count; throws
-/// environment_error (exit 5) if not.
-int select_device(int ordinal) {
-  int count = 0;
-  const cudaError_t rc = cudaGetDeviceCount(&count);
-  if (rc != cudaSuccess) {
-    (void)cudaGetLastError();
-    // Without any NVIDIA driver the runtime says "driver version is insufficient": say what
-    // it means. cudaDriverGetVersion gives 0 when no driver is loaded.
-    int driver = 0;
-    (void)cudaDriverGetVersion(&driver);
-    (void)cudaGetLastError();
-    if (rc == cudaErrorNoDevice)
-      throw environment_error("no CUDA device: the NVIDIA driver sees no GPU");
-    if (rc == cudaErrorInsufficientDriver && driver == 0)
-      throw environment_error("no CUDA device: no NVIDIA driver is loaded on this machine");
-    if (rc == cudaErrorInsufficientDriver)
-      throw environment_error(fmt::format(
-          "no usable CUDA device: the NVIDIA driver supports CUDA {}.{}, this build needs {}.{}",
-          driver / 1000, driver % 1000 / 10, CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10));
-    throw environment_error(fmt::format("no usable CUDA device: cudaGetDeviceCount failed: "
-                                        "{}: {}",
-                                        cudaGetErrorName(rc), cudaGetErrorString(rc)));
-  }
-  if (count == 0)
-    throw environment_error("no CUDA device: cudaGetDeviceCount found 0");
-  if (ordinal < 0 || ordinal >= count)
-    throw environment_error(fmt::format("CUDA device {} does not exist: this machine has {} "
-                                        "(ordinals 0..{})",
-                                        ordinal, count, count - 1));
-  if (const cudaError_t set = cudaSetDevice(ordinal); set != cudaSuccess) {
-    (void)cudaGetLastError();
-    throw environment_error(fmt::format("CUDA device {} is not usable: cudaSetDevice: {}", ordinal,
-                                        cudaGetErrorString(set)));
-  }
-  return count;
-}
 
 bool forced_window_marks() {
   static const bool on = [] {
@@ -342,6 +267,11 @@ public:
     p.ceiling_warmup = 2;
     p.floor_steps = floor_samples;
     p.floor_warmup = 3;
+    p.stream_bytes = ceiling_copy_bytes; // the copy's size: 1 GiB read, or written, a window
+    p.stream_runs = ceiling_samples;
+    p.stream_warmup = 2;
+    p.compute_runs = compute_samples;
+    p.compute_warmup = 2; // the first call loads cuBLASLt's kernel
     return p;
   }
 
@@ -366,6 +296,11 @@ public:
   }
   void fill_uniform(void *p, std::size_t n, dtype type, double lo, double hi, std::uint64_t seed,
                     std::int64_t cols, double row_offset) override {
+    if (is_integral(type) || is_fp8(type)) { // elements.cuh's rule, as a checked call's
+      launch_typed_fill(p, n, type, lo, hi,
+                        is_fp8(type) ? reference::fp8_fallback(lo, hi, type) : 0.0, seed, m_stream);
+      return;
+    }
     launch_fill_uniform(p, n, type, static_cast<float>(lo), static_cast<float>(hi), seed, cols,
                         static_cast<float>(row_offset), m_stream);
   }
@@ -422,6 +357,24 @@ public:
     return w;
   }
   void empty_step() override { launch_empty(m_stream); }
+
+  [[nodiscard]] std::optional<stream_methods> stream_roofs() const override {
+    return stream_methods{"read-sweep kernel: 16-byte loads ANDed per thread, 4 loads in "
+                          "flight, 4 x SMs blocks of 256 threads; a store only if the data "
+                          "differ from the fill, which never happens",
+                          "write-fill kernel: 16-byte stores of a constant, 4 per thread and "
+                          "iteration, 4 x SMs blocks of 256 threads, no load"};
+  }
+  void read_stream(const void *p, std::size_t bytes) override {
+    launch_read_sweep(p, bytes, m_scratch.as<unsigned long long>(), m_sms, m_stream);
+  }
+  void write_stream(void *p, std::size_t bytes) override {
+    launch_write_fill(p, bytes, m_sms, m_stream);
+  }
+  [[nodiscard]] std::unique_ptr<compute_step> compute_ceiling(std::string_view type,
+                                                              std::string &why_not) override {
+    return make_gemm_ceiling(type, m_stream, why_not);
+  }
 
   [[nodiscard]] std::optional<std::string> kernel_clock(bool on, std::string &why_not) override {
     if (const char *v = std::getenv("PREREG_KERNEL_CLOCK");

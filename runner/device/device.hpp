@@ -9,6 +9,7 @@
 #include "base/json.hpp"
 #include "device/device_checks.hpp"
 #include "prereg/arm.hpp"
+#include "prereg/error.hpp"
 #include "spec/records.hpp"
 #include "spec/registry.hpp"
 
@@ -74,6 +75,25 @@ public:
   virtual ~captured_step() = default;
 };
 
+/// One call of a compute ceiling's work (docs/engine.md, "The roofs"): a dense GEMM queued on
+/// the device's stream (CUDA) or an FMA loop run on the calling thread (the CPU), over inputs
+/// the device drew at random when it made the step; its buffers are freed with it.
+class compute_step {
+public:
+  virtual ~compute_step() = default;
+  /// Queues (or runs) one call: `flops` floating-point operations.
+  virtual void run() = 0;
+  std::string method;      ///< what runs, e.g. "cuBLASLt 13.0.2 (libcublasLt.so.13) matmul ..."
+  std::string shape;       ///< its size, e.g. "m=8192 n=8192 k=8192"
+  std::uint64_t flops = 0; ///< per call
+};
+
+/// What a device's read and write ceilings run (docs/engine.md, "The roofs").
+struct stream_methods {
+  std::string read;
+  std::string write;
+};
+
 /// The instrument's device-specific sizes.
 struct instrument_plan {
   std::uint64_t flush_bytes = 0;   ///< buffer the flush reads (0: the device cannot flush)
@@ -84,6 +104,11 @@ struct instrument_plan {
   int floor_steps = 0;             ///< empty steps timed for the launch floor (median)
   int floor_warmup = 0;            ///< untimed empty steps before them
   std::uint64_t llc_bytes = 0;     ///< last-level cache (0: unknown)
+  std::uint64_t stream_bytes = 0;  ///< bytes one read (or write) ceiling window streams
+  int stream_runs = 0;             ///< windows timed for each of them (median), each flushed
+  int stream_warmup = 0;           ///< untimed windows before them
+  int compute_runs = 0;            ///< calls timed for a compute ceiling (median)
+  int compute_warmup = 0;          ///< untimed calls before them
 };
 
 class device {
@@ -127,6 +152,8 @@ public:
   virtual void copy(void *dst, const void *src, std::size_t bytes) = 0;
   /// Fills `n` elements of `type` with U(lo, hi) from (seed, index), plus a per-row offset
   /// U(-row_offset, row_offset) for rows of `cols` elements when cols > 0. Never all zeros.
+  /// An integer or bool `type`: integers uniform in [lo, hi) (zeros allowed); fp8: U(lo, hi)
+  /// kept inside [lo, hi] (reference::fp8_inside), never zero (docs/engine.md).
   virtual void fill_uniform(void *p, std::size_t n, dtype type, double lo, double hi,
                             std::uint64_t seed, std::int64_t cols, double row_offset) = 0;
   /// Fills `n` elements of `type` at device address p with the poison (reference::poison's
@@ -169,6 +196,28 @@ public:
   [[nodiscard]] virtual bool broken() const { return false; }
   /// The stream an arm's step is queued on (cudaStream_t; null on the CPU).
   [[nodiscard]] virtual void *stream() const = 0;
+
+  // --- the roofs beside the copy ceiling (docs/engine.md, "The roofs") ----------------------
+  /// What the read and write ceilings run on this device, or nullopt when it has neither (then
+  /// the instrument records no roofs at all).
+  [[nodiscard]] virtual std::optional<stream_methods> stream_roofs() const { return std::nullopt; }
+  /// Queues one read of `bytes` at `p` (a multiple of 64) whose result the device keeps, so
+  /// that no load can be left out; never writes `p`.
+  virtual void read_stream(const void * /*p*/, std::size_t /*bytes*/) {
+    throw io_error("this device has no read ceiling");
+  }
+  /// Queues one write of `bytes` at `p` (a multiple of 64) that reads no memory.
+  virtual void write_stream(void * /*p*/, std::size_t /*bytes*/) {
+    throw io_error("this device has no write ceiling");
+  }
+  /// The compute ceiling's work for element type `type` ("bf16", "fp16", "fp32", ...), its
+  /// inputs allocated and drawn; nullptr with `why_not` set where the device has none for it
+  /// (a library missing, a type it cannot compute in).
+  [[nodiscard]] virtual std::unique_ptr<compute_step> compute_ceiling(std::string_view type,
+                                                                      std::string &why_not) {
+    why_not = "this device has no compute ceiling for " + std::string(type);
+    return nullptr;
+  }
 
   // --- the kernel clock (a second, independent clock; docs/engine.md) -----------------------
   /// Turns the kernel clock on or off for the following windows; returns what the clock is

@@ -1,4 +1,5 @@
-// The instrument's device kernels: read-sweep L2 flush, empty step, clock probe, input fill.
+// The instrument's device kernels: read sweep (L2 flush, read ceiling), write fill (write ceiling),
+// empty step, clock probe, input fill.
 #include "cuda/common.cuh"
 #include "device/instrument.hpp"
 
@@ -22,6 +23,22 @@ __global__ void __launch_bounds__(256)
   }
   if (acc != fill)
     *sink = acc; // never true: the buffer holds only the fill byte
+}
+
+// The write ceiling: 16-byte stores of the fill pattern, four per thread and iteration, no load.
+__global__ void __launch_bounds__(256) write_fill_kernel(uint4 *__restrict__ p, std::size_t n) {
+  constexpr unsigned fill = 0x01010101u * static_cast<unsigned>(flush_fill_byte);
+  const uint4 v = make_uint4(fill, fill, fill, fill);
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    p[i] = v;
+    p[i + stride] = v;
+    p[i + 2 * stride] = v;
+    p[i + 3 * stride] = v;
+  }
+  for (; i < n; i += stride)
+    p[i] = v;
 }
 
 __global__ void empty_kernel() {}
@@ -82,6 +99,11 @@ void launch_read_sweep(const void *buffer, std::size_t bytes, unsigned long long
       static_cast<const uint4 *>(buffer), bytes / 16, sink));
 }
 
+void launch_write_fill(void *buffer, std::size_t bytes, int sms, cudaStream_t stream) {
+  PREREG_CUDA_LAUNCH(write_fill_kernel<<<static_cast<unsigned>(sms * 4), 256, 0, stream>>>(
+      static_cast<uint4 *>(buffer), bytes / 16));
+}
+
 void launch_empty(cudaStream_t stream) { PREREG_CUDA_LAUNCH(empty_kernel<<<1, 1, 0, stream>>>()); }
 
 void launch_window_mark(bool open, cudaStream_t stream) {
@@ -119,14 +141,20 @@ void launch_fill_uniform(void *p, std::size_t n, dtype type, float lo, float hi,
   });
 }
 
-void launch_fill_pattern(void *p, std::size_t n, std::size_t width, std::uint32_t bits,
+void launch_fill_pattern(void *p, std::size_t n, std::size_t width, std::uint64_t bits,
                          cudaStream_t stream) {
   if (n == 0)
     return;
   const unsigned grid = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 65536));
-  if (width == 4)
-    PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned>
-                       <<<grid, 256, 0, stream>>>(static_cast<unsigned *>(p), n, bits));
+  if (width == 8)
+    PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned long long>
+                       <<<grid, 256, 0, stream>>>(static_cast<unsigned long long *>(p), n, bits));
+  else if (width == 1)
+    PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned char><<<grid, 256, 0, stream>>>(
+        static_cast<unsigned char *>(p), n, static_cast<unsigned char>(bits)));
+  else if (width == 4)
+    PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned><<<grid, 256, 0, stream>>>(
+        static_cast<unsigned *>(p), n, static_cast<unsigned>(bits)));
   else
     PREREG_CUDA_LAUNCH(fill_pattern_kernel<unsigned short><<<grid, 256, 0, stream>>>(
         static_cast<unsigned short *>(p), n, static_cast<unsigned short>(bits)));

@@ -1,4 +1,5 @@
-// The instrument's own device kernels (cache flush, empty step, clock probe, input fill),
+// The instrument's own device kernels (cache flush and read ceiling, write ceiling, empty step,
+// clock probe, input fill),
 // callable from host C++ in kernels/cuda.
 #pragma once
 
@@ -18,6 +19,11 @@ inline constexpr int flush_fill_byte = 0x5a;
 /// only if the data differ from flush_fill_byte, which never happens: a read-only L2 flush.
 void launch_read_sweep(const void *buffer, std::size_t bytes, unsigned long long *sink,
                        int sm_count, cudaStream_t stream);
+
+/// Writes the byte flush_fill_byte over all `bytes` (a multiple of 16) of `buffer` with
+/// 16-byte stores and reads nothing: the write ceiling's step (a later launch_read_sweep of the
+/// same buffer is then the read ceiling's, its sink never written).
+void launch_write_fill(void *buffer, std::size_t bytes, int sm_count, cudaStream_t stream);
 
 /// An empty kernel (<<<1, 1>>>): the launch floor's step.
 void launch_empty(cudaStream_t stream);
@@ -48,9 +54,9 @@ void launch_clock_probe(unsigned long long *out, std::uint64_t interval_ns, cuda
 void launch_fill_uniform(void *p, std::size_t n, dtype type, float lo, float hi, std::uint64_t seed,
                          std::int64_t cols, float row_offset, cudaStream_t stream);
 
-/// Writes the `width`-byte (2 or 4) pattern `bits` (its low 16 bits when width is 2) into n
-/// elements at p (the poison of docs/engine.md).
-void launch_fill_pattern(void *p, std::size_t n, std::size_t width, std::uint32_t bits,
+/// Writes the `width`-byte (1, 2, 4 or 8) pattern `bits` (its low `width` bytes) into n elements
+/// at p (the poison of docs/engine.md).
+void launch_fill_pattern(void *p, std::size_t n, std::size_t width, std::uint64_t bits,
                          cudaStream_t stream);
 
 } // namespace prereg::cuda

@@ -3,6 +3,7 @@
 // formulas are the host reference's (spec/reference.cpp, spec/operations.cpp) in float64; only
 // the order of the sums differs.
 #include "cuda/common.cuh"
+#include "device/elements.cuh"
 #include "device/reference_kernels.hpp"
 
 #include <algorithm>
@@ -45,6 +46,26 @@ template <class T> __device__ __forceinline__ unsigned widened_bits(const T *p, 
 __device__ __forceinline__ bool is_poison_bits(unsigned b) {
   return b == 0x7fe5a5a5u || b == 0x7fe50000u || b == 0x7fcb4000u;
 }
+
+/// How the comparison reads an output: fp32, fp16 and bf16 as their floats (a poison by its
+/// widened bits); an fp8, integer or bool type through elements.cuh (a poison by its bytes).
+template <class T> struct classic_reader {
+  const T *p;
+  __device__ __forceinline__ double value(std::size_t i) const { return value_at(p, i); }
+  __device__ __forceinline__ bool poison(std::size_t i) const {
+    return is_poison_bits(widened_bits(p, i));
+  }
+};
+template <dtype D> struct typed_reader {
+  const void *p;
+  unsigned long long poison_bits;
+  __device__ __forceinline__ double value(std::size_t i) const {
+    return element_is_poison<D>(p, i, poison_bits) ? nan("") : element_value<D>(p, i);
+  }
+  __device__ __forceinline__ bool poison(std::size_t i) const {
+    return element_is_poison<D>(p, i, poison_bits);
+  }
+};
 
 template <class T> __device__ __forceinline__ T round_from_double(double v);
 template <> __device__ __forceinline__ float round_from_double<float>(double v) {
@@ -141,6 +162,32 @@ __global__ void checked_fill_kernel(T *p, std::size_t n, double lo, double hi, d
       }
     }
     p[i] = v;
+  }
+}
+
+/// An fp8, integer or bool tensor's fill (docs/engine.md): integers lo + floor(u span) (u of
+/// attempt 0), fp8 U(lo, hi) kept inside [lo, hi] by fp8_inside, drawn again while zero
+/// (attempts 0 to 63), then `fallback`.
+template <dtype D>
+__global__ void typed_fill_kernel(void *p, std::size_t n, double lo, double hi, double fallback,
+                                  std::uint64_t seed) {
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    double v;
+    if constexpr (D == dtype::fp8_e4m3 || D == dtype::fp8_e5m2) {
+      v = fallback;
+      for (std::uint64_t attempt = 0; attempt < 64; ++attempt) {
+        const double w = fp8_inside(
+            lo + (hi - lo) * unit(seed + attempt * 0x632be59bd9b4e019ULL, i), lo, hi, fp8_of<D>());
+        if (w != 0.0) {
+          v = w;
+          break;
+        }
+      }
+    } else {
+      v = fmin(lo + floor(unit(seed, i) * (hi - lo)), hi - 1);
+    }
+    store_element<D>(p, i, v);
   }
 }
 
@@ -300,21 +347,21 @@ __global__ void ref_stats_kernel(const double *ref, std::size_t n, compare_state
   }
 }
 
-template <class T>
-__global__ void compare_kernel(const T *out, const double *ref, std::size_t n, double rtol,
-                               double atol, compare_state *s) {
+template <class R>
+__global__ void compare_kernel(R out, const double *ref, std::size_t n, double rtol, double atol,
+                               compare_state *s) {
   const double tolerance =
       atol + rtol * __longlong_as_double(static_cast<long long>(s->scale_bits));
-  const double first = value_at(out, 0);
+  const double first = out.value(0);
   unsigned long long max_abs = 0, max_rel = 0, first_bad = ULLONG_MAX, first_diff = ULLONG_MAX,
                      poison = 0;
   unsigned not_same = 0, nonzero = 0;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const double o = value_at(out, i), r = ref[i];
+    const double o = out.value(i), r = ref[i];
     bool ok = false;
     if (isnan(o) || isnan(r)) {
-      if (is_poison_bits(widened_bits(out, i)))
+      if (out.poison(i))
         ++poison;
     } else {
       const double err = fabs(o - r);
@@ -371,6 +418,16 @@ __global__ void first_difference_kernel(const W *a, const W *b, std::size_t n,
 }
 
 } // namespace
+
+void launch_typed_fill(void *p, std::size_t n, dtype type, double lo, double hi, double fallback,
+                       std::uint64_t seed, cudaStream_t stream) {
+  if (n == 0)
+    return;
+  (void)dispatch_typed(type, [&]<dtype D>() {
+    PREREG_CUDA_LAUNCH(typed_fill_kernel<D>
+                       <<<grid_for(n), threads, 0, stream>>>(p, n, lo, hi, fallback, seed));
+  });
+}
 
 void launch_checked_fill(void *p, std::size_t n, dtype type, double lo, double hi,
                          double row_offset, std::int64_t row_len, std::uint64_t seed,
@@ -439,13 +496,19 @@ double key_to_double(unsigned long long key) {
 }
 
 void launch_compare(const void *out, dtype type, const double *ref, std::size_t n, double rtol,
-                    double atol, compare_state *state, cudaStream_t stream) {
+                    double atol, unsigned long long poison, compare_state *state,
+                    cudaStream_t stream) {
   if (n == 0)
     return;
   PREREG_CUDA_LAUNCH(ref_stats_kernel<<<grid_for(n), threads, 0, stream>>>(ref, n, state));
+  if (dispatch_typed(type, [&]<dtype D>() {
+        PREREG_CUDA_LAUNCH(compare_kernel<typed_reader<D>><<<grid_for(n), threads, 0, stream>>>(
+            typed_reader<D>{out, poison}, ref, n, rtol, atol, state));
+      }))
+    return;
   dispatch_dtype(type, [&]<class T>() {
-    PREREG_CUDA_LAUNCH(compare_kernel<T><<<grid_for(n), threads, 0, stream>>>(
-        static_cast<const T *>(out), ref, n, rtol, atol, state));
+    PREREG_CUDA_LAUNCH(compare_kernel<classic_reader<T>><<<grid_for(n), threads, 0, stream>>>(
+        classic_reader<T>{static_cast<const T *>(out)}, ref, n, rtol, atol, state));
   });
 }
 
@@ -454,6 +517,10 @@ void launch_first_difference(const void *a, const void *b, std::size_t n, std::s
   if (n == 0)
     return;
   switch (width) {
+  case 1:
+    PREREG_CUDA_LAUNCH(first_difference_kernel<unsigned char><<<grid_for(n), threads, 0, stream>>>(
+        static_cast<const unsigned char *>(a), static_cast<const unsigned char *>(b), n, result));
+    break;
   case 2:
     PREREG_CUDA_LAUNCH(first_difference_kernel<unsigned short><<<grid_for(n), threads, 0, stream>>>(
         static_cast<const unsigned short *>(a), static_cast<const unsigned short *>(b), n, result));

@@ -20,6 +20,14 @@ void launch_checked_fill(void *p, std::size_t n, dtype type, double lo, double h
                          double row_offset, std::int64_t row_len, std::uint64_t seed,
                          cudaStream_t stream);
 
+/// Fills n elements of an fp8, integer or bool `type` (docs/engine.md): u(k, i) is splitmix64 of
+/// seed + k * 0x632be59bd9b4e019 + (i + 1) * golden, top 53 bits; an integer is
+/// min(lo + floor(u(0, i) (hi - lo)), hi - 1) for [lo, hi); an fp8 value is the first of
+/// fp8_inside(lo + (hi - lo) u(k, i)), k = 0 .. 63, that is not zero, else `fallback`. The timed
+/// windows' fresh inputs and the checked calls' both.
+void launch_typed_fill(void *p, std::size_t n, dtype type, double lo, double hi, double fallback,
+                       std::uint64_t seed, cudaStream_t stream);
+
 /// The float64 tensors of a normalisation's reference (null where unused).
 struct norm_tensors {
   const void *x = nullptr, *gamma = nullptr, *beta = nullptr, *dy = nullptr; ///< `type`
@@ -55,9 +63,11 @@ struct compare_state {
 [[nodiscard]] double key_to_double(unsigned long long key);
 
 /// Compares n elements of `type` at `out` with float64 `ref` (reference::compare's rule),
-/// accumulating into `state` (device memory, initialised).
+/// accumulating into `state` (device memory, initialised). An fp8, integer or bool element
+/// holding `poison` (reference::poison_bits) counts as unwritten and fails, as a NaN poison does.
 void launch_compare(const void *out, dtype type, const double *ref, std::size_t n, double rtol,
-                    double atol, compare_state *state, cudaStream_t stream);
+                    double atol, unsigned long long poison, compare_state *state,
+                    cudaStream_t stream);
 
 /// The smallest index where n elements of `width` bytes at a and b differ, into *result
 /// (device memory, set to ULLONG_MAX first by the caller).

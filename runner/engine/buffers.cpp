@@ -12,7 +12,7 @@ std::uint64_t set_bytes(const operation_desc &op, dtype type, pass_kind pass, co
 }
 
 dtype element_type(const operation_desc &op, std::size_t i, dtype type) {
-  return op.tensors[i].element == element_rule::fp32 ? dtype::fp32 : type;
+  return op.tensors[i].type(type);
 }
 
 buffer_set::buffer_set(device &dev, const operation_desc &op, const shape &s, dtype type,

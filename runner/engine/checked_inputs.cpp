@@ -22,18 +22,16 @@ std::unique_ptr<device_reference> reference_on_device(run_context &ctx, device_c
     return checks.reference(op, s, pass, type, tensors);
   if (op.device_reference == nullptr)
     return nullptr;
-  host_tensors t(op.tensors.size());
+  // The reference reads the inputs where they lie (written on this device's stream: finished
+  // first), in their element types; nothing goes through the host.
+  std::vector<device_input> in(op.tensors.size());
   for (std::size_t i = 0; i < op.tensors.size(); ++i)
-    if (op.tensors[i].role == tensor_role::input && op.used_in(i, pass)) {
-      const dtype et = element_type(op, i, type);
-      std::vector<std::uint8_t> bytes(static_cast<std::size_t>(op.elements(i, s)) *
-                                      element_bytes(et));
-      ctx.dev.download(bytes.data(), tensors.at(i), bytes.size());
-      t[i] = reference::unpack(bytes, et);
-    }
+    if (op.tensors[i].role == tensor_role::input && op.used_in(i, pass))
+      in[i] = {tensors.at(i), element_type(op, i, type)};
+  ctx.dev.synchronize();
   device_values values;
   try {
-    values = op.device_reference(op, s, pass, t, ctx.dev.ordinal());
+    values = op.device_reference(op, s, pass, in, ctx.dev.ordinal());
   } catch (const std::exception &) {
     throw reference_failure(std::current_exception());
   }
@@ -59,8 +57,8 @@ void fill_checked_inputs(device_checks &checks, const operation_desc &op, const 
       const std::int64_t rows = s.extents.at(static_cast<std::size_t>(op.axis_of(d.dims[0])));
       row_len = static_cast<std::int64_t>(n / static_cast<std::uint64_t>(rows));
     }
-    checks.fill_input(targets.at(t), static_cast<std::size_t>(n), element_type(op, t, type), d.dist,
-                      row_len, seed_of_tensor(seed, t));
+    checks.fill_input(targets.at(t), static_cast<std::size_t>(n), element_type(op, t, type),
+                      op.dist_at(t, s), row_len, seed_of_tensor(seed, t));
   }
 }
 

@@ -34,10 +34,13 @@ run_context::run_context(device &dev_, const run_plan &plan_, const arm_resolver
       progress(progress_), hooks(hooks_) {
   arms.resize(plan.cells.size());
   skip.resize(plan.cells.size());
+  excluded.assign(plan.cells.size(), nullptr);
   first_call_ms.assign(plan.cells.size(), std::numeric_limits<double>::quiet_NaN());
   for (std::size_t i = 0; i < plan.cells.size(); ++i) {
     arms[i].spec = &spec_of(proto, plan.cells[i].arm);
-    if (arms[i].spec->outside())
+    if (const auto it = plan.excluded.find(plan.cells[i].arm); it != plan.excluded.end())
+      excluded[i] = &it->second; // never loaded, bound or called
+    else if (arms[i].spec->outside())
       bind_outside(i);
     else
       bind_builtin(i, resolve);
@@ -78,8 +81,10 @@ void run_context::bind_outside(std::size_t i) {
     return;
   }
   auto it = loaded.find(a.spec->id);
-  if (it == loaded.end())
+  if (it == loaded.end()) {
+    const watched_call w = watch(i, call_phase::load);
     it = loaded.emplace(a.spec->id, plan.load_outside(*a.spec)).first;
+  }
   a.outside = it->second;
   a.info = &a.outside->info();
   const auto [rows, cols] = flat_rows_cols(k);
@@ -122,6 +127,11 @@ void run_context::survive(const cell_key &k, const std::string &why) const {
 
 void run_context::record_skip(std::size_t i) {
   raw.deviations.push_back(skip_deviation(plan.cells[i], *skip[i]));
+}
+
+watched_call run_context::watch(std::size_t i, call_phase phase) const {
+  return watched_call(static_cast<int>(arms[i].spec - proto.arms.data()), static_cast<int>(i),
+                      static_cast<int>(phase));
 }
 
 json skip_deviation(const cell_key &k, const std::string &message) {

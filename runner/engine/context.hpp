@@ -3,6 +3,7 @@
 #pragma once
 
 #include "arms/outside_arm.hpp"
+#include "base/watch.hpp"
 #include "device/device.hpp"
 #include "engine/invocation.hpp"
 #include "engine/measure.hpp"
@@ -32,12 +33,18 @@ struct run_context {
   const operation_desc &op;
   progress_sink &progress;
   const engine_hooks &hooks;
-  std::vector<bound_arm> arms;                                ///< per plan cell
-  std::vector<std::optional<std::string>> skip;               ///< per plan cell: why not run
+  std::vector<bound_arm> arms;                  ///< per plan cell
+  std::vector<std::optional<std::string>> skip; ///< per plan cell: why not run
+  /// Per plan cell: the watchdog's reason when its arm is excluded (run_plan::excluded), else
+  /// null. An excluded cell is neither skipped nor run: it fails with that reason.
+  std::vector<const std::string *> excluded;
   std::map<std::string, std::shared_ptr<outside_arm>> loaded; ///< outside arms by arm id
   std::vector<double> first_call_ms; ///< per plan cell: the correctness run's host time
   double idle_drain_ms = std::numeric_limits<double>::quiet_NaN();
   bool state_on = false; ///< the device's state is read after every kept sample
+  /// The operation's reference failed (the correctness gate failed the cells it left): its
+  /// message and where, for the dry run (docs/engine.md, "The dry run"); unset when it did not.
+  std::optional<std::pair<std::string, std::string>> reference_failure;
   raw_run raw;
 
   /// The (pass, rows, cols) groups of runnable cells, in plan order; cells in arm order.
@@ -46,6 +53,8 @@ struct run_context {
   void survive(const cell_key &k, const std::string &why) const;
   /// Records plan cell i as skipped, with its reason in `skip`.
   void record_skip(std::size_t i);
+  /// The watched call (base/watch.hpp) of plan cell i's arm in `phase`.
+  [[nodiscard]] watched_call watch(std::size_t i, call_phase phase) const;
 
 private:
   void bind_builtin(std::size_t i, const arm_resolver &resolve);

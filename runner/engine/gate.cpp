@@ -2,6 +2,8 @@
 // cell's arm run once on them with poisoned outputs, its outputs compared.
 #include "engine/gate.hpp"
 
+#include "prereg/error.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -40,6 +42,7 @@ private:
                    const checked_reference &ref);
   void fail_group(const std::vector<std::size_t> &g, const std::exception &e,
                   const char *what = "buffers for this shape could not be set up");
+  void note_reference_failure(const std::exception &e);
   std::optional<correctness_record> check_one(std::size_t i, const shape &s, const buffer_set &set,
                                               const checked_reference &ref);
   bool capture_first_call(std::size_t i, const std::function<void()> &step,
@@ -100,6 +103,7 @@ void correctness_gate::check_shape(const cell_key &shape_key) {
       try {
         std::rethrow_exception(f.original);
       } catch (const std::exception &e) {
+        note_reference_failure(e);
         for (std::size_t j = k; j < mine.size(); ++j)
           fail_group(*mine[j], e, "the operation's reference failed");
       }
@@ -118,9 +122,11 @@ void correctness_gate::check_shape(const cell_key &shape_key) {
 bool correctness_gate::host_reference_ready() {
   if (m_host.failure.empty() && !m_host.done && m_host.t != nullptr) {
     try {
+      const watched_call w(-1, -1, static_cast<int>(call_phase::reference));
       m_ctx.op.reference(m_ctx.op, m_host.s, m_host.widest, *m_host.t); // fills the outputs
       m_host.done = true;
     } catch (const std::exception &e) {
+      note_reference_failure(e);
       m_host.failure = fmt::format("the operation's reference failed: {}", describe(e));
     }
   }
@@ -140,6 +146,7 @@ bool correctness_gate::check_group_on_device(const std::vector<std::size_t> &g, 
     set.emplace(m_ctx.dev, op, s, type, pass);
     fill_checked_inputs(*m_checks, op, s, type, pass, seed,
                         std::vector<void *>(set->data(), set->data() + set->size()));
+    const watched_call w(-1, -1, static_cast<int>(call_phase::reference));
     ref = reference_on_device(m_ctx, *m_checks, s, pass,
                               std::vector<void *>(set->data(), set->data() + set->size()));
     m_ctx.dev.synchronize();
@@ -180,6 +187,10 @@ void correctness_gate::check_group(const std::vector<std::size_t> &g, const shap
 void correctness_gate::check_cells(const std::vector<std::size_t> &g, const shape &s,
                                    const buffer_set &set, const checked_reference &ref) {
   for (std::size_t i : g) {
+    if (m_ctx.excluded[i] != nullptr) { // the watchdog's: no correctness run, no record
+      m_ctx.progress.cell_done(++m_done, m_total);
+      continue;
+    }
     if (ref.host != nullptr && !m_host.failure.empty()) { // the reference failed: not called
       correctness_record rec;
       rec.key = m_ctx.plan.cells[i];
@@ -194,6 +205,14 @@ void correctness_gate::check_cells(const std::vector<std::size_t> &g, const shap
       m_ctx.record_skip(i);
     m_ctx.progress.cell_done(++m_done, m_total);
   }
+}
+
+/// The first failure of the operation's reference, kept on the context (its message and where).
+void correctness_gate::note_reference_failure(const std::exception &e) {
+  if (m_ctx.reference_failure)
+    return;
+  const auto *pe = dynamic_cast<const prereg::error *>(&e);
+  m_ctx.reference_failure.emplace(e.what(), pe != nullptr ? pe->where() : std::string());
 }
 
 void correctness_gate::fail_group(const std::vector<std::size_t> &g, const std::exception &e,
@@ -227,27 +246,31 @@ std::optional<correctness_record> correctness_gate::check_one(std::size_t i, con
   auto alloc = dev.make_arm_allocator();
   std::vector<invocation> inv;
   bool capturing = false;
-  try {
-    inv.push_back(
-        make_invocation(m_ctx.op, set, key, m_ctx.proto.type, key.pass, arm, dev, *alloc));
-    const auto step = [&] { run_step(arm, key.pass, inv, 1, *alloc, dev.stream()); };
-    if (arm.spec->launch == launch_mode::graph) {
-      if (!capture_first_call(i, step, *alloc, capturing))
-        return std::nullopt;
-    } else {
-      step();
-      dev.synchronize();
-      check_released(*alloc);
+  {
+    // The watch ends with the arm's call: the host reference computed after it is not the arm's.
+    const watched_call watch = m_ctx.watch(i, call_phase::correctness);
+    try {
+      inv.push_back(
+          make_invocation(m_ctx.op, set, key, m_ctx.proto.type, key.pass, arm, dev, *alloc));
+      const auto step = [&] { run_step(arm, key.pass, inv, 1, *alloc, dev.stream()); };
+      if (arm.spec->launch == launch_mode::graph) {
+        if (!capture_first_call(i, step, *alloc, capturing))
+          return std::nullopt;
+      } else {
+        step();
+        dev.synchronize();
+        check_released(*alloc);
+      }
+      if (inv.front().bound) { // outputs an outside arm returned rather than wrote
+        inv.front().bound->collect();
+        dev.synchronize();
+      }
+    } catch (const std::exception &e) {
+      rec.detail = fmt::format("the arm failed in its correctness run: {}", describe(e));
+      alloc->release_all(!capturing && !dev.broken()); // a failed capture's blocks never existed
+      m_ctx.survive(key, rec.detail);
+      return rec;
     }
-    if (inv.front().bound) { // outputs an outside arm returned rather than wrote
-      inv.front().bound->collect();
-      dev.synchronize();
-    }
-  } catch (const std::exception &e) {
-    rec.detail = fmt::format("the arm failed in its correctness run: {}", describe(e));
-    alloc->release_all(!capturing && !dev.broken()); // a failed capture's blocks never existed
-    m_ctx.survive(key, rec.detail);
-    return rec;
   }
   m_ctx.first_call_ms[i] =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first_call_start)
@@ -300,6 +323,8 @@ void check_correctness(run_context &ctx) {
 std::string element_name(const operation_desc &op, std::size_t tensor, std::int64_t i,
                          const shape &s) {
   const auto &dims = op.tensors[tensor].dims;
+  if (dims.empty())
+    return "its value (a 0-dim tensor)";
   if (dims.size() == 1)
     return fmt::format("element {} ({} {})", i, dims[0] == "cols" ? "col" : "row", i);
   const std::int64_t inner = s.extents.at(static_cast<std::size_t>(op.axis_of(dims.back())));
@@ -314,12 +339,20 @@ struct tensor_check {
   reference::comparison c;
   double got = 0, ref = 0;
   bool all_poison = false;
+  op_tolerance tol; ///< the tolerance it was compared with
 };
+
+/// Tensor t's tolerance: the protocol's `correctness`, exact for an integer or bool tensor, the
+/// operation's own for an fp8 one (docs/operations.md, "Element types").
+op_tolerance tolerance_of(const run_context &ctx, std::size_t t) {
+  const correctness_spec &c = ctx.proto.correctness;
+  return ctx.op.tolerance_of(t, op_tolerance{ctx.proto.type, c.rtol, c.atol}, ctx.proto.type);
+}
 
 tensor_check compare_tensor(const run_context &ctx, std::size_t t, const shape &s,
                             const buffer_set &set, const checked_reference &ref) {
   const operation_desc &op = ctx.op;
-  const correctness_spec &tol = ctx.proto.correctness;
+  const op_tolerance tol = tolerance_of(ctx, t);
   const dtype et = element_type(op, t, ctx.proto.type);
   tensor_check r;
   if (ref.on_device != nullptr) {
@@ -328,11 +361,12 @@ tensor_check compare_tensor(const run_context &ctx, std::size_t t, const shape &
     r.got = d.got;
     r.ref = d.ref;
     r.all_poison = d.all_poison;
+    r.tol = tol;
     return r;
   }
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(op.elements(t, s)) * element_bytes(et));
   ctx.dev.download(bytes.data(), set.at(t), bytes.size());
-  const std::vector<double> got = reference::unpack(bytes, et);
+  const std::vector<double> got = reference::unpack_output(bytes, et);
   r.all_poison =
       op.tensors[t].role == tensor_role::saved && // only saved tensors ask
       std::all_of(got.begin(), got.end(), [](double v) { return reference::is_poison(v); });
@@ -342,6 +376,7 @@ tensor_check compare_tensor(const run_context &ctx, std::size_t t, const shape &
     r.got = got[j];
     r.ref = (*ref.host)[t][j];
   }
+  r.tol = tol;
   return r;
 }
 
@@ -351,7 +386,6 @@ void check_outputs(const run_context &ctx, pass_kind pass, const shape &s, const
                    const checked_reference &ref, correctness_record &rec,
                    const std::string &context, const bound_arm &arm) {
   const operation_desc &op = ctx.op;
-  const correctness_spec &tol = ctx.proto.correctness;
   for (std::size_t t = 0; t < op.tensors.size(); ++t) {
     const tensor_desc &d = op.tensors[t];
     if (!d.checked || !op.used_in(t, pass) || (d.produced_by_bwd && pass != pass_kind::fwd_bwd))
@@ -376,7 +410,7 @@ void check_outputs(const run_context &ctx, pass_kind pass, const shape &s, const
                                      "({} is {:.9g})",
                                      d.name, k.got, where, k.ref)
                        : fmt::format("{}: {} is {:.9g}, reference {:.9g} (rtol {:g}, atol {:g})",
-                                     d.name, where, k.got, k.ref, tol.rtol, tol.atol);
+                                     d.name, where, k.got, k.ref, k.tol.rtol, k.tol.atol);
       rec.detail = context + rec.detail;
     }
     rec.passed = false;

@@ -28,7 +28,8 @@ void prepare_timer_and_flush(run_context &ctx, const instrument_plan &ip) {
 }
 
 /// A grading's submission process: the timer's resolution measured here, the flush buffer
-/// prepared only when samples are flushed, the launch floor and the ceiling as given.
+/// prepared only when samples are flushed, the launch floor, the copy ceiling and the roofs as
+/// given.
 void take_given(run_context &ctx, const instrument_plan &ip, const instrument_record &given) {
   instrument_record &in = ctx.raw.instrument;
   const auto res = ctx.dev.timer_resolution();
@@ -45,6 +46,7 @@ void take_given(run_context &ctx, const instrument_plan &ip, const instrument_re
   in.ceiling_bytes = given.ceiling_bytes;
   in.ceiling_samples_gbps = given.ceiling_samples_gbps;
   in.ceiling_gbps = given.ceiling_gbps;
+  in.roofs = given.roofs; // the read, write and compute ceilings, where the baseline measured them
   ctx.progress.tick();
 }
 
@@ -94,9 +96,36 @@ void time_copies(run_context &ctx, const instrument_plan &ip, void *dst, void *s
   }
 }
 
-/// The copy ceiling: the median bandwidth of time_copies, in buffers of its own.
-void time_ceiling(run_context &ctx, const instrument_plan &ip) {
+/// The plan's earlier ceiling taken instead of a measurement, when it was measured with this
+/// instrument's copy size and flush (docs/engine.md, "Reusing the copy ceiling"); false: measure.
+bool reuse_ceiling(run_context &ctx, const instrument_plan &ip) {
+  const json &e = ctx.plan.reuse_ceiling;
+  if (!e.is_object())
+    return false;
+  instrument_record &in = ctx.raw.instrument;
+  try {
+    if (e.at("ceiling_bytes").get<std::uint64_t>() != ip.ceiling_bytes ||
+        e.at("flush_bytes").get<std::uint64_t>() != ip.flush_bytes ||
+        e.at("flush_method").get<std::string>() != ip.flush_method)
+      return false;
+    in.ceiling_samples_gbps = e.at("ceiling_samples_gbps").get<std::vector<double>>();
+    in.ceiling_gbps = e.at("ceiling_gbps").get<double>();
+  } catch (const std::exception &) {
+    in.ceiling_samples_gbps.clear();
+    return false;
+  }
+  in.ceiling_bytes = ip.ceiling_bytes;
+  in.ceiling_reused = e;
+  return true;
+}
+
+/// The copy ceiling: the median bandwidth of time_copies, in buffers of its own; then the roofs
+/// (roofs.cpp), their streams over the copy's destination. A reused ceiling measures no roofs
+/// (they are not in the cache entry: docs/engine.md, "The roofs").
+void time_ceilings(run_context &ctx, const instrument_plan &ip) {
   ctx.progress.phase("ceiling");
+  if (reuse_ceiling(ctx, ip))
+    return;
   device &dev = ctx.dev;
   instrument_record &in = ctx.raw.instrument;
   const std::size_t bytes = ip.ceiling_bytes;
@@ -105,6 +134,9 @@ void time_ceiling(run_context &ctx, const instrument_plan &ip) {
   try {
     dst = dev.allocate(bytes);
     time_copies(ctx, ip, dst, src, bytes);
+    in.ceiling_gbps = in.ceiling_samples_gbps.empty() ? 0.0 : median(in.ceiling_samples_gbps);
+    in.ceiling_bytes = bytes;
+    time_roofs(ctx, ip, dst, bytes);
   } catch (...) {
     dev.release(src);
     if (dst != nullptr)
@@ -113,8 +145,6 @@ void time_ceiling(run_context &ctx, const instrument_plan &ip) {
   }
   dev.release(src);
   dev.release(dst);
-  in.ceiling_gbps = in.ceiling_samples_gbps.empty() ? 0.0 : median(in.ceiling_samples_gbps);
-  in.ceiling_bytes = bytes;
 }
 
 /// The kernel clock (docs/engine.md): on for every window from here (the untraced floor and
@@ -196,7 +226,7 @@ void calibrate(run_context &ctx) {
   } else {
     prepare_timer_and_flush(ctx, ip);
     time_launch_floor(ctx, ip);
-    time_ceiling(ctx, ip);
+    time_ceilings(ctx, ip);
   }
   ctx.raw.instrument.clock_start_mhz = ctx.dev.clock_mhz();
   start_kernel_clock(ctx, ctx.proto.measurement.l2_flush, ip);

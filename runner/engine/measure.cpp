@@ -45,6 +45,28 @@ void record_after(run_context &ctx) {
 
 } // namespace
 
+std::string_view to_string(call_phase p) {
+  switch (p) {
+  case call_phase::load:
+    return "load";
+  case call_phase::setup:
+    return "setup";
+  case call_phase::correctness:
+    return "correctness run";
+  case call_phase::warmup:
+    return "warm-up";
+  case call_phase::sample:
+    return "timed sample";
+  case call_phase::capture:
+    return "graph capture";
+  case call_phase::teardown:
+    return "teardown";
+  case call_phase::reference:
+    return "reference";
+  }
+  return "call";
+}
+
 raw_run measure(device &dev, json environment, const run_plan &plan, const arm_resolver &resolve,
                 progress_sink &progress, const engine_hooks &hooks) {
   if (plan.proto == nullptr)

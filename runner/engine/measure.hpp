@@ -10,8 +10,26 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace prereg {
+
+/// What a watched call of arm code is doing (docs/engine.md, "The watchdog"): the `what` of the
+/// measuring process's watch page (base/watch.hpp), whose `who` is the arm's index in the
+/// protocol (-1: no arm, e.g. an operation file's reference) and `where` the plan cell's index.
+enum class call_phase : int {
+  load = 1,        ///< loading an outside arm (its import or dlopen)
+  setup = 2,       ///< binding an arm to a buffer set (an outside arm's setup)
+  correctness = 3, ///< the correctness run: the arm's first call and its outputs
+  warmup = 4,      ///< an untimed warm-up window
+  sample = 5,      ///< a timed sample's window, its drain, read-back and spot check
+  capture = 6,     ///< a graph arm's capture
+  teardown = 7,    ///< an outside arm's teardown
+  reference = 8,   ///< an operation file's float64 reference
+};
+/// "load", "setup", "correctness run", "warm-up", "timed sample", "graph capture", "teardown",
+/// "reference"; "call" for any other value.
+[[nodiscard]] std::string_view to_string(call_phase p);
 
 /// Test hooks of the engine, and what a grading gives it; the defaults are what `prereg run`
 /// uses.

@@ -102,6 +102,7 @@ const spot_data &group_timing::spot_for(std::int64_t slot) {
 void group_timing::reference_spot() {
   if (!m_spot || m_spot->referenced)
     return;
+  const watched_call w(-1, -1, static_cast<int>(call_phase::reference));
   m_ctx.op.reference(m_ctx.op, m_shape, m_pass, m_spot->ref);
   m_spot->referenced = true;
 }
@@ -117,6 +118,7 @@ bool group_timing::spot_on_device(spot_data &d, std::uint64_t seed) {
   try {
     d.inputs = std::make_unique<input_copy>(m_ctx.dev, op, m_shape, type, m_pass);
     fill_checked_inputs(*checks, op, m_shape, type, m_pass, seed, d.inputs->ptrs());
+    const watched_call w(-1, -1, static_cast<int>(call_phase::reference));
     d.on_device = reference_on_device(m_ctx, *checks, m_shape, m_pass, d.inputs->ptrs());
     m_ctx.dev.synchronize();
   } catch (const reference_failure &f) { // as the host path's call would fail

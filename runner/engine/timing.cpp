@@ -105,8 +105,9 @@ void group_timing::fill_inputs(const buffer_set &set, std::uint64_t seed) {
     if (d.role != tensor_role::input || !op.used_in(t, m_pass))
       continue;
     const bool per_row = d.dist.row_offset != 0 && d.dims.size() >= 2;
+    const input_distribution dist = op.dist_at(t, m_shape); // integer bounds at this shape
     m_ctx.dev.fill_uniform(set.at(t), static_cast<std::size_t>(op.elements(t, m_shape)),
-                           element_type(op, t, m_ctx.proto.type), d.dist.lo, d.dist.hi, seed + t,
+                           element_type(op, t, m_ctx.proto.type), dist.lo, dist.hi, seed + t,
                            per_row ? row_length(d) : 0, d.dist.row_offset);
   }
 }
@@ -122,6 +123,9 @@ void group_timing::bind_invocations() {
   for (std::size_t ci = 0; ci < m_cells.size(); ++ci) {
     auto &c = m_cells[ci];
     auto &per_block = m_args.emplace_back(rotation_blocks);
+    if (m_ctx.excluded[c.index] != nullptr)
+      continue; // fails in fail_setups with the watchdog's reason
+    const watched_call watch = m_ctx.watch(c.index, call_phase::setup);
     try {
       for (std::int64_t b = 0; b < rotation_blocks; ++b)
         for (std::int64_t k = 0; k < m_repeat; ++k)
@@ -138,7 +142,10 @@ void group_timing::bind_invocations() {
 
 void group_timing::fail_setups() {
   for (std::size_t ci = 0; ci < m_cells.size(); ++ci)
-    if (!m_setup_errors[ci].empty()) {
+    if (const std::string *why = m_ctx.excluded[m_cells[ci].index]) {
+      m_cells[ci].failed = true;
+      m_cells[ci].record.error = *why;
+    } else if (!m_setup_errors[ci].empty()) {
       cell_state &c = m_cells[ci];
       c.failed = true;
       c.record.error = fmt::format("setup: {}", m_setup_errors[ci]);
@@ -155,6 +162,7 @@ void group_timing::capture_graphs() {
       continue;
     if (m_ctx.arms[c.index].spec->launch != launch_mode::graph)
       continue;
+    const watched_call watch = m_ctx.watch(c.index, call_phase::capture);
     try {
       for (std::int64_t b = 0; b < rotation_blocks; ++b) {
         auto &block = m_args[ci][static_cast<std::size_t>(b)];
@@ -227,6 +235,10 @@ void group_timing::finish(cell_state &c) {
 
 /// The group's bindings (outside arms' teardown) and buffers go before the next group's.
 void group_timing::release() {
+  for (std::size_t ci = 0; ci < m_args.size() && ci < m_cells.size(); ++ci) {
+    const watched_call watch = m_ctx.watch(m_cells[ci].index, call_phase::teardown);
+    m_args[ci].clear(); // an outside arm's teardown
+  }
   m_args.clear();
   m_sets.clear();
   m_ctx.dev.trim();

@@ -5,6 +5,7 @@
 
 #include "prereg/error.hpp"
 #include "spec/device_state.hpp"
+#include "spec/sched.hpp"
 
 #include <fmt/format.h>
 
@@ -32,6 +33,9 @@ constexpr auto cell_members_named =
 /// Version 7: either key form, and the device's state and the stop record.
 constexpr auto cell_members_state =
     joined(cell_members_named, std::array<std::string_view, 2>{"states", "stop"});
+/// Version 8: the roofs' cell member and the scheduling per sample.
+constexpr auto cell_members_v8 =
+    joined(cell_members_state, std::array<std::string_view, 2>{"roofline", "sched"});
 
 /// "has N values for M samples" unless `size` is `samples`.
 void check_per_sample(const node &n, std::size_t size, std::size_t samples) {
@@ -94,12 +98,34 @@ report_kernel_clock read_kernel_clock(const node &n, std::size_t samples) {
   return k;
 }
 
-bound_kind read_bound(const node &n) {
+bound_kind read_bound(const node &n, int version) {
   const std::string s = n.str();
   for (const bound_kind b : {bound_kind::launch, bound_kind::bandwidth, bound_kind::neither})
     if (s == to_string(b))
       return b;
-  n.fail(fmt::format("is '{}', not launch, bandwidth or neither", message_excerpt(s)));
+  if (version >= report_schema_version_roofs && s == to_string(bound_kind::compute))
+    return bound_kind::compute;
+  n.fail(fmt::format("is '{}', not launch, bandwidth or neither{}", message_excerpt(s),
+                     version >= report_schema_version_roofs ? " or compute" : ""));
+}
+
+/// A version-8 cell's `roofline` (docs/report.md).
+report_roofline read_roofline(const node &n) {
+  n.only({"read_bytes_per_step", "write_bytes_per_step", "roof_gbps", "pct_roof", "compute",
+          "flops_per_step", "tflops", "pct_compute", "intensity"});
+  report_roofline r;
+  r.read_bytes_per_step = n["read_bytes_per_step"].count();
+  r.write_bytes_per_step = n["write_bytes_per_step"].count();
+  r.roof_gbps = n["roof_gbps"].number_or_null();
+  r.pct_roof = n["pct_roof"].number_or_null();
+  if (!n["compute"].value().is_null())
+    r.compute = n["compute"].str();
+  if (!n["flops_per_step"].value().is_null())
+    r.flops_per_step = n["flops_per_step"].count();
+  r.tflops = n["tflops"].number_or_null();
+  r.pct_compute = n["pct_compute"].number_or_null();
+  r.intensity = n["intensity"].number_or_null();
+  return r;
 }
 
 /// `regions` or `region_kernels`: label -> a finite, non-negative time per sample; a label of
@@ -163,7 +189,7 @@ void read_regions(const node &n, report_cell &c) {
 }
 
 /// The members every version has.
-report_cell read_cell_v1(const node &n) {
+report_cell read_cell_v1(const node &n, int version) {
   report_cell c;
   c.key = read_key(n);
   c.samples_ms = n["samples_ms"].numbers();
@@ -180,7 +206,7 @@ report_cell read_cell_v1(const node &n) {
   c.bytes_per_step = n["bytes_per_step"].count();
   c.gbps = n["gbps"].number_or_null();
   c.pct_ceiling = n["pct_ceiling"].number_or_null();
-  c.bound = read_bound(n["bound"]);
+  c.bound = read_bound(n["bound"], version);
   c.flags = n["flags"].strings();
   if (const node e = n["error"]; !e.value().is_null())
     c.error = e.str();
@@ -215,7 +241,9 @@ report_cell read_cell(const node &n, int version) {
   // Version 7 cells name their shape either way (the report's operation decides); 6 always.
   const bool named = version == report_schema_version_named ||
                      (version >= report_schema_version_state && n.has("shape"));
-  if (version >= report_schema_version_state)
+  if (version >= report_schema_version_roofs)
+    n.only_of(cell_members_v8);
+  else if (version >= report_schema_version_state)
     n.only_of(cell_members_state);
   else if (named)
     n.only_of(cell_members_named);
@@ -228,7 +256,7 @@ report_cell read_cell(const node &n, int version) {
   if (version <= report_schema_version_named && named != n.has("shape"))
     n.fail(named ? fmt::format("has no shape (a version-{} cell names its axes)", version)
                  : fmt::format("has a shape (a version-{} member)", report_schema_version_named));
-  report_cell c = read_cell_v1(n);
+  report_cell c = read_cell_v1(n, version);
   if (version >= 2) { // the clock after the cell and the harness's bytes in a window
     c.clock_mhz = n["clock_mhz"].number_or_null();
     c.harness_bytes_in_window = n["harness_bytes_in_window"].count();
@@ -239,6 +267,12 @@ report_cell read_cell(const node &n, int version) {
     c.kernel_clock = read_kernel_clock(n["kernel_clock"], c.samples_ms.size());
   if (version >= report_schema_version_state)
     read_cell_v7(n, c);
+  if (version >= report_schema_version_hardened && n.has("sched"))
+    if (const std::string bad = read_sched_json(n["sched"].value(), c.samples_ms.size(), c.sched);
+        !bad.empty())
+      n["sched"].fail(bad);
+  if (version >= report_schema_version_roofs && n.has("roofline"))
+    c.roofline = read_roofline(n["roofline"]);
   if (!c.region_kernels_ms.empty() && (version < 4 || !c.kernel_clock))
     n["region_kernels"].fail(version < 4 ? "is a version-4 member"
                                          : "is there without the cell's kernel_clock");

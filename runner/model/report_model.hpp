@@ -25,8 +25,34 @@ inline constexpr int report_schema_version_named = report_schema_version + 1;
 /// The schema_version of a report whose cells carry the device's state per sample or a stopping
 /// rule's stop record (docs/report.md, "Device state and stopping"): version 5's or 6's cells
 /// (rows x cols, or a `shape`) plus `states` and `stop`. A report with neither keeps 5 or 6.
-/// Always the newest version this build reads.
 inline constexpr int report_schema_version_state = report_schema_version_named + 1;
+/// The schema_version of a report whose run.isolation carries the probes' results and the level
+/// (docs/report.md, "run.isolation"): version 7's members plus those. Every report of a sandboxed
+/// run (outside arms) is one.
+inline constexpr int report_schema_version_probes = report_schema_version_state + 1;
+/// The schema_version of a report whose instrument measured the roofs beside the copy ceiling
+/// (docs/report.md, "The roofs"): the read and write ceilings and the compute ceilings in
+/// instrument.roofs, and per cell its `roofline`; cells keyed either way, as in 7. A report
+/// without roofs keeps 5, 6 or 7.
+inline constexpr int report_schema_version_roofs = report_schema_version_state + 1;
+/// The schema_version of a report whose instrument did not measure its copy ceiling but reused
+/// an earlier measurement (instrument.ceiling_reused, docs/report.md "Reused copy ceiling"):
+/// version 7's members (cells with or without `shape`, `states`, `stop`) plus that one. A
+/// report without it keeps 5, 6 or 7.
+inline constexpr int report_schema_version_ceiling = report_schema_version_state + 1;
+/// The schema_version of a report with any of the hardened run's members (docs/report.md,
+/// "since 8"): the watchdog's record (run.watchdog), the measuring process's scratch space
+/// (run.scratch) and the measuring thread's scheduling per sample (cells[].sched). A report
+/// with none keeps 5, 6 or 7.
+inline constexpr int report_schema_version_hardened = report_schema_version_state + 1;
+static_assert(report_schema_version_ceiling == report_schema_version_roofs &&
+                  report_schema_version_probes == report_schema_version_roofs &&
+                  report_schema_version_hardened == report_schema_version_roofs,
+              "version 8 carries the probes, the roofs, the reused ceiling and the hardened "
+              "run's members");
+/// The newest schema_version this build reads.
+inline constexpr int report_schema_version_newest = report_schema_version_ceiling;
+inline constexpr int report_schema_version_max = report_schema_version_newest;
 /// The oldest schema_version the parser reads (version 1: cells carry no clock_mhz and no
 /// harness_bytes_in_window; before version 3 no first_call_ms, warmup_calls, off_window_ms;
 /// before version 4 no kernel clock: no cells[].kernel_clock, no instrument.kernel_*; before
@@ -37,18 +63,22 @@ inline constexpr int report_schema_version_min = 1;
 /// (docs/report.md: renderer 2 moved the summary first; renderer 3 names outside arms' files,
 /// entries and source hashes and says "not measured" for memory no one measured; renderer 4
 /// shows cells excluded from verdicts as excluded: never fastest, no speedup, not drawn;
-/// renderer 5 also shows where the run's time went, from the report's phases).
-inline constexpr int report_renderer_version = 5;
+/// renderer 5 also shows where the run's time went, from the report's phases; renderer 6 says in
+/// the Summary how the times were taken: the cache policy and where the copy ceiling came from,
+/// and writes every bidirectional control of quoted text as the visible `\u202e`).
+inline constexpr int report_renderer_version = 6;
 /// The newest rules of the verdicts (docs/analysis.md section 5); a new report records it in
 /// tool.analysis, and the audit re-judges each report by the rules it names (analysis 2: a cell
 /// with off-window work, a changed input or a reading beyond the physical margin over the copy
 /// ceiling cannot decide, as a failed correctness check cannot; analysis 3: that margin is 150%,
-/// not 115%, since a fwd+bwd bytes model may over-count a fused kernel's traffic by 4/3).
-inline constexpr int report_analysis_version = 3;
+/// not 115%, since a fwd+bwd bytes model may over-count a fused kernel's traffic by 4/3;
+/// analysis 4: a cell with a sample during which the measuring process was stopped cannot
+/// decide either).
+inline constexpr int report_analysis_version = 4;
 
-/// What limits a cell, judged from its median.
-enum class bound_kind { launch, bandwidth, neither };
-/// "launch" | "bandwidth" | "neither".
+/// What limits a cell, judged from its median (compute: schema_version 8, a report with roofs).
+enum class bound_kind { launch, bandwidth, neither, compute };
+/// "launch" | "bandwidth" | "neither" | "compute".
 [[nodiscard]] std::string_view to_string(bound_kind b);
 
 enum class verdict_kind { confirmed, refuted, inconclusive };
@@ -83,18 +113,45 @@ struct report_ledger_head {
   std::string sha256;   ///< SHA-256 hex of that entry's line (the genesis for seq 0)
 };
 
+/// One escape a probe tried at the start of the isolated process, before any outside code
+/// existed there (docs/report.md, "run.isolation"; since schema_version 8).
+struct isolation_probe {
+  std::string name;    ///< one of the probes the report knows (probe_layer)
+  std::string outcome; ///< "contained", "escaped" or "not-tried"
+  std::string error;   ///< the errno name the attempt was refused with ("" when none)
+  std::string detail;  ///< what it tried and what came back, one line
+};
+
 /// The walls around the measuring process (docs/engine.md, "The measuring process"): the
-/// layers that stood, in order, and why any that the design has is missing ("" when none is).
-/// A run without "user-namespace" is `isolation: none`.
+/// layers that stood, in order, and why any that the design has is missing ("" when none is);
+/// since schema_version 8 also the probes' results and the level they give. A run without
+/// "user-namespace" is `isolation: none`.
 struct report_isolation {
   std::vector<std::string> layers;
   std::string reason;
+  std::vector<isolation_probe> probes; ///< empty before schema_version 8
+  std::string level;                   ///< "sandboxed", "partial" or "none"; "" before 8
 };
 /// Whether `name` is one of the layers the report knows: no-inherited-fds, user-namespace,
 /// mount-namespace, read-only-root, read-only-store, key-masked, pid-namespace, fresh-proc,
-/// parent-not-dumpable.
+/// parent-not-dumpable, and since schema_version 8 mounts-locked, caps-dropped, no-new-privs,
+/// landlock, seccomp.
 [[nodiscard]] bool is_isolation_layer(std::string_view name);
-/// "namespaces" when the measuring process had its own user namespace, else "none".
+/// The layer the probe `name` tests (docs/report.md, "run.isolation"); "" for an unknown probe.
+[[nodiscard]] std::string_view probe_layer(std::string_view name);
+/// The level the layers and probes give: "none" without user-namespace; "sandboxed" when every
+/// layer of the design but landlock stands, each proven by a contained probe where one tests
+/// it, and no probe escaped; else "partial".
+[[nodiscard]] std::string isolation_level(const report_isolation &i);
+/// What the claim of `i` (schema_version 8) does not follow from its probes: a layer listed
+/// while one of its probes escaped or none was contained, a level other than the recomputed
+/// one. Empty when it follows.
+[[nodiscard]] std::vector<std::string> isolation_problems(const report_isolation &i);
+/// One line for a process that ran outside code at `check`, `freeze` or `try` with less than
+/// every wall (`what`: "the arms", "the operation file"); "" when it was sandboxed.
+[[nodiscard]] std::string isolation_notice(const report_isolation &i, std::string_view what);
+/// The level when recorded (schema_version 8), else "namespaces" when the measuring process had
+/// its own user namespace, else "none".
 [[nodiscard]] std::string_view isolation_mode(const report_isolation &i);
 
 /// A log file written beside the report (docs/report.md, "The arms' log"): its name in the
@@ -102,6 +159,31 @@ struct report_isolation {
 struct report_log {
   std::string file;
   std::string sha256;
+};
+
+/// One call the watchdog stopped (docs/engine.md, "The watchdog").
+struct report_stuck_call {
+  std::string arm; ///< the protocol's arm id, left out of the run from then on
+  json cell =
+      nullptr; ///< the plan cell the call was at ({arm, pass, rows, cols} or {.., shape}), or null
+  std::string phase;   ///< "load", "setup", "correctness run", "warm-up", "timed sample", ...
+  double waited_s = 0; ///< how long the call had run when the watchdog stopped it [s]
+};
+
+/// The watchdog of an isolated run (schema_version 8, run.watchdog): its limit on one call of
+/// arm code and the calls it stopped, in order.
+struct report_watchdog {
+  double call_timeout_s = 0;
+  std::vector<report_stuck_call> stuck;
+};
+
+/// The measuring process's own scratch space (schema_version 8, run.scratch; docs/engine.md,
+/// "Scratch"): its size (0: it could not be bounded), the folders it covers, and why a folder
+/// is not covered ("" when all are).
+struct report_scratch {
+  std::uint64_t bytes = 0;
+  std::vector<std::string> folders;
+  std::string reason;
 };
 
 /// Facts about the run that are not measurements.
@@ -116,6 +198,10 @@ struct report_run {
   /// The outside arms' full tracebacks of the failures the cells' errors name; absent when
   /// none failed.
   std::optional<report_log> arm_log;
+  /// Version 8: the watchdog; absent in runs measured in the run's own process.
+  std::optional<report_watchdog> watchdog;
+  /// Version 8: the measuring process's scratch space; absent as the watchdog is.
+  std::optional<report_scratch> scratch;
 };
 
 /// The instrument's own measured properties. NaN stands for null (not measured).
@@ -175,6 +261,22 @@ struct region_share {
   }
 };
 
+/// Version 8: a cell against the roofs (docs/analysis.md, "The roofs"), all derived: its bytes
+/// split into reads and writes, the bandwidth roof of that mix and its share of it, and where
+/// the operation declares FLOPs, its rate, its share of the compute ceiling of its element type
+/// and its arithmetic intensity. NaN stands for null.
+struct report_roofline {
+  std::uint64_t read_bytes_per_step = 0;
+  std::uint64_t write_bytes_per_step = 0;
+  double roof_gbps = std::numeric_limits<double>::quiet_NaN(); ///< the mix roof [GB/s]
+  double pct_roof = std::numeric_limits<double>::quiet_NaN();  ///< 100 x gbps / roof_gbps [%]
+  std::optional<std::string> compute;          ///< the compute ceiling's type; null: no FLOPs
+  std::optional<std::uint64_t> flops_per_step; ///< null: the operation declares no FLOPs
+  double tflops = std::numeric_limits<double>::quiet_NaN();      ///< [TFLOP/s]
+  double pct_compute = std::numeric_limits<double>::quiet_NaN(); ///< of the compute ceiling [%]
+  double intensity = std::numeric_limits<double>::quiet_NaN();   ///< FLOPs per byte of the model
+};
+
 /// One cells[] entry: the raw record and every statistic derived from it. NaN stands for null.
 struct report_cell {
   cell_key key;
@@ -220,6 +322,11 @@ struct report_cell {
   std::vector<device_state_sample> states;
   /// Version 7, under a stopping rule: why the cell stopped (JSON `stop`).
   std::optional<stop_record> stop;
+  /// Version 8: the measuring thread's scheduling around each sample (raw, JSON `sched`);
+  /// empty (absent) where it was not recorded.
+  std::vector<sched_sample> sched;
+  /// Version 8: the cell against the roofs; present exactly when the instrument has roofs.
+  std::optional<report_roofline> roofline;
 };
 
 /// One correctness[] entry. NaN stands for null.

@@ -2,6 +2,7 @@
 #include "model/report_reader.hpp"
 
 #include "prereg/error.hpp"
+#include "spec/roofs.hpp"
 
 #include <fmt/format.h>
 
@@ -69,8 +70,26 @@ report_protocol read_protocol(const node &n) {
   return p;
 }
 
-report_isolation read_isolation(const node &n) {
-  n.only({"layers", "reason"});
+isolation_probe read_probe(const node &n) {
+  n.only({"name", "outcome", "error", "detail"});
+  isolation_probe p{n["name"].str(), n["outcome"].str(), n["error"].str(), n["detail"].str()};
+  if (probe_layer(p.name).empty())
+    n["name"].fail("is not an isolation probe");
+  if (p.outcome != "contained" && p.outcome != "escaped" && p.outcome != "not-tried")
+    n["outcome"].fail("is not contained, escaped or not-tried");
+  return p;
+}
+
+/// run.isolation; since schema_version 8 with the probes and the level (both or neither).
+report_isolation read_isolation(const node &n, int version) {
+  const bool probed = n.has("probes") || n.has("level");
+  if (probed && version < report_schema_version_probes)
+    n.fail(fmt::format("has probes or a level (members since schema_version {})",
+                       report_schema_version_probes));
+  if (probed)
+    n.only({"layers", "reason", "probes", "level"});
+  else
+    n.only({"layers", "reason"});
   report_isolation i;
   const node layers = n["layers"];
   const std::size_t count = layers.array_size();
@@ -83,6 +102,15 @@ report_isolation read_isolation(const node &n) {
     i.layers.push_back(name);
   }
   i.reason = n["reason"].str();
+  if (probed) {
+    const node probes = n["probes"];
+    const std::size_t np = probes.array_size();
+    for (std::size_t k = 0; k < np; ++k)
+      i.probes.push_back(read_probe(probes.at(k)));
+    i.level = n["level"].str();
+    if (i.level != "sandboxed" && i.level != "partial" && i.level != "none")
+      n["level"].fail("is not sandboxed, partial or none");
+  }
   if (isolation_mode(i) == "none" && i.reason.empty())
     n["reason"].fail("is empty for a run without isolation");
   return i;
@@ -98,13 +126,41 @@ report_log read_log(const node &n) {
   return l;
 }
 
-report_run read_run(const node &n) {
+/// Version 8's watchdog: {call_timeout_s, stuck: [{arm, cell, phase, waited_s}]}.
+report_watchdog read_watchdog(const node &n) {
+  n.only({"call_timeout_s", "stuck"});
+  report_watchdog w;
+  w.call_timeout_s = n["call_timeout_s"].number();
+  if (!(w.call_timeout_s > 0))
+    n["call_timeout_s"].fail("is not a positive number");
+  const node stuck = n["stuck"];
+  for (std::size_t i = 0; i < stuck.array_size(); ++i) {
+    const node s = stuck.at(i);
+    s.only({"arm", "cell", "phase", "waited_s"});
+    report_stuck_call call{s["arm"].str(), s["cell"].value(), s["phase"].str(),
+                           s["waited_s"].number()};
+    if (!call.cell.is_null())
+      (void)read_key(s["cell"]); // a cell key, checked as every cell key is
+    w.stuck.push_back(std::move(call));
+  }
+  return w;
+}
+
+/// Version 8's scratch space: {bytes, folders, reason}.
+report_scratch read_scratch(const node &n) {
+  n.only({"bytes", "folders", "reason"});
+  return {n["bytes"].count(), n["folders"].strings(), n["reason"].str()};
+}
+
+report_run read_run(const node &n, int version) {
   n.only({"run_id", "started_at", "finished_at", "device_ordinal", "ledger_head", "isolation",
-          "arm_log"});
+          "arm_log", "watchdog", "scratch"});
   report_run r{n["run_id"].str(),
                n["started_at"].str(),
                n["finished_at"].str(),
                n["device_ordinal"].integer(),
+               std::nullopt,
+               std::nullopt,
                std::nullopt,
                std::nullopt,
                std::nullopt};
@@ -114,14 +170,29 @@ report_run read_run(const node &n) {
     r.ledger_head = report_ledger_head{h["seq"].integer(), h["sha256"].str()};
   }
   if (n.has("isolation"))
-    r.isolation = read_isolation(n["isolation"]);
+    r.isolation = read_isolation(n["isolation"], version);
   if (n.has("arm_log"))
     r.arm_log = read_log(n["arm_log"]);
+  if (n.has("watchdog")) {
+    if (version < report_schema_version_hardened)
+      n["watchdog"].fail(fmt::format("is a version-{} member", report_schema_version_hardened));
+    r.watchdog = read_watchdog(n["watchdog"]);
+  }
+  if (n.has("scratch")) {
+    if (version < report_schema_version_hardened)
+      n["scratch"].fail(fmt::format("is a version-{} member", report_schema_version_hardened));
+    r.scratch = read_scratch(n["scratch"]);
+  }
   return r;
 }
 
 report_instrument read_instrument(const node &n, int version) {
-  if (version >= 4)
+  if (version >= report_schema_version_roofs)
+    n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
+            "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz",
+            "kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped", "roofs",
+            "ceiling_reused"});
+  else if (version >= 4)
     n.only({"ceiling_gbps", "ceiling_samples_gbps", "ceiling_bytes", "launch_floor_ms",
             "timer_resolution_ms", "flush_bytes", "flush_method", "llc_bytes", "clock_start_mhz",
             "kernel_clock", "kernel_clock_floor_ms", "kernel_records_dropped"});
@@ -143,6 +214,13 @@ report_instrument read_instrument(const node &n, int version) {
     in.kernel_clock_floor_ms = n["kernel_clock_floor_ms"].number_or_null();
     in.kernel_records_dropped = n["kernel_records_dropped"].count();
   }
+  if (version >= report_schema_version_roofs && n.has("roofs")) {
+    in.roofs.emplace();
+    if (const std::string bad = read_roofs_json(n["roofs"].value(), *in.roofs); !bad.empty())
+      n["roofs"].fail(bad);
+  }
+  if (n.has("ceiling_reused")) // version 8 only (n.only above)
+    in.ceiling_reused = n["ceiling_reused"].object().value();
   return in;
 }
 
@@ -255,9 +333,9 @@ report_phases read_phases(const node &n, int schema_version) {
 int read_schema_version(const node &root) {
   const node v = root["schema_version"];
   const std::int64_t version = v.integer();
-  if (version < report_schema_version_min || version > report_schema_version_state)
+  if (version < report_schema_version_min || version > report_schema_version_max)
     v.fail(fmt::format("is {}; this build reads versions {} to {}", version,
-                       report_schema_version_min, report_schema_version_state));
+                       report_schema_version_min, report_schema_version_max));
   return static_cast<int>(version);
 }
 
@@ -307,7 +385,7 @@ report_document report_from_json(const json &root, const std::string &where, uns
   if (want(report_part::protocol))
     r.protocol = read_protocol(n["protocol"]);
   if (want(report_part::run))
-    r.run = read_run(n["run"]);
+    r.run = read_run(n["run"], read_schema_version(n));
   if (want(report_part::environment))
     r.environment = n["environment"].object().value();
   if (want(report_part::instrument))

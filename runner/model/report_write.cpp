@@ -3,25 +3,12 @@
 #include "model/report_model.hpp"
 
 #include "spec/device_state.hpp"
+#include "spec/roofs.hpp"
+#include "spec/sched.hpp"
 
 #include <algorithm>
 
 namespace prereg {
-
-bool is_isolation_layer(std::string_view name) {
-  for (const std::string_view known :
-       {"no-inherited-fds", "user-namespace", "mount-namespace", "read-only-root",
-        "read-only-store", "key-masked", "pid-namespace", "fresh-proc", "parent-not-dumpable"})
-    if (name == known)
-      return true;
-  return false;
-}
-
-std::string_view isolation_mode(const report_isolation &i) {
-  return std::find(i.layers.begin(), i.layers.end(), "user-namespace") != i.layers.end()
-             ? "namespaces"
-             : "none";
-}
 
 namespace {
 
@@ -41,10 +28,31 @@ json run_json(const report_run &run) {
             {"device_ordinal", run.device_ordinal}};
   if (run.ledger_head)
     j["ledger_head"] = {{"seq", run.ledger_head->seq}, {"sha256", run.ledger_head->sha256}};
-  if (run.isolation)
-    j["isolation"] = {{"layers", run.isolation->layers}, {"reason", run.isolation->reason}};
+  if (run.isolation) {
+    const report_isolation &i = *run.isolation;
+    j["isolation"] = {{"layers", i.layers}, {"reason", i.reason}};
+    if (!i.level.empty()) { // schema_version 8: the probes and the level they give
+      json probes = json::array();
+      for (const auto &p : i.probes)
+        probes.push_back(
+            {{"name", p.name}, {"outcome", p.outcome}, {"error", p.error}, {"detail", p.detail}});
+      j["isolation"]["probes"] = probes;
+      j["isolation"]["level"] = i.level;
+    }
+  }
   if (run.arm_log)
     j["arm_log"] = {{"file", run.arm_log->file}, {"sha256", run.arm_log->sha256}};
+  if (run.watchdog) { // version 8
+    json stuck = json::array();
+    for (const auto &s : run.watchdog->stuck)
+      stuck.push_back(
+          {{"arm", s.arm}, {"cell", s.cell}, {"phase", s.phase}, {"waited_s", s.waited_s}});
+    j["watchdog"] = {{"call_timeout_s", run.watchdog->call_timeout_s}, {"stuck", stuck}};
+  }
+  if (run.scratch) // version 8
+    j["scratch"] = {{"bytes", run.scratch->bytes},
+                    {"folders", run.scratch->folders},
+                    {"reason", run.scratch->reason}};
   return j;
 }
 
@@ -88,6 +96,18 @@ json region_shares_json(const std::vector<region_share> &region_shares) {
   return shares;
 }
 
+json roofline_json(const report_roofline &r) {
+  return {{"read_bytes_per_step", r.read_bytes_per_step},
+          {"write_bytes_per_step", r.write_bytes_per_step},
+          {"roof_gbps", finite_or_null(r.roof_gbps)},
+          {"pct_roof", finite_or_null(r.pct_roof)},
+          {"compute", r.compute ? json(*r.compute) : json(nullptr)},
+          {"flops_per_step", r.flops_per_step ? json(*r.flops_per_step) : json(nullptr)},
+          {"tflops", finite_or_null(r.tflops)},
+          {"pct_compute", finite_or_null(r.pct_compute)},
+          {"intensity", finite_or_null(r.intensity)}};
+}
+
 /// The members of versions 2 to 4, where the cell holds them.
 void add_later_members(json &j, const report_cell &c) {
   if (c.clock_mhz)
@@ -112,6 +132,10 @@ void add_later_members(json &j, const report_cell &c) {
     j["states"] = states_json(c.states);
   if (c.stop)
     j["stop"] = stop_json(*c.stop);
+  if (!c.sched.empty()) // version 8
+    j["sched"] = sched_json(c.sched);
+  if (c.roofline) // version 8
+    j["roofline"] = roofline_json(*c.roofline);
 }
 
 json instrument_json(const report_instrument &in, int schema_version) {
@@ -129,6 +153,10 @@ json instrument_json(const report_instrument &in, int schema_version) {
     j["kernel_clock_floor_ms"] = finite_or_null(in.kernel_clock_floor_ms);
     j["kernel_records_dropped"] = in.kernel_records_dropped;
   }
+  if (schema_version >= report_schema_version_roofs && in.roofs)
+    j["roofs"] = roofs_json(*in.roofs);
+  if (in.ceiling_reused) // version 8
+    j["ceiling_reused"] = *in.ceiling_reused;
   return j;
 }
 
@@ -170,6 +198,8 @@ std::string_view to_string(bound_kind b) {
     return "bandwidth";
   case bound_kind::neither:
     return "neither";
+  case bound_kind::compute:
+    return "compute";
   }
   return "?";
 }

@@ -93,6 +93,10 @@ report_cell to_report_cell(const cell_record &cell, const cell_statistics &stats
     c.states = cell.states;
     c.stop = cell.stop;
   }
+  if (schema_version >= report_schema_version_hardened)
+    c.sched = cell.sched;
+  if (schema_version >= report_schema_version_roofs)
+    c.roofline = stats.roofline;
   if (schema_version >= 4 && stats.kernel) {
     const kernel_statistics &k = *stats.kernel;
     report_kernel_clock kc;
@@ -165,6 +169,7 @@ raw_run report_to_raw(const report_document &r) {
     rec.region_kernels_ms = c.region_kernels_ms;
     rec.states = c.states;
     rec.stop = c.stop;
+    rec.sched = c.sched;
     raw.cells.push_back(std::move(rec));
   }
   return raw;
@@ -181,6 +186,20 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
   if (proto.measurement.stop || std::any_of(raw.cells.begin(), raw.cells.end(),
                                             [](const cell_record &c) { return !c.states.empty(); }))
     r.schema_version = report_schema_version_state;
+  // The roofs beside the copy ceiling: the version that carries them (docs/report.md).
+  if (raw.instrument.roofs)
+    r.schema_version = report_schema_version_roofs;
+  // A copy ceiling reused from an earlier measurement: the version that records its entry.
+  if (raw.instrument.ceiling_reused)
+    r.schema_version = report_schema_version_ceiling;
+  // The sandbox's probes and the level they give (run.isolation): the version that carries them.
+  if (meta.isolation && !meta.isolation->level.empty())
+    r.schema_version = report_schema_version_probes;
+  // The watchdog's record or the scheduling per sample: version 8 (docs/report.md).
+  if (meta.watchdog || meta.scratch ||
+      std::any_of(raw.cells.begin(), raw.cells.end(),
+                  [](const cell_record &c) { return !c.sched.empty(); }))
+    r.schema_version = report_schema_version_hardened;
   r.tool = {"prereg",
             build_info::version,
             build_info::git_commit,
@@ -188,8 +207,8 @@ report_document build_report_document(const frozen_protocol &fp, const raw_run &
             report_renderer_version,
             report_analysis_version};
   r.protocol = {fp.hash, fp.body, fp.freeze};
-  r.run = {meta.run_id,      meta.started_at, meta.finished_at, meta.device_ordinal,
-           meta.ledger_head, meta.isolation,  meta.arm_log};
+  r.run = {meta.run_id,    meta.started_at, meta.finished_at, meta.device_ordinal, meta.ledger_head,
+           meta.isolation, meta.arm_log,    meta.watchdog,    meta.scratch};
   r.environment = raw.environment;
   r.instrument = raw.instrument;
   for (std::size_t i = 0; i < raw.cells.size(); ++i)

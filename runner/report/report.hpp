@@ -28,6 +28,8 @@ struct run_meta {
   std::optional<shard_spec> shard; ///< `run --shard K/N`: the report is shard K's part
   std::optional<report_isolation> isolation; ///< the measuring process's walls (run.isolation)
   std::optional<report_log> arm_log;         ///< the outside arms' tracebacks (run.arm_log)
+  std::optional<report_watchdog> watchdog;   ///< the watchdog's limit and stops (run.watchdog)
+  std::optional<report_scratch> scratch;     ///< the measuring process's scratch (run.scratch)
 };
 
 /// The verdicts of a protocol's predictions (each `expect` parsed against its arm ids), by the

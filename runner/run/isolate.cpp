@@ -1,6 +1,8 @@
 // The parent's side of the measuring process (docs/engine.md, "The measuring process"): it
-// forks the child before the key is loaded, reads its newline-framed JSON messages strictly
-// and reaps it; start_measuring chooses that or the measuring side in this process.
+// forks the child (and the spares the watchdog may need) before the key is loaded, reads the
+// child's newline-framed JSON messages strictly over a channel that names each byte's sender,
+// enforces the watchdog's limit on every call of arm code, and reaps the child;
+// start_measuring chooses that or the measuring side in this process.
 #include "run/isolate.hpp"
 
 #include "base/json_reader.hpp"
@@ -8,15 +10,19 @@
 #include "crypto/keyring.hpp"
 #include "model/report_model.hpp"
 #include "prereg/error.hpp"
+#include "run/channel.hpp"
 #include "run/measuring_child.hpp"
+#include "run/measuring_process.hpp"
+#include "run/progress.hpp"
 #include "run/raw_json.hpp"
+#include "run/sandbox.hpp"
+#include "run/watchdog.hpp"
 
 #include <fmt/format.h>
 
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -27,52 +33,6 @@ namespace {
 using detail::bad_result;
 using detail::child_node;
 using detail::strict_count;
-
-/// Reads newline-framed messages from a pipe.
-class line_reader {
-public:
-  explicit line_reader(int fd) : m_fd(fd) {}
-  /// The next line; nullopt at end of file. `interrupted` is called when a signal interrupts
-  /// the wait (it may throw).
-  template <class F> std::optional<std::string> next(F &&interrupted) {
-    for (;;) {
-      if (const auto nl = m_buffer.find('\n'); nl != std::string::npos) {
-        std::string line = m_buffer.substr(0, nl);
-        m_buffer.erase(0, nl + 1);
-        return line;
-      }
-      char chunk[65536];
-      const ssize_t n = ::read(m_fd, chunk, sizeof chunk);
-      if (n < 0 && errno == EINTR) {
-        interrupted();
-        continue;
-      }
-      if (n < 0)
-        throw io_error(fmt::format("reading from the measuring process: {}", std::strerror(errno)));
-      if (n == 0)
-        return std::nullopt;
-      m_buffer.append(chunk, static_cast<std::size_t>(n));
-    }
-  }
-
-  /// Whether bytes without a line end are left.
-  [[nodiscard]] bool pending() const { return !m_buffer.empty(); }
-
-private:
-  int m_fd;
-  std::string m_buffer;
-};
-
-std::string describe_status(const wait_status &st) {
-  if (st.signalled()) {
-    const int sig = st.signal();
-    const char *name = ::strsignal(sig);
-    return fmt::format("was killed by signal {} ({})", sig, name != nullptr ? name : "?");
-  }
-  if (st.exited())
-    return fmt::format("exited with status {} before sending its result", st.exit_code());
-  return "ended abnormally";
-}
 
 /// A cell of the child's plan (checked against the protocol again in raw_from_json).
 cell_key plan_cell(const json_node &c) {
@@ -102,72 +62,115 @@ json parse_message(const std::string &line) {
   return msg;
 }
 
-/// The sandbox's first line: {layers: [names], reason: text}, each layer one the report knows.
-json read_isolation(const json &j) {
-  const json_node n = child_node(j, "isolation");
-  const json_node layers = n["layers"];
-  const std::size_t count = layers.array_size();
-  for (std::size_t i = 0; i < count; ++i)
-    if (!is_isolation_layer(layers.at(i).str()))
-      layers.at(i).fail("is not an isolation layer");
-  (void)n["reason"].str();
-  return {{"layers", layers.value()}, {"reason", n["reason"].value()}};
+/// The sandbox's first line: {layers, reason, probes} (run/sandbox.hpp).
+report_isolation read_isolation(const json &j) {
+  return detail::read_isolation_message(child_node(j, "isolation"));
+}
+
+/// The child's plan message, read strictly.
+measuring_plan read_plan(const json &j) {
+  measuring_plan out;
+  const json_node p = child_node(j, "plan");
+  out.environment = p["environment"].object().value();
+  const json_node cells = p["cells"];
+  const std::size_t n = cells.array_size();
+  for (std::size_t i = 0; i < n; ++i)
+    out.cells.push_back(plan_cell(cells.at(i)));
+  const json_node skipped = p["skipped"];
+  (void)skipped.array_size();
+  for (const auto &d : skipped.value())
+    out.skipped.push_back(d);
+  if (p.has("scratch")) {
+    const json_node s = p["scratch"];
+    out.scratch = report_scratch{strict_count(s["bytes"]), {}, s["reason"].str()};
+    const json_node folders = s["folders"];
+    for (std::size_t i = 0; i < folders.array_size(); ++i)
+      out.scratch->folders.push_back(folders.at(i).str());
+  }
+  return out;
 }
 
 class forked final : public measuring_side {
 public:
-  forked(const run_options &o, const protocol &proto, std::uint64_t seed) {
-    pipe_ends up = open_pipe(on_exec::close);
-    pipe_ends down = open_pipe(on_exec::close);
-    const pid_t parent = ::getpid();
-    m_pid = fork_child([&] {
-      up.read.reset();
-      down.write.reset();
-      detail::run_measuring_child(o, proto, seed, parent, up.write.get(), down.read.get());
-    });
+  forked(const run_options &o, const protocol &proto, std::uint64_t seed)
+      : m_proto(proto), m_watchdog(proto), m_spares(detail::watchdog::spares_for(proto)) {
+    m_processes = detail::measuring_process::fork_all(o, proto, seed, 1 + m_spares);
     // From here on no other process of this user may read this one's memory, environment or
     // descriptors through /proc or ptrace: the key is loaded only after this (docs/engine.md).
     m_not_dumpable = ::prctl(PR_SET_DUMPABLE, 0) == 0;
-    up.write.reset();
-    down.read.reset();
-    m_from_child = std::move(up.read);
-    m_to_child = std::move(down.write);
-    m_reader = std::make_unique<line_reader>(m_from_child.get());
-  }
-  ~forked() override {
-    m_to_child.reset();
-    m_from_child.reset();
-    if (m_pid > 0)
-      kill_and_wait(m_pid);
+    m_processes.front()->start({});
   }
   forked(const forked &) = delete;
   forked &operator=(const forked &) = delete;
 
   measuring_plan plan() override {
-    measuring_plan out;
-    out.isolation = read_isolation(next_message(nullptr, "isolation").at("isolation"));
-    if (m_not_dumpable)
-      out.isolation["layers"].push_back("parent-not-dumpable");
-    const json msg = next_message(nullptr, "plan");
-    const json_node p = child_node(msg.at("plan"), "plan");
-    out.environment = p["environment"].object().value();
-    const json_node cells = p["cells"];
-    const std::size_t n = cells.array_size();
-    for (std::size_t i = 0; i < n; ++i)
-      out.cells.push_back(plan_cell(cells.at(i)));
-    const json_node skipped = p["skipped"];
-    (void)skipped.array_size();
-    for (const auto &d : skipped.value())
-      out.skipped.push_back(d);
-    m_cells = out.cells;
-    m_probe = out.environment;
-    (void)next_message(nullptr, "loaded"); // the outside arms are loaded: their code runs now
+    bring_up(nullptr);
+    measuring_plan out = m_first;
+    detail::finish_isolation(*out.isolation, m_not_dumpable);
     return out;
   }
 
+  void offer_ceiling(json entry) override { m_ceiling = std::move(entry); }
+
   raw_run measure(progress_sink &progress) override {
-    if (!write_all(m_to_child.get(), "g"))
-      throw io_error(fmt::format("the measuring process (pid {}) is gone before measuring", m_pid));
+    for (;;) {
+      try {
+        return measure_once(progress);
+      } catch (const detail::stuck_call &s) {
+        restart(s, &progress);
+        bring_up(&progress);
+      }
+    }
+  }
+
+  std::optional<report_watchdog> watchdog() const override { return m_watchdog.record(); }
+
+private:
+  detail::measuring_process &active() { return *m_processes[m_active]; }
+
+  /// The active process's isolation, plan and loaded messages, restarting it (and the next)
+  /// while a call of arm code hangs; a restarted process must plan what the first planned.
+  void bring_up(progress_sink *progress) {
+    for (;;) {
+      try {
+        measuring_plan p;
+        p.isolation = read_isolation(next_message(nullptr, "isolation").at("isolation"));
+        const json msg = next_message(nullptr, "plan");
+        const measuring_plan planned = read_plan(msg.at("plan"));
+        p.environment = planned.environment;
+        p.cells = planned.cells;
+        p.skipped = planned.skipped;
+        p.scratch = planned.scratch;
+        if (m_have_first)
+          same_plan(p);
+        else
+          m_first = p;
+        m_have_first = true;
+        m_cells = p.cells;
+        m_probe = p.environment;
+        (void)next_message(nullptr, "loaded"); // the outside arms are loaded: their code runs now
+        return;
+      } catch (const detail::stuck_call &s) {
+        restart(s, progress);
+      }
+    }
+  }
+
+  /// A restarted process's plan: the same cells, skips and device as the first one's.
+  void same_plan(const measuring_plan &p) const {
+    if (p.cells != m_first.cells || p.skipped != m_first.skipped ||
+        p.environment.value("device_name", "") != m_first.environment.value("device_name", ""))
+      throw io_error("the fresh measuring process the watchdog started planned differently from "
+                     "the first one; the run failed");
+  }
+
+  raw_run measure_once(progress_sink &progress) {
+    // The go byte: "g", or "c" and the offered ceiling's entry on one line (measuring_child.cpp).
+    const std::string go = m_ceiling.is_object() ? "c" + m_ceiling.dump() + "\n" : "g";
+    if (!active().send(go))
+      throw io_error(
+          fmt::format("the measuring process (pid {}) is gone before measuring", active().pid()));
+    active().set_limit(detail::message_limit(m_cells.size(), m_proto.measurement.repetitions));
     const json msg = next_message(&progress, "raw");
     if (m_phase != "timing" || m_done != m_total)
       bad_result("raw", "arrived before the timing phase finished");
@@ -179,47 +182,51 @@ public:
     for (const auto &[k, v] : m_probe.items())
       if (!raw.environment.contains(k) || (raw.environment[k] != v && k != "other_processes"))
         bad_result("raw.environment." + k, "differs from the device's probe in the plan");
-    expect_clean_end();
+    m_watchdog.check_excluded(raw);
+    active().expect_clean_end();
     return raw;
   }
 
-private:
-  /// The next message that is not progress; progress goes to `progress`. A signal while
-  /// waiting is handed to `progress` (which throws for an interrupt).
+  /// A call that did not return: the process is killed and the run goes on in the next spare
+  /// without the arm (docs/engine.md, "The watchdog"); throws when none is left.
+  void restart(const detail::stuck_call &s, progress_sink *progress) {
+    active().kill();
+    const std::string arm = m_watchdog.exclude(s, m_cells, m_spares_used < m_spares);
+    ++m_spares_used;
+    ++m_active;
+    notice(escape_control(m_watchdog.notice(arm)));
+    m_phase.clear();
+    m_done = m_total = 0;
+    if (progress != nullptr)
+      progress->phase("restart");
+    active().start(m_watchdog.excluded());
+  }
+
+  /// What the reader checks between its waits: an interrupt, a call past the watchdog's limit.
+  void between(progress_sink *progress) {
+    if (progress != nullptr)
+      progress->tick();
+    else
+      detail::throw_if_signalled();
+    m_watchdog.check(active().page());
+  }
+
+  /// The next message that is not progress; progress goes to `progress`.
   json next_message(progress_sink *progress, const char *want) {
-    const auto interrupted = [&] {
-      if (progress != nullptr)
-        progress->cell_done(m_done, m_total);
-    };
     for (;;) {
-      const auto line = m_reader->next(interrupted);
+      const auto line = active().next_line([&] { between(progress); });
       if (!line) {
-        const pid_t pid = m_pid; // before reap() forgets it
-        const std::string how = reap();
-        throw io_error(fmt::format("the measuring process (pid {}) {}", pid, how));
+        const pid_t pid = active().pid();
+        const std::string how = active().reap();
+        throw io_error(fmt::format("the measuring process (pid {}) {}; the run failed", pid, how));
       }
       const json msg = parse_message(*line);
       if (msg.contains("error"))
         detail::rethrow_error_message(msg);
       if (progress == nullptr && (msg.contains("phase") || msg.contains("done")))
         bad_result("message", fmt::format("is progress before the {} expected", want));
-      if (msg.contains("phase")) {
-        m_phase = child_node(msg["phase"], "phase").str();
-        m_done = m_total = 0;
-        if (progress != nullptr)
-          progress->phase(m_phase);
-        continue;
-      }
-      if (msg.contains("done")) {
-        const std::size_t done = strict_count(child_node(msg["done"], "done"));
-        const std::size_t total =
-            strict_count(child_node(child_node(msg, "message")["total"].value(), "total"));
-        if (done != m_done + 1 || done > total || (m_done != 0 && total != m_total))
-          bad_result("done", "is not the next count of finished cells");
-        m_done = done;
-        m_total = total;
-        if (progress != nullptr)
-          progress->cell_done(m_done, m_total);
+      if (msg.contains("phase") || msg.contains("done")) {
+        take_progress(msg, *progress);
         continue;
       }
       if (!msg.contains(want) || msg.size() != 1)
@@ -228,40 +235,37 @@ private:
     }
   }
 
-  /// After the result: nothing more on the pipe, and the child ends with status 0. A second
-  /// result, bytes after it or a child that ends otherwise fails the run (docs/engine.md).
-  void expect_clean_end() {
-    const auto extra = m_reader->next([] {});
-    if (extra)
-      bad_result("message", "follows the result (one result per measuring process)");
-    if (m_reader->pending())
-      bad_result("message", "follows the result without a line end");
-    const pid_t pid = m_pid;
-    const wait_status st = wait_for(m_pid);
-    m_pid = -1;
-    if (!st.reaped || !st.exited() || st.exit_code() != 0)
-      throw io_error(
-          fmt::format("the measuring process (pid {}) {} after its result; the run failed", pid,
-                      st.reaped ? describe_status(st) : "vanished"));
+  /// A {phase} or {done, total} message, checked and shown.
+  void take_progress(const json &msg, progress_sink &progress) {
+    if (msg.contains("phase")) {
+      m_phase = child_node(msg["phase"], "phase").str();
+      m_done = m_total = 0;
+      progress.phase(m_phase);
+      return;
+    }
+    const std::size_t done = strict_count(child_node(msg["done"], "done"));
+    const std::size_t total =
+        strict_count(child_node(child_node(msg, "message")["total"].value(), "total"));
+    if (done != m_done + 1 || done > total || (m_done != 0 && total != m_total))
+      bad_result("done", "is not the next count of finished cells");
+    m_done = done;
+    m_total = total;
+    progress.cell_done(m_done, m_total);
   }
 
-  /// Waits for the child that closed its pipe and says how it ended.
-  std::string reap() {
-    const wait_status st = wait_for(m_pid);
-    const std::string how = st.reaped ? describe_status(st) : "vanished";
-    m_pid = -1;
-    return how + "; the run failed";
-  }
-
-  pid_t m_pid = -1;
+  const protocol &m_proto;
+  detail::watchdog m_watchdog;
+  std::size_t m_spares;
+  std::vector<std::unique_ptr<detail::measuring_process>> m_processes; ///< [0] first, then spares
+  std::size_t m_active = 0, m_spares_used = 0;
   bool m_not_dumpable = false;
+  bool m_have_first = false;           ///< m_first holds the first process's plan
+  measuring_plan m_first;              ///< the first process's plan
   json m_probe;                        ///< the plan's environment, sent before outside code ran
   std::string m_phase;                 ///< the last progress phase
   std::size_t m_done = 0, m_total = 0; ///< its progress
-  unique_fd m_from_child;
-  unique_fd m_to_child;
-  std::unique_ptr<line_reader> m_reader;
   std::vector<cell_key> m_cells;
+  json m_ceiling; ///< the copy ceiling offered for reuse, or null
 };
 
 /// A missing key file is created by a short-lived child, so that it exists (and is masked) when

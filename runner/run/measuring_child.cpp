@@ -4,11 +4,14 @@
 
 #include "arms/outside_common.hpp"
 #include "base/process.hpp"
+#include "base/sched.hpp"
 #include "crypto/keyring.hpp"
 #include "engine/measure.hpp"
 #include "prereg/error.hpp"
+#include "run/channel.hpp"
 #include "run/raw_json.hpp"
 #include "run/sandbox.hpp"
+#include "run/scratch.hpp"
 #include "spec/operation.hpp"
 #include "spec/registry.hpp"
 #include "store/store.hpp"
@@ -23,6 +26,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace prereg::detail {
@@ -35,6 +39,11 @@ public:
     m_plan.proto = &m_proto;
     m_plan.seed = seed;
     m_plan.load_outside = o.load_outside;
+  }
+  /// The watchdog's exclusions and the scheduling record (the measuring process's).
+  void set_measuring(std::map<std::string, std::string> excluded) {
+    m_plan.excluded = std::move(excluded);
+    m_plan.record_sched = true;
   }
   measuring_plan plan() override {
     m_device = m_options.make_device(m_proto.device, m_options.device_ordinal);
@@ -65,6 +74,7 @@ public:
   }
   /// The measuring child sends its plan before any outside code is loaded, then loads it here.
   void defer_preload() { m_defer_preload = true; }
+  void offer_ceiling(json entry) override { m_plan.reuse_ceiling = std::move(entry); }
   raw_run measure(progress_sink &progress) override {
     raw_run raw = prereg::measure(*m_device, m_environment, m_plan, m_options.resolve_arm, progress,
                                   m_options.hooks);
@@ -82,9 +92,11 @@ public:
     for (const auto &spec : m_proto.arms) {
       const bool planned = std::any_of(m_plan.cells.begin(), m_plan.cells.end(),
                                        [&](const cell_key &c) { return c.arm == spec.id; });
-      if (!spec.outside() || !planned)
+      if (!spec.outside() || !planned || m_plan.excluded.contains(spec.id))
         continue;
       try {
+        const watched_call watch(static_cast<int>(&spec - m_proto.arms.data()), -1,
+                                 static_cast<int>(call_phase::load));
         m_loaded.emplace(spec.id, m_options.load_outside(spec));
       } catch (const error &e) {
         if (e.code() == exit_code::environment)
@@ -120,8 +132,9 @@ public:
   void cell_done(std::size_t done, std::size_t total) override {
     send({{"done", done}, {"total", total}});
   }
+  /// One line; text that is not UTF-8 (an arm's message) is sent with U+FFFD in its place.
   void send(const json &j) const {
-    if (!write_all(m_fd, j.dump() + "\n"))
+    if (!send_all(m_fd, j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"))
       std::_Exit(1); // the parent is gone: nothing to report to
   }
 
@@ -130,46 +143,99 @@ private:
 };
 
 /// What the sandbox hides and protects for a run with options `o`: the key, the store, the
-/// reports folder and the project (the store's folder: protocols, kernels, outside files); a
-/// masked key folder must not hide them or the current folder.
-/// `prereg try` names no key and no store: the ones a run from here would use.
+/// reports folder and the project (the store's folder: protocols, kernels, outside files), and
+/// prereg's caches. `prereg try` names no key and no store: the ones a run from here would use.
 sandbox_paths paths_of(const run_options &o) {
-  std::error_code ec;
-  sandbox_paths p;
-  p.key = std::filesystem::absolute(o.key_path.empty() ? default_key_path("") : o.key_path, ec);
-  const auto store_root = o.store_root.empty() ? store::default_root("") : o.store_root;
-  for (const auto &f : {store_root, o.out_dir})
-    if (!f.empty())
-      p.read_only.push_back(std::filesystem::absolute(f, ec));
-  p.sealed = p.read_only.size();
-  p.read_only.push_back(std::filesystem::absolute(store_root, ec).parent_path());
-  p.must_stay_shown = p.read_only;
-  p.must_stay_shown.push_back(std::filesystem::current_path(ec));
-  return p;
+  return sandbox_paths_for(o.key_path.empty() ? default_key_path("") : o.key_path,
+                           o.store_root.empty() ? store::default_root("") : o.store_root,
+                           o.out_dir);
+}
+
+/// The parent's go (isolate.cpp): "g", or "c" and a copy ceiling's entry on one line (at most
+/// 1 MiB) offered for reuse; nullopt when the pipe closed first (the parent decided not to
+/// measure). The entry, or null for a plain "g".
+std::optional<json> read_go(int fd) {
+  const auto byte = [&]() -> int {
+    char c = 0;
+    ssize_t n;
+    while ((n = ::read(fd, &c, 1)) < 0 && errno == EINTR) {
+    }
+    return n == 1 ? static_cast<unsigned char>(c) : -1;
+  };
+  const int go = byte();
+  if (go == 'g')
+    return json();
+  if (go != 'c')
+    return std::nullopt;
+  std::string line;
+  for (int c = byte(); c != '\n'; c = byte()) {
+    if (c < 0 || line.size() > (std::size_t{1} << 20))
+      return std::nullopt;
+    line.push_back(static_cast<char>(c));
+  }
+  try {
+    return json::parse(line);
+  } catch (const std::exception &) {
+    return std::nullopt;
+  }
+}
+
+/// The parent's start message ({start: {exclude: {arm id: reason}}}, one line of at most 1 MiB):
+/// the arms the watchdog left out. End of file: the parent needs no such process.
+std::map<std::string, std::string> read_start(int channel) {
+  std::string line;
+  char c = 0;
+  for (;;) {
+    const ssize_t n = ::read(channel, &c, 1);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n != 1 || line.size() > (std::size_t{1} << 20))
+      std::_Exit(0);
+    if (c == '\n')
+      break;
+    line += c;
+  }
+  std::map<std::string, std::string> excluded;
+  try {
+    const json msg = json::parse(line); // named: the items() below refer into it
+    for (const auto &[arm, why] : msg.at("start").at("exclude").items())
+      excluded[arm] = why.get<std::string>();
+  } catch (const std::exception &) {
+    std::_Exit(1);
+  }
+  return excluded;
 }
 
 [[noreturn]] void child_main(const run_options &o, const protocol &proto, std::uint64_t seed,
-                             int to_parent, int from_parent) {
-  piped_progress out(to_parent);
-  // The first line, before any outside code is loaded: the walls this process stands in.
-  out.send({{"isolation", enter_sandbox(paths_of(o), {to_parent, from_parent}).to_json()}});
+                             pid_t parent, int channel,
+                             std::map<std::string, std::string> excluded) {
+  piped_progress out(channel);
+  // The first line, before any outside code is loaded: the walls this process stands in and
+  // what their probes found.
+  out.send({{"isolation", enter_sandbox(paths_of(o), {channel}, parent).to_json()}});
   try {
     in_process side(o, proto, seed);
+    side.set_measuring(std::move(excluded));
     side.defer_preload();
     const measuring_plan p = side.plan();
     json cells = json::array();
     for (const auto &c : p.cells)
       cells.push_back(to_json(c));
-    out.send(
-        {{"plan", {{"environment", p.environment}, {"cells", cells}, {"skipped", p.skipped}}}});
+    json scratch = scratch_of_this_process().to_json();
+    if (scratch_of_this_process().folders.empty() && scratch_of_this_process().reason.empty())
+      scratch["reason"] = "no mount namespace of its own";
+    out.send({{"plan",
+               {{"environment", p.environment},
+                {"cells", cells},
+                {"skipped", p.skipped},
+                {"scratch", std::move(scratch)}}}});
     side.preload_outside(); // outside code runs from here on
     out.send({{"loaded", true}});
-    char go = 0;
-    ssize_t n;
-    while ((n = ::read(from_parent, &go, 1)) < 0 && errno == EINTR) {
-    }
-    if (n != 1)
+    const auto go = read_go(channel);
+    if (!go)
       std::_Exit(0); // the parent decided not to measure
+    if (go->is_object())
+      side.offer_ceiling(*go);
     const raw_run raw = side.measure(out);
     out.send({{"raw", raw_to_json(raw)}});
   } catch (const std::exception &e) {
@@ -203,17 +269,18 @@ std::unique_ptr<measuring_side> measure_in_process(const run_options &o, const p
 }
 
 void run_measuring_child(const run_options &o, const protocol &proto, std::uint64_t seed,
-                         pid_t parent, int to_parent, int from_parent) {
+                         pid_t parent, int channel, watch_page *page) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL); // dies with the parent
   if (::getppid() != parent)
     std::_Exit(1);
   ::signal(SIGINT, SIG_IGN); // the parent decides what an interrupt means
   ::signal(SIGTERM, SIG_IGN);
-  if (char *v = std::getenv("PREREG_KEY")) // its bytes in the environment block /proc shows
-    std::memset(v, 0, std::strlen(v));
-  ::unsetenv("PREREG_KEY");
-  outside::set_crash_channel(to_parent); // a crash in an outside arm: one error message up
-  child_main(o, proto, seed, to_parent, from_parent);
+  forget_key_variable(); // its bytes in the environment block /proc shows
+  std::map<std::string, std::string> excluded = read_start(channel); // a spare waits here
+  watch_attach(page); // the watchdog reads which call of arm code runs (docs/engine.md)
+  count_continues();  // a stop during a sample is seen (cell_record::sched)
+  outside::set_crash_channel(channel); // a crash in an outside arm: one error message up
+  child_main(o, proto, seed, parent, channel, std::move(excluded));
 }
 
 } // namespace prereg::detail

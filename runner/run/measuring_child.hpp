@@ -2,6 +2,7 @@
 // measuring process that never holds the signing key (internal to runner/run; isolate.hpp).
 #pragma once
 
+#include "base/watch.hpp"
 #include "run/isolate.hpp"
 
 #include <sys/types.h>
@@ -21,12 +22,14 @@ namespace prereg::detail {
 [[nodiscard]] std::unique_ptr<measuring_side>
 measure_in_process(const run_options &options, const protocol &proto, std::uint64_t seed);
 
-/// The forked measuring process after fork(2), its copies of the parent's pipe ends closed: it
-/// dies with `parent`, ignores SIGINT and SIGTERM, drops PREREG_KEY, sends its plan up
-/// `to_parent`, measures once the parent's go byte arrives on `from_parent` and sends the raw
-/// facts (or an error) up; progress travels the same way. Never returns.
+/// The forked measuring process after fork(2), every descriptor of the parent's other
+/// channels closed: it dies with `parent`, ignores SIGINT and SIGTERM, drops PREREG_KEY, waits
+/// for the parent's start message on `channel` (end of file: it ends at once, a spare never
+/// needed), reports its calls of arm code on `page`, sends its plan, measures once the parent's
+/// go byte arrives and sends the raw facts (or an error); progress travels the same way, all
+/// on `channel`. Never returns.
 [[noreturn]] void run_measuring_child(const run_options &options, const protocol &proto,
-                                      std::uint64_t seed, pid_t parent, int to_parent,
-                                      int from_parent);
+                                      std::uint64_t seed, pid_t parent, int channel,
+                                      watch_page *page);
 
 } // namespace prereg::detail

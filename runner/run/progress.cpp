@@ -1,6 +1,7 @@
 // A run's progress on a terminal and its interrupt handling.
 #include "run/progress.hpp"
 
+#include "base/process.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>
@@ -8,6 +9,8 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+
+#include <unistd.h>
 
 namespace prereg::detail {
 namespace {
@@ -40,7 +43,7 @@ void throw_if_signalled() {
 
 terminal_progress::~terminal_progress() {
   if (m_enabled && m_drawn)
-    fmt::print(stderr, "\n");
+    (void)write_best_effort(STDERR_FILENO, "\n"); // a destructor: never throws
 }
 
 void terminal_progress::phase(std::string_view name) {
@@ -78,7 +81,8 @@ void terminal_progress::draw() {
                                                 static_cast<double>(m_done) *
                                                 static_cast<double>(m_total - m_done));
   }
-  fmt::print(stderr, "\r\033[K[{}]{}  elapsed {:.0f}s", m_phase, cells, elapsed);
+  (void)write_best_effort(STDERR_FILENO, fmt::format("\r\033[K[{}]{}  elapsed {:.0f}s",
+                                                     escape_control(m_phase), cells, elapsed));
   m_drawn = true;
 }
 

@@ -4,6 +4,8 @@
 
 #include "prereg/error.hpp"
 #include "spec/device_state.hpp"
+#include "spec/roofs.hpp"
+#include "spec/sched.hpp"
 
 #include <fmt/format.h>
 
@@ -143,6 +145,13 @@ instrument_record read_instrument(const json_node &in) {
   r.kernel_clock = in["kernel_clock"].str();
   r.kernel_clock_floor_ms = number_or_nan(in["kernel_clock_floor_ms"]);
   r.kernel_records_dropped = strict_count(in["kernel_records_dropped"]);
+  if (in.has("roofs")) {
+    r.roofs.emplace();
+    if (const std::string bad = read_roofs_json(in["roofs"].value(), *r.roofs); !bad.empty())
+      in["roofs"].fail(bad);
+  }
+  if (in.has("ceiling_reused")) // the parent checks it is the entry it gave (run/ceiling_cache)
+    r.ceiling_reused = in["ceiling_reused"].object().value();
   return r;
 }
 
@@ -231,6 +240,11 @@ cell_record read_cell(const json_node &c, planned_once &keys) {
     if (const std::string bad = read_stop_json(c["stop"].value(), *rec.stop); !bad.empty())
       c["stop"].fail(bad);
   }
+  if (c.has("sched"))
+    if (const std::string bad =
+            read_sched_json(c["sched"].value(), rec.samples_ms.size(), rec.sched);
+        !bad.empty())
+      c["sched"].fail(bad);
   return rec;
 }
 
@@ -290,6 +304,8 @@ json cell_json(const cell_record &c) {
     out["states"] = states_json(c.states);
   if (c.stop)
     out["stop"] = stop_json(*c.stop);
+  if (!c.sched.empty())
+    out["sched"] = sched_json(c.sched);
   return out;
 }
 
@@ -314,18 +330,23 @@ std::vector<phase_time> read_phases(const json_node &root, const char *key) {
 }
 
 json instrument_json(const instrument_record &in) {
-  return {{"ceiling_gbps", finite_or_null(in.ceiling_gbps)},
-          {"ceiling_samples_gbps", in.ceiling_samples_gbps},
-          {"ceiling_bytes", in.ceiling_bytes},
-          {"launch_floor_ms", finite_or_null(in.launch_floor_ms)},
-          {"timer_resolution_ms", finite_or_null(in.timer_resolution_ms)},
-          {"flush_bytes", in.flush_bytes},
-          {"flush_method", in.flush_method},
-          {"llc_bytes", in.llc_bytes},
-          {"clock_start_mhz", finite_or_null(in.clock_start_mhz)},
-          {"kernel_clock", in.kernel_clock},
-          {"kernel_clock_floor_ms", finite_or_null(in.kernel_clock_floor_ms)},
-          {"kernel_records_dropped", in.kernel_records_dropped}};
+  json j = {{"ceiling_gbps", finite_or_null(in.ceiling_gbps)},
+            {"ceiling_samples_gbps", in.ceiling_samples_gbps},
+            {"ceiling_bytes", in.ceiling_bytes},
+            {"launch_floor_ms", finite_or_null(in.launch_floor_ms)},
+            {"timer_resolution_ms", finite_or_null(in.timer_resolution_ms)},
+            {"flush_bytes", in.flush_bytes},
+            {"flush_method", in.flush_method},
+            {"llc_bytes", in.llc_bytes},
+            {"clock_start_mhz", finite_or_null(in.clock_start_mhz)},
+            {"kernel_clock", in.kernel_clock},
+            {"kernel_clock_floor_ms", finite_or_null(in.kernel_clock_floor_ms)},
+            {"kernel_records_dropped", in.kernel_records_dropped}};
+  if (in.roofs)
+    j["roofs"] = roofs_json(*in.roofs);
+  if (in.ceiling_reused)
+    j["ceiling_reused"] = *in.ceiling_reused;
+  return j;
 }
 
 } // namespace

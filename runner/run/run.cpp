@@ -5,6 +5,7 @@
 
 #include "arms/outside_arm.hpp"
 #include "base/fs.hpp"
+#include "base/process.hpp"
 #include "base/rng.hpp"
 #include "base/time.hpp"
 #include "crypto/keyring.hpp"
@@ -12,9 +13,11 @@
 #include "prereg/error.hpp"
 #include "report/report.hpp"
 #include "report/report_text.hpp"
+#include "run/ceiling_cache.hpp"
 #include "run/isolate.hpp"
 #include "run/phases.hpp"
 #include "run/progress.hpp"
+#include "run/source_changes.hpp"
 #include "spec/registry.hpp"
 #include "store/ledger.hpp"
 
@@ -88,8 +91,8 @@ void remove_stale_partials(const fs::path &folder, std::span<const json> entries
       continue; // not ours, or still running
     fs::remove_all(entry.path(), ec);
     if (!ec)
-      fmt::print(stderr, "prereg: removed {}, left by run {} which the ledger records as ended\n",
-                 escape_control(entry.path().string()), escape_control(run_id));
+      notice(fmt::format("removed {}, left by run {} which the ledger records as ended",
+                         escape_control(entry.path().string()), escape_control(run_id)));
   }
 }
 
@@ -158,9 +161,9 @@ namespace {
 
 /// 1. Integrity first: nothing touches a device before this passes.
 frozen_protocol verify_target(const store &s, const run_options &o) {
-  frozen_protocol fp = resolve_for_run(s, o.target, o.key_path);
+  frozen_protocol fp = resolve_for_run(s, o.target, o.key_path, python_source_changes);
   if (!fp.note.empty())
-    fmt::print(stderr, "prereg: {}\n", fp.note);
+    notice(fp.note);
   if (o.shard)
     (void)shard_cells(fp.proto, *o.shard); // an empty shard: exit 2, before anything
   return fp;
@@ -214,10 +217,8 @@ run_meta meta_from_plan(const run_options &o, const measuring_plan &planned) {
   meta.device_ordinal = o.device_ordinal;
   meta.deviations = planned.skipped;
   meta.shard = o.shard;
-  if (!planned.isolation.is_null()) // the measuring process's walls (docs/engine.md)
-    meta.isolation =
-        report_isolation{planned.isolation.at("layers").get<std::vector<std::string>>(),
-                         planned.isolation.at("reason").get<std::string>()};
+  meta.scratch = planned.scratch;
+  meta.isolation = planned.isolation; // the measuring process's walls (docs/engine.md)
   return meta;
 }
 
@@ -365,11 +366,31 @@ void append_run_end(const store &s, const run_options &o, const frozen_protocol 
   s.get_ledger().append(std::move(entry), key);
 }
 
+/// The copy ceiling's cache for this run (run/ceiling_cache.hpp): the device's identity, and the
+/// entry offered for reuse (null: the run measures it).
+struct ceiling_use {
+  json identity;
+  json offered;
+};
+
+/// 4b. A protocol with `measurement.ceiling: reuse` is offered a signed ceiling of this device
+/// and build measured at most an hour before the run started (docs/engine.md).
+ceiling_use offer_ceiling(const frozen_protocol &fp, const measuring_plan &planned,
+                          const signing_key &key, const run_meta &meta, measuring_side &side) {
+  ceiling_use c{ceiling_identity(planned.environment, fp.proto.device), nullptr};
+  if (fp.proto.measurement.reuse_ceiling)
+    c.offered = find_ceiling(c.identity, key, meta.started_at);
+  if (c.offered.is_object())
+    side.offer_ceiling(c.offered);
+  return c;
+}
+
 /// 5.-7. Measure, analyse, write and sign into the reserved folder, publish it and record the
-/// run complete; any failure or interrupt removes what was written and records it aborted.
+/// run complete; any failure or interrupt removes what was written and records it aborted. A
+/// ceiling the run measured is kept in the cache afterwards.
 fs::path measure_and_publish(const store &s, const run_options &o, const frozen_protocol &fp,
                              measuring_side &side, const signing_key &key, run_meta &meta,
-                             run_times times) {
+                             run_times times, const ceiling_use &ceiling) {
   const fs::path final_dir = o.out_dir / fp.proto.id / meta.run_id;
   const fs::path temp_dir = partial_dir(o.out_dir / fp.proto.id, meta.run_id); // ours
   bool published = false; // the report folder is ours to remove only once we renamed it there
@@ -377,9 +398,11 @@ fs::path measure_and_publish(const store &s, const run_options &o, const frozen_
     detail::signal_guard guard;
     detail::terminal_progress progress(!o.quiet && ::isatty(STDERR_FILENO));
     times.measure_start = run_clock::now();
-    const raw_run raw = side.measure(progress);
+    raw_run raw = side.measure(progress);
     times.measure_end = run_clock::now();
+    meta.watchdog = side.watchdog();
     throw_if_signalled();
+    check_ceiling_reuse(raw.instrument, ceiling.offered);
     meta.finished_at = utc_now_rfc3339();
     add_outcome_deviations(raw, meta);
     if (!raw.arm_log.empty()) { // the outside arms' tracebacks, named in the report by hash
@@ -393,13 +416,20 @@ fs::path measure_and_publish(const store &s, const run_options &o, const frozen_
     append_run_end(s, o, fp, meta,
                    {{"event", ledger_event::run_complete}, {"report_sha256", sha256_hex(payload)}},
                    key);
+    remember_ceiling(ceiling.identity, raw.instrument, meta.started_at, "run " + meta.run_id, key);
   } catch (const std::exception &e) {
     std::error_code ec;
     fs::remove_all(temp_dir, ec);
     if (published)
       fs::remove_all(final_dir, ec);
-    append_run_end(s, o, fp, meta, {{"event", ledger_event::run_aborted}, {"reason", e.what()}},
-                   key);
+    try {
+      append_run_end(s, o, fp, meta, {{"event", ledger_event::run_aborted}, {"reason", e.what()}},
+                     key);
+    } catch (const std::exception &again) { // a full disk: say both, the first reason first
+      throw io_error(fmt::format("{}; the run-aborted entry could not be appended either ({}): "
+                                 "a later command records the run as vanished",
+                                 e.what(), again.what()));
+    }
     throw;
   }
   return final_dir;
@@ -422,7 +452,8 @@ fs::path run_protocol(const run_options &o) {
   run_meta meta = meta_from_plan(o, planned);
   const std::string device_name = planned.environment.value("device_name", "unknown");
   start_run(s, o, fp, device_name, key, meta);
-  return measure_and_publish(s, o, fp, *side, key, meta, times);
+  const ceiling_use ceiling = offer_ceiling(fp, planned, key, meta, *side);
+  return measure_and_publish(s, o, fp, *side, key, meta, times, ceiling);
 }
 
 } // namespace prereg

@@ -7,11 +7,13 @@
 #include "base/rng.hpp"
 #include "base/time.hpp"
 #include "crypto/crypto.hpp"
+#include "crypto/keyring.hpp"
 #include "engine/measure.hpp"
 #include "prereg/build_info.hpp"
 #include "prereg/error.hpp"
 #include "report/report.hpp"
 #include "report/report_text.hpp"
+#include "run/ceiling_cache.hpp"
 #include "run/isolate.hpp"
 #include "run/operation_check.hpp"
 #include "run/phases.hpp"
@@ -20,24 +22,34 @@
 #include "spec/operation_file.hpp"
 #include "spec/registry.hpp"
 
+#include <fmt/format.h>
+
 #include <unistd.h>
 
 #include <chrono>
 #include <ctime>
+#include <optional>
 
 namespace prereg {
 namespace fs = std::filesystem;
 namespace {
 
 /// The file as it is: validated like a freeze, but nothing is stored, signed or ledgered.
-frozen_protocol tried_protocol(const std::string &target) {
+frozen_protocol tried_protocol(const std::string &target, const run_options &o) {
   frozen_protocol fp;
   fp.source = read_file(target);
   fp.proto = parse_protocol(fp.source, target);
   const fs::path dir = fs::absolute(target).parent_path();
   const operation_desc *op = nullptr;
   if (!fp.proto.op_file.empty()) { // an operation file, read as freeze reads it
-    op = &load_operation_here(fp.proto, dir);
+    const operation_load loaded =
+        load_operation_here(fp.proto, dir,
+                            {o.key_path.empty() ? default_key_path("") : o.key_path,
+                             o.store_root.empty() ? store::default_root("") : o.store_root});
+    if (const std::string notice = isolation_notice(loaded.isolation, "the operation file");
+        !notice.empty())
+      fmt::print(stderr, "prereg: notice: {}\n", escape_control(notice));
+    op = &loaded.op;
     fp.proto = parse_protocol(fp.source, target);
   }
   fp.body = to_json(fp.proto);
@@ -69,6 +81,21 @@ frozen_protocol tried_protocol(const std::string &target) {
   return fp;
 }
 
+/// The signing key a run from here would use, when there is one and it loads: `try` signs no
+/// report, only the copy ceilings it keeps in the cache (run/ceiling_cache.hpp). Loaded after
+/// the measuring process started, as a run loads it.
+std::optional<signing_key> key_if_any() {
+  try {
+    const fs::path path = default_key_path("");
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec))
+      return std::nullopt;
+    return signing_key::load(path);
+  } catch (const std::exception &) {
+    return std::nullopt;
+  }
+}
+
 } // namespace
 
 fs::path try_protocol(const run_options &o) {
@@ -77,7 +104,7 @@ fs::path try_protocol(const run_options &o) {
     return std::chrono::duration<double, std::milli>(b - a).count();
   };
   const auto start = clock::now();
-  const frozen_protocol fp = tried_protocol(o.target);
+  const frozen_protocol fp = tried_protocol(o.target, o);
   const protocol &proto = fp.proto;
 
   if (!o.make_device)
@@ -98,16 +125,20 @@ fs::path try_protocol(const run_options &o) {
   run_meta meta;
   meta.device_ordinal = o.device_ordinal;
   meta.deviations = planned.skipped;
-  if (!planned.isolation.is_null())
-    meta.isolation =
-        report_isolation{planned.isolation.at("layers").get<std::vector<std::string>>(),
-                         planned.isolation.at("reason").get<std::string>()};
+  meta.scratch = planned.scratch;
+  meta.isolation = planned.isolation; // the measuring process's walls (docs/engine.md)
 
   std::time_t t = std::time(nullptr);
   do {
     meta.run_id = "EXPLORATORY-" + utc_stamp(t++) + "-" + fp.hash.substr(0, 12);
   } while (fs::exists(o.out_dir / proto.id / meta.run_id));
   meta.started_at = utc_now_rfc3339();
+  // A try reuses a ceiling of this device and build measured within the hour (docs/engine.md).
+  const std::optional<signing_key> key = key_if_any();
+  const json identity = ceiling_identity(planned.environment, proto.device);
+  const json offered = key ? find_ceiling(identity, *key, meta.started_at) : json();
+  if (offered.is_object())
+    side->offer_ceiling(offered);
   const fs::path final_dir = o.out_dir / proto.id / meta.run_id;
   const fs::path temp_dir = o.out_dir / proto.id / ("." + meta.run_id + ".partial");
   try {
@@ -116,7 +147,9 @@ fs::path try_protocol(const run_options &o) {
     const auto measure_start = clock::now();
     raw_run raw = side->measure(progress);
     const auto measure_end = clock::now();
+    meta.watchdog = side->watchdog();
     detail::throw_if_signalled();
+    check_ceiling_reuse(raw.instrument, offered);
     meta.finished_at = utc_now_rfc3339();
     report_document report = build_report_document(fp, raw, meta);
     report.exploratory = true;
@@ -128,6 +161,8 @@ fs::path try_protocol(const run_options &o) {
     write_file_atomic(temp_dir / "report.md", render_markdown(report));
     write_file_atomic(temp_dir / "report.html", render_html(report));
     fs::rename(temp_dir, final_dir);
+    if (key)
+      remember_ceiling(identity, raw.instrument, meta.started_at, "try " + meta.run_id, *key);
   } catch (...) {
     std::error_code ec;
     fs::remove_all(temp_dir, ec); // ours alone: the name is unique to this attempt

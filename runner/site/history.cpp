@@ -25,8 +25,8 @@ namespace prereg::site {
 namespace fs = std::filesystem;
 namespace {
 
-/// The cache format; a cached entry of another format is audited again.
-constexpr int cache_format = 1;
+/// The cache format; a cached entry of another format is audited again (2: claims, quartiles).
+constexpr int cache_format = 2;
 
 bool is_report_dir(const fs::path &dir) {
   std::error_code ec;
@@ -64,15 +64,18 @@ void read_common(const json &root, report_facts &f) {
   if (root.contains("predictions") && root["predictions"].is_array())
     for (const json &p : root["predictions"])
       if (p.is_object())
-        f.verdicts.emplace_back(string_at(p, "id"), string_at(p, "verdict"));
+        f.verdicts.push_back({string_at(p, "id"), string_at(p, "verdict"), string_at(p, "claim")});
 }
 
-/// A single run's report through the strict model (an unknown schema throws): cell medians.
+/// A single run's report through the strict model (an unknown schema throws): cell medians and
+/// quartiles (a quartile that is not finite is taken as the median).
 void read_cells(const json &root, const std::string &where, report_facts &f) {
   const report_document r = report_from_json(root, where);
+  const auto or_median = [](double q, double m) { return std::isfinite(q) ? q : m; };
   for (const report_cell &c : r.cells)
     if (!c.error && std::isfinite(c.median_ms) && c.median_ms > 0)
-      f.medians.emplace_back(cell_label(c.key), c.median_ms);
+      f.medians.push_back({cell_label(c.key), c.median_ms, or_median(c.q1_ms, c.median_ms),
+                           or_median(c.q3_ms, c.median_ms)});
 }
 
 /// Audits `dir` (a merged report through the live ledger, any other against `prepared`) and
@@ -157,6 +160,23 @@ void write_cache_entry(const fs::path &path, const std::string &bytes) {
   fs::rename(tmp, path);
 }
 
+/// The page of a report folder the site links to: report.html, else report.md, else none.
+std::string page_of(const fs::path &dir) {
+  std::error_code ec;
+  for (const char *name : {"report.html", "report.md"})
+    if (fs::is_regular_file(dir / name, ec))
+      return name;
+  return "";
+}
+
+/// `facts` with each folder's page looked up (not cached: the folder may gain or lose it).
+std::vector<report_facts> with_pages(std::vector<report_facts> facts,
+                                     const std::vector<fs::path> &dirs) {
+  for (std::size_t i = 0; i < facts.size(); ++i)
+    facts[i].page = page_of(dirs[i]);
+  return facts;
+}
+
 } // namespace
 
 std::vector<report_facts> all_report_facts(const std::vector<fs::path> &dirs,
@@ -177,7 +197,7 @@ std::vector<report_facts> all_report_facts(const std::vector<fs::path> &dirs,
   }
   audited_now = merged.size() + single.size();
   if (audited_now == 0)
-    return out;
+    return with_pages(std::move(out), dirs);
   fs::create_directories(cache_dir);
   for (const std::size_t i : merged) // the live ledger: one at a time
     out[i] = read_facts(dirs[i], out[i].rel, s, trust, nullptr);
@@ -194,16 +214,16 @@ std::vector<report_facts> all_report_facts(const std::vector<fs::path> &dirs,
   for (const std::vector<std::size_t> *list : {&merged, &single})
     for (const std::size_t i : *list)
       write_cache_entry(entry[i], canonical_json(to_json(out[i])));
-  return out;
+  return with_pages(std::move(out), dirs);
 }
 
 json to_json(const report_facts &f) {
   json verdicts = json::array();
-  for (const auto &[id, v] : f.verdicts)
-    verdicts.push_back(json::array({id, v}));
+  for (const verdict_fact &v : f.verdicts)
+    verdicts.push_back(json::array({v.id, v.verdict, v.claim}));
   json medians = json::array();
-  for (const auto &[label, ms] : f.medians)
-    medians.push_back(json::array({label, ms}));
+  for (const cell_fact &c : f.medians)
+    medians.push_back(json::array({c.label, c.median_ms, c.q1_ms, c.q3_ms}));
   return {{"format", cache_format},     {"rel", f.rel},
           {"status", f.status},         {"why", f.why},
           {"hash", f.protocol_hash},    {"run_id", f.run_id},
@@ -229,9 +249,11 @@ std::optional<report_facts> facts_from_json(const json &j) {
     f.attempt = j.at("attempt").get<std::int64_t>();
     f.merged = j.at("merged").get<bool>();
     for (const json &v : j.at("verdicts"))
-      f.verdicts.emplace_back(v.at(0).get<std::string>(), v.at(1).get<std::string>());
+      f.verdicts.push_back(
+          {v.at(0).get<std::string>(), v.at(1).get<std::string>(), v.at(2).get<std::string>()});
     for (const json &m : j.at("medians"))
-      f.medians.emplace_back(m.at(0).get<std::string>(), m.at(1).get<double>());
+      f.medians.push_back({m.at(0).get<std::string>(), m.at(1).get<double>(), m.at(2).get<double>(),
+                           m.at(3).get<double>()});
     return f;
   } catch (const std::exception &) {
     return std::nullopt;
@@ -288,6 +310,12 @@ std::map<std::string, protocol_facts> protocols_of(const store &s, std::string &
       p.id = string_at(fp.body, "id");
       p.title = string_at(fp.body, "title");
       p.frozen_at = string_at(fp.freeze, "frozen_at");
+      if (const auto r = fp.body.find("revision"); r != fp.body.end() && r->is_number_integer())
+        p.revision = r->get<std::int64_t>();
+      if (const auto ps = fp.body.find("predictions"); ps != fp.body.end() && ps->is_array())
+        for (const json &pr : *ps)
+          if (pr.is_object())
+            p.predictions.emplace_back(string_at(pr, "id"), string_at(pr, "claim"));
     } catch (const std::exception &e) {
       p.problem = e.what();
       p.id = "(unreadable " + hash.substr(0, 12) + ")";

@@ -19,6 +19,23 @@ struct trust_root;
 
 namespace prereg::site {
 
+/// One prediction's verdict in a report, with its claim as frozen.
+struct verdict_fact {
+  std::string id;
+  std::string verdict; ///< "confirmed" | "refuted" | "inconclusive"
+  std::string claim;
+  friend bool operator==(const verdict_fact &, const verdict_fact &) = default;
+};
+
+/// One measured cell of an audited report: its median and interquartile range [ms].
+struct cell_fact {
+  std::string label; ///< "ARM PASS SHAPE"
+  double median_ms = 0;
+  double q1_ms = 0;
+  double q3_ms = 0;
+  friend bool operator==(const cell_fact &, const cell_fact &) = default;
+};
+
 /// One report folder under REPORTS, as the site shows it.
 struct report_facts {
   std::string rel;    ///< the folder relative to REPORTS ("ID/RUN_ID")
@@ -31,8 +48,11 @@ struct report_facts {
   std::string device;
   std::int64_t attempt = 0;
   bool merged = false;
-  std::vector<std::pair<std::string, std::string>> verdicts; ///< prediction id, verdict
-  std::vector<std::pair<std::string, double>> medians;       ///< cell label, median [ms]
+  std::vector<verdict_fact> verdicts;
+  std::vector<cell_fact> medians;
+  /// The page the site links to, relative to the folder ("report.html", else "report.md", else
+  /// ""): looked up on every build, not cached.
+  std::string page;
 };
 
 /// One run-start of a protocol in the ledger and how it ended.
@@ -51,6 +71,8 @@ struct protocol_facts {
   std::string id;
   std::string title;
   std::string frozen_at;
+  std::int64_t revision = 1; ///< the body's `revision` (absent: 1)
+  std::vector<std::pair<std::string, std::string>> predictions; ///< id, claim, as frozen
   std::string problem; ///< why the stored copy does not load ("" when it does)
   std::vector<attempt_facts> attempts;
   std::vector<const report_facts *> reports; ///< in run order (started_at, then folder)
@@ -65,7 +87,8 @@ find_report_dirs(const std::filesystem::path &reports_root);
 /// `cache_dir` when a previous build recorded them for the same bytes, else by auditing it now
 /// (a merged report by audit_merged_report, one at a time; the others by audit_report against
 /// one prepared_ledger read once, on host_threads() threads: the facts do not depend on the
-/// thread count) and reading it. `audited_now` counts the folders audited now.
+/// thread count) and reading it. `audited_now` counts the folders audited now. Each folder's
+/// `page` is looked up now.
 [[nodiscard]] std::vector<report_facts>
 all_report_facts(const std::vector<std::filesystem::path> &dirs,
                  const std::filesystem::path &reports_root, const store &s, const trust_root &trust,

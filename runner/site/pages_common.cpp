@@ -16,7 +16,11 @@ table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding
 th{background:#f3f3f3}code{font-size:.92em}.muted{color:#666}
 .b{display:inline-block;padding:0 5px;border-radius:3px;font-size:.85em;color:#fff}
 .ok{background:#2a7d2a}.bad{background:#b22}.mid{background:#777}.warn{background:#c60}
-.grid td{padding:0;border:1px solid #fff}.grid .b{min-width:1.1em;text-align:center;padding:0 2px}
+.grid td{padding:0;border:1px solid #fff}.grid .b{min-width:1.1em;text-align:center;padding:0 3px;margin:1px}
+a.b{text-decoration:none}a.b:hover,a.b:focus{outline:2px solid #222}
+.vh{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+.rev{font-weight:normal;color:#444}.claim{font-weight:normal;color:#444;font-size:.9em}
+.revs li.here{font-weight:bold}tbody.id th.id{background:#e8eef6}
 .banner{border:2px solid #b22;padding:.5em;margin:1em 0}
 svg{display:block;margin:.3em 0 1em 0}svg text{font-size:11px;fill:#444}
 )";
@@ -34,16 +38,52 @@ std::string page(std::string_view title, std::string_view body) {
                      esc(title), style, body);
 }
 
-std::string verdict_badge(std::string_view verdict, std::string_view title) {
-  const char *cls = verdict == "confirmed" ? "ok" : verdict == "refuted" ? "bad" : "mid";
-  const std::string text = verdict.empty() ? "?" : std::string(1, verdict.front());
-  return fmt::format("<span class=\"b {}\" title=\"{}\">{}</span>", cls,
-                     esc(title.empty() ? verdict : title), esc(text));
+std::string verdict_badge(const verdict_fact &v, std::string_view context, std::string_view href,
+                          std::string_view label) {
+  const bool ok = v.verdict == "confirmed", bad = v.verdict == "refuted";
+  const char *cls = ok ? "ok" : bad ? "bad" : "mid";
+  const char *mark = ok ? "\u2713" : bad ? "\u2717" : "?";
+  const std::string verdict = v.verdict.empty() ? "no verdict" : v.verdict;
+  const std::string claim = v.claim.empty() ? "" : fmt::format(" ({})", v.claim);
+  const std::string after = context.empty() ? "" : fmt::format(" \u2014 {}", context);
+  const std::string title = fmt::format("{}{}: {}{}", v.id, claim, verdict, after);
+  const std::string text =
+      fmt::format("{} {}<span class=\"vh\">{}: {}{}</span>", esc(label.empty() ? v.id : label),
+                  mark, esc(label.empty() ? claim : " " + v.id + claim), esc(verdict), esc(after));
+  if (href.empty())
+    return fmt::format("<span class=\"b v {}\" title=\"{}\">{}</span>", cls, esc(title), text);
+  return fmt::format("<a class=\"b v {}\" href=\"{}\" title=\"{}\">{}</a>", cls, esc(href),
+                     esc(title), text);
+}
+
+std::string change_badge(double ratio) {
+  const bool slower = ratio > 1;
+  return fmt::format("<span class=\"b {}\" title=\"{}\">{}</span> {:+.1f}%", slower ? "bad" : "ok",
+                     slower ? "slower" : "faster", slower ? "slower" : "faster", (ratio - 1) * 100);
 }
 
 std::string status_badge(std::string_view status, std::string_view why) {
   const char *cls = status == "audited" ? "ok" : status == "audit failed" ? "bad" : "warn";
   return fmt::format("<span class=\"b {}\" title=\"{}\">{}</span>", cls, esc(why), esc(status));
+}
+
+std::string url_path(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u >= 'A' && u <= 'Z') || (u >= 'a' && u <= 'z') || (u >= '0' && u <= '9') || c == '-' ||
+        c == '.' || c == '_' || c == '~' || c == '/')
+      out += c;
+    else
+      out += fmt::format("%{:02X}", u);
+  }
+  return out;
+}
+
+std::string report_url(std::string_view reports_href, const report_facts &r) {
+  if (r.page.empty())
+    return "";
+  return std::string(reports_href) + url_path(r.rel) + "/" + r.page;
 }
 
 std::string ms_text(double ms) {

@@ -7,6 +7,7 @@
 #include "site/boards.hpp"
 #include "site/history.hpp"
 #include "site/pages.hpp"
+#include "site/pages_common.hpp"
 #include "store/store.hpp"
 #include "store/trust.hpp"
 
@@ -77,6 +78,15 @@ void check_folders(const site_options &o) {
 
 } // namespace
 
+std::string reports_href(const site_options &o) {
+  if (!o.reports_url.empty())
+    return o.reports_url.ends_with('/') ? o.reports_url : o.reports_url + "/";
+  const fs::path out = fs::weakly_canonical(fs::absolute(o.out_dir));
+  const fs::path reports = fs::weakly_canonical(fs::absolute(o.reports_root));
+  const std::string rel = reports.lexically_relative(out).generic_string();
+  return rel.empty() || rel == "." ? "" : detail::url_path(rel) + "/";
+}
+
 site_summary build_site(const site_options &o) {
   check_folders(o);
   const store s(o.store_root);
@@ -105,12 +115,14 @@ site_summary build_site(const site_options &o) {
     else
       protocols[owner].reports.push_back(&r);
   }
-  for (auto &[hash, p] : protocols) {
+  for (auto &[hash, p] : protocols)
     std::stable_sort(
         p.reports.begin(), p.reports.end(),
         [](const report_facts *a, const report_facts *b) { return run_order(*a) < run_order(*b); });
-    write_page(o.out_dir / page_name(hash), render_protocol(p), sum);
-  }
+  const std::string href = reports_href(o);
+  const auto versions = versions_by_id(protocols);
+  for (const auto &[hash, p] : protocols)
+    write_page(o.out_dir / page_name(hash), render_protocol(p, versions.at(p.id), href), sum);
   sum.protocols = protocols.size();
   std::map<std::string, std::vector<const board_facts *>> by_task;
   for (const auto &b : boards)
@@ -124,7 +136,8 @@ site_summary build_site(const site_options &o) {
   }
   sum.boards = boards.size();
   write_page(o.out_dir / "index.html",
-             render_index(protocols, orphans, ledger_problem, boards_index_section(boards)), sum);
+             render_index(protocols, orphans, ledger_problem, href, boards_index_section(boards)),
+             sum);
   return sum;
 }
 

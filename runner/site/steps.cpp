@@ -92,4 +92,20 @@ std::vector<step> detect_steps(const std::vector<double> &values, double min_eff
   return steps;
 }
 
+std::vector<step> detect_jumps(const std::vector<double> &values, const std::vector<double> &q1,
+                               const std::vector<double> &q3, double min_effect) {
+  std::vector<step> jumps;
+  const auto usable = [](double v) { return v > 0 && std::isfinite(v); };
+  if (q1.size() != values.size() || q3.size() != values.size())
+    return jumps;
+  for (std::size_t i = 1; i < values.size(); ++i) {
+    const double a = values[i - 1], b = values[i];
+    if (!usable(a) || !usable(b) || std::abs(b / a - 1.0) < min_effect)
+      continue;
+    if (q1[i] > q3[i - 1] || q3[i] < q1[i - 1])
+      jumps.push_back({i, a, b});
+  }
+  return jumps;
+}
+
 } // namespace prereg::site

@@ -29,4 +29,14 @@ struct step {
 [[nodiscard]] std::vector<step> detect_steps(const std::vector<double> &values,
                                              double min_effect = step_min_effect);
 
+/// The jumps of `values` (medians in run order, `q1`/`q3` their quartiles, as many): each point
+/// i >= 1 whose median differs from point i-1's by `min_effect` or more (|v_i / v_(i-1) - 1| >=
+/// min_effect) while the two interquartile ranges do not overlap (q1_i > q3_(i-1) or
+/// q3_i < q1_(i-1)); `before`/`after` are the two medians. Works from 2 points on, where
+/// detect_steps needs 3 and a level; a non-positive or non-finite median is never part of one.
+[[nodiscard]] std::vector<step> detect_jumps(const std::vector<double> &values,
+                                             const std::vector<double> &q1,
+                                             const std::vector<double> &q3,
+                                             double min_effect = step_min_effect);
+
 } // namespace prereg::site

@@ -27,7 +27,7 @@ public:
     skip();
     if (m_pos != m_text.size())
       fail(fmt::format("unexpected '{}' at offset {}", m_text[m_pos], m_pos));
-    if (v < 0)
+    if (v < 0 && !m_env.signed_bound)
       fail(fmt::format("is negative ({})", v));
     return v;
   }
@@ -92,6 +92,8 @@ private:
         fail(fmt::format("lacks a ')' at offset {}", m_pos));
       return v;
     }
+    if (m_env.signed_bound && eat('-'))
+      return checked(-static_cast<__int128>(atom(depth + 1)));
     if (m_pos >= m_text.size())
       fail("ends where a number, an axis or s belongs");
     const char c = m_text[m_pos];
@@ -119,9 +121,21 @@ private:
     for (std::size_t i = 0; i < axes.size(); ++i)
       if (axes[i] == id)
         return m_env.extents == nullptr ? 1 : m_env.extents->at(i);
+    if (m_env.tensor_sizes != nullptr && id.starts_with("s_"))
+      for (const auto &[tensor, bytes] : *m_env.tensor_sizes)
+        if (id.substr(2) == tensor)
+          return m_env.extents == nullptr ? 1 : bytes;
     std::string known;
     for (const auto &a : axes)
       known += a + ", ";
+    std::string tensors;
+    if (m_env.tensor_sizes != nullptr && id.starts_with("s_"))
+      for (const auto &[tensor, bytes] : *m_env.tensor_sizes)
+        tensors += (tensors.empty() ? "" : ", ") + tensor;
+    if (!tensors.empty())
+      fail(fmt::format("names '{}', which is neither an axis ({}) nor s nor s_NAME of a tensor "
+                       "(tensors: {})",
+                       id, known.substr(0, known.size() - 2), tensors));
     fail(fmt::format("names '{}', which is neither an axis ({}) nor s", id,
                      known.substr(0, known.size() - 2)));
   }
@@ -136,6 +150,32 @@ private:
 
 std::uint64_t eval_formula(std::string_view text, const formula_env &env, std::string_view what) {
   return static_cast<std::uint64_t>(formula_parser(text, env, what).run());
+}
+
+std::int64_t eval_bound(std::string_view text, const formula_env &env, std::string_view what) {
+  formula_env e = env;
+  e.signed_bound = true;
+  return formula_parser(text, e, what).run();
+}
+
+std::string traffic_split_fault(const std::string &bytes, const std::string &read_bytes,
+                                const std::string &write_bytes, const formula_env &env,
+                                const std::string &where) {
+  if (read_bytes.empty() && write_bytes.empty())
+    return {};
+  if (bytes.empty())
+    return fmt::format("{} declares {} without bytes (they split the pass's bytes)", where,
+                       read_bytes.empty() ? "write_bytes" : "read_bytes");
+  const std::uint64_t b = eval_formula(bytes, env, "bytes");
+  const std::uint64_t r = read_bytes.empty() ? 0 : eval_formula(read_bytes, env, "r");
+  const std::uint64_t w = write_bytes.empty() ? 0 : eval_formula(write_bytes, env, "w");
+  const bool both = !read_bytes.empty() && !write_bytes.empty();
+  if (r > b || w > b || (both && r + w != b))
+    return fmt::format("{}: read_bytes and write_bytes do not split bytes (with every name 1: "
+                       "bytes {}, read_bytes {}, write_bytes {})",
+                       where, b, read_bytes.empty() ? "-" : std::to_string(r),
+                       write_bytes.empty() ? "-" : std::to_string(w));
+  return {};
 }
 
 } // namespace prereg

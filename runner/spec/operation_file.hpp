@@ -7,6 +7,7 @@
 #include "spec/operation.hpp"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,11 @@ struct protocol;
 [[nodiscard]] operation_desc operation_from_json(const json &descriptor, const std::string &file,
                                                  const std::string &where);
 
+/// Why the integer inputs of `op` cannot be drawn at shape `s` (a range over the axes that is
+/// empty there or leaves its type, indices into an axis longer than the type holds), one line
+/// naming the operation and tensor; nullopt when they can.
+[[nodiscard]] std::optional<std::string> check_ranges_at(const operation_desc &op, const shape &s);
+
 /// The SHA-256 (hex) of the descriptor's canonical JSON.
 [[nodiscard]] std::string operation_digest(const json &descriptor);
 
@@ -39,7 +45,9 @@ void set_outside_reference(std::string_view name,
 /// Sets the device reference of the registered outside operation `name` (null: none).
 void set_outside_device_reference(std::string_view name,
                                   device_values (*reference)(const operation_desc &, const shape &,
-                                                             pass_kind, const host_tensors &, int));
+                                                             pass_kind,
+                                                             const std::vector<device_input> &,
+                                                             int));
 
 /// The registered outside operation `name`, or null.
 [[nodiscard]] const operation_desc *find_outside_operation(std::string_view name);

@@ -118,6 +118,15 @@ void softmax_reference(const operation_desc & /*op*/, const shape &s, pass_kind 
   });
 }
 
+/// Each tensor's name and element bytes at protocol dtype `type` (the formulas' s_NAME).
+std::vector<std::pair<std::string, std::int64_t>> tensor_sizes(const operation_desc &op,
+                                                               dtype type) {
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  for (const auto &t : op.tensors)
+    out.emplace_back(t.name, static_cast<std::int64_t>(element_bytes(t.type(type))));
+  return out;
+}
+
 // --- the table --------------------------------------------------------------------------------
 
 // Functions, not globals: descriptors may be built during another file's static initialisation.
@@ -125,6 +134,13 @@ std::vector<std::string> rows_cols() { return {"rows", "cols"}; }
 std::vector<std::string> cols_only() { return {"cols"}; }
 std::vector<std::string> rows_only() { return {"rows"}; }
 std::vector<pass_kind> both_passes() { return {pass_kind::fwd, pass_kind::fwd_bwd}; }
+
+/// FLOPs per invocation of the forward and of fwd+bwd (a count of the arithmetic per element,
+/// docs/operations.md); bytes by the tensor rule.
+std::vector<op_pass_formulas> flops_only(std::string fwd, std::string fwd_bwd) {
+  return {{pass_kind::fwd, "", std::move(fwd), "", ""},
+          {pass_kind::fwd_bwd, "", std::move(fwd_bwd), "", ""}};
+}
 
 tensor_desc input(std::string name, std::vector<std::string> dims, bool fwd, bool bwd,
                   input_distribution dist) {
@@ -156,7 +172,8 @@ tensor_desc saved(std::string name) {
   t.name = std::move(name);
   t.role = tensor_role::saved;
   t.dims = rows_only();
-  t.element = element_rule::fp32;
+  t.element = element_rule::fixed;
+  t.fixed = dtype::fp32;
   t.fwd = true;
   t.bwd = true;
   t.checked = true;
@@ -164,10 +181,17 @@ tensor_desc saved(std::string name) {
 }
 
 // The distributions of reference::random_inputs (kept: every norm cell sees what it saw).
-constexpr input_distribution x_dist{-2.0, 2.0, 3.0};
-constexpr input_distribution gamma_dist{0.5, 1.5, 0.0};
-constexpr input_distribution beta_dist{-0.5, 0.5, 0.0};
-constexpr input_distribution dy_dist{-1.0, 1.0, 0.0};
+input_distribution uniform(double lo, double hi, double row_offset) {
+  input_distribution d;
+  d.lo = lo;
+  d.hi = hi;
+  d.row_offset = row_offset;
+  return d;
+}
+input_distribution x_dist() { return uniform(-2.0, 2.0, 3.0); }
+input_distribution gamma_dist() { return uniform(0.5, 1.5, 0.0); }
+input_distribution beta_dist() { return uniform(-0.5, 0.5, 0.0); }
+input_distribution dy_dist() { return uniform(-1.0, 1.0, 0.0); }
 
 std::vector<operation_desc> build_operations() {
   std::vector<operation_desc> ops;
@@ -177,10 +201,10 @@ std::vector<operation_desc> build_operations() {
     op.summary = "y = (x - mean) * rstd * gamma + beta per row; saves mean and rstd";
     op.axes = rows_cols();
     // Input order x, gamma, beta, dy: reference::random_inputs draws them in this order.
-    op.tensors = {input("x", rows_cols(), true, true, x_dist),
-                  input("gamma", cols_only(), true, true, gamma_dist),
-                  input("beta", cols_only(), true, false, beta_dist),
-                  input("dy", rows_cols(), false, true, dy_dist),
+    op.tensors = {input("x", rows_cols(), true, true, x_dist()),
+                  input("gamma", cols_only(), true, true, gamma_dist()),
+                  input("beta", cols_only(), true, false, beta_dist()),
+                  input("dy", rows_cols(), false, true, dy_dist()),
                   output("y", rows_cols(), false),
                   saved("mean"),
                   saved("rstd"),
@@ -190,6 +214,7 @@ std::vector<operation_desc> build_operations() {
     op.tensors[3].produced_by_bwd = true; // dy exists in fwd+bwd only
     op.passes = both_passes();
     op.eps = norm_eps(operation::layernorm);
+    op.formulas = flops_only("7 * rows * cols", "20 * rows * cols");
     op.reference = norm_reference;
     ops.push_back(std::move(op));
   }
@@ -199,10 +224,10 @@ std::vector<operation_desc> build_operations() {
     op.summary = "y = x * rstd * gamma per row (gamma: the weight); saves rstd";
     op.axes = rows_cols();
     // beta is drawn (and unused) so that the inputs equal reference::random_inputs' draws.
-    op.tensors = {input("x", rows_cols(), true, true, x_dist),
-                  input("gamma", cols_only(), true, true, gamma_dist),
-                  input("beta", cols_only(), false, false, beta_dist),
-                  input("dy", rows_cols(), false, true, dy_dist),
+    op.tensors = {input("x", rows_cols(), true, true, x_dist()),
+                  input("gamma", cols_only(), true, true, gamma_dist()),
+                  input("beta", cols_only(), false, false, beta_dist()),
+                  input("dy", rows_cols(), false, true, dy_dist()),
                   output("y", rows_cols(), false),
                   saved("rstd"),
                   output("dx", rows_cols(), true),
@@ -210,6 +235,7 @@ std::vector<operation_desc> build_operations() {
     op.tensors[3].produced_by_bwd = true;
     op.passes = both_passes();
     op.eps = norm_eps(operation::rmsnorm);
+    op.formulas = flops_only("4 * rows * cols", "13 * rows * cols");
     op.reference = norm_reference;
     ops.push_back(std::move(op));
   }
@@ -218,12 +244,13 @@ std::vector<operation_desc> build_operations() {
     op.name = "softmax";
     op.summary = "y = exp(x - max) / sum(exp(x - max)) per row; backward dx = y * (dy - <dy, y>)";
     op.axes = rows_cols();
-    op.tensors = {input("x", rows_cols(), true, false, x_dist),
-                  output("y", rows_cols(), false, true),
-                  input("dy", rows_cols(), false, true, dy_dist), output("dx", rows_cols(), true)};
+    op.tensors = {
+        input("x", rows_cols(), true, false, x_dist()), output("y", rows_cols(), false, true),
+        input("dy", rows_cols(), false, true, dy_dist()), output("dx", rows_cols(), true)};
     op.tensors[softmax::dy].produced_by_bwd = true;
     op.passes = both_passes();
     op.eps = 0;
+    op.formulas = flops_only("5 * rows * cols", "9 * rows * cols");
     op.reference = softmax_reference;
     ops.push_back(std::move(op));
   }
@@ -270,7 +297,47 @@ std::uint64_t operation_desc::elements(std::size_t i, const shape &s) const {
 }
 
 std::size_t operation_desc::element_size(std::size_t i, dtype type) const {
-  return tensors.at(i).element == element_rule::fp32 ? 4 : element_bytes(type);
+  return element_bytes(tensors.at(i).type(type));
+}
+
+input_distribution operation_desc::dist_at(std::size_t i, const shape &s) const {
+  const tensor_desc &t = tensors.at(i);
+  input_distribution d = t.dist;
+  if (d.kind == dist_kind::uniform)
+    return d;
+  const std::string what = fmt::format("operation {}: the range of {}", name, t.name);
+  if (d.kind == dist_kind::index_of) {
+    const int j = index_of(d.index_tensor);
+    const int a = axis_of(d.index_axis);
+    if (j < 0 || a < 0 || static_cast<std::size_t>(a) >= s.extents.size())
+      throw invalid_input(fmt::format("{}: index_of names no tensor {} with axis {}", what,
+                                      d.index_tensor, d.index_axis));
+    d.lo = 0;
+    d.hi = static_cast<double>(s.extents[static_cast<std::size_t>(a)]);
+  } else {
+    const formula_env env{&axes, &s.extents, 1, nullptr};
+    const auto bound = [&](const std::string &text) {
+      return static_cast<double>(eval_bound(text, env, what));
+    };
+    d.lo = bound(d.int_lo);
+    d.hi = bound(d.int_hi);
+  }
+  if (!(d.lo < d.hi))
+    throw invalid_input(
+        fmt::format("{}: [{:.17g}, {:.17g}) is empty at this shape", what, d.lo, d.hi));
+  return d;
+}
+
+op_tolerance operation_desc::tolerance_of(std::size_t i, const op_tolerance &protocol,
+                                          dtype type) const {
+  const dtype et = tensors.at(i).type(type);
+  if (is_integral(et))
+    return {et, 0.0, 0.0};
+  if (is_fp8(et))
+    for (const auto &t : tolerances)
+      if (t.type == et)
+        return t;
+  return protocol;
 }
 
 bool operation_desc::used_in(std::size_t i, pass_kind pass) const {
@@ -292,7 +359,8 @@ std::optional<std::uint64_t> operation_desc::flops_per_invocation(dtype type, pa
   const op_pass_formulas *f = formulas_of(pass);
   if (f == nullptr || f->flops.empty())
     return std::nullopt;
-  const formula_env env{&axes, &s.extents, static_cast<std::int64_t>(element_bytes(type))};
+  const auto sizes = tensor_sizes(*this, type);
+  const formula_env env{&axes, &s.extents, static_cast<std::int64_t>(element_bytes(type)), &sizes};
   return eval_formula(
       f->flops, env,
       fmt::format("operation {}: the flops formula of pass {}", name, to_string(pass)));
@@ -301,7 +369,9 @@ std::optional<std::uint64_t> operation_desc::flops_per_invocation(dtype type, pa
 std::uint64_t operation_desc::bytes_per_invocation(dtype type, pass_kind pass,
                                                    const shape &s) const {
   if (const op_pass_formulas *f = formulas_of(pass); f != nullptr && !f->bytes.empty()) {
-    const formula_env env{&axes, &s.extents, static_cast<std::int64_t>(element_bytes(type))};
+    const auto sizes = tensor_sizes(*this, type);
+    const formula_env env{&axes, &s.extents, static_cast<std::int64_t>(element_bytes(type)),
+                          &sizes};
     return eval_formula(
         f->bytes, env,
         fmt::format("operation {}: the bytes formula of pass {}", name, to_string(pass)));

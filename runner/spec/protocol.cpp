@@ -23,6 +23,7 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
   read_operating_point(top, op, p);
   p.arms = read_arms(top, p, lookup);
   check_cells(extents, p);
+  check_integer_ranges(extents, op, p);
   read_measurement(top, p);
   p.analysis = read_analysis(top);
   p.correctness = read_correctness(top, p.type, op);
@@ -69,6 +70,8 @@ correctness_spec default_tolerance(dtype d) {
     return {1e-3, 1e-3};
   case dtype::bf16:
     return {1.6e-2, 1e-2};
+  default: // not a protocol's dtype (an operation file's tensor type): no default
+    break;
   }
   return {};
 }

@@ -92,10 +92,22 @@ struct measurement_spec {
   /// prereg: 2: false switches the kernel clock off for the whole run (docs/protocol.md), e.g.
   /// for graph arms, whose events the clock inflates; true (the default) is left out of the JSON.
   bool kernel_clock = true;
+  /// prereg: 2 `ceiling: reuse` (docs/protocol.md): the run may take its copy ceiling from a
+  /// signed measurement of the same device and build made within the last hour instead of
+  /// measuring it (docs/engine.md); `measure` (the default) is left out of the JSON.
+  bool reuse_ceiling = false;
   /// prereg: 2: the stopping rule; absent: fixed `repetitions` (then absent from the JSON, so
   /// every earlier hash stays). With it, `repetitions` is stop->max.
   std::optional<stop_spec> stop;
+  /// prereg: 2: the watchdog's limit on one call of an arm [s] (docs/engine.md, "The
+  /// watchdog"); absent: default_call_timeout_s, and absent from the JSON (hashes stay).
+  std::optional<double> call_timeout_s;
+  /// The watchdog's limit in force: call_timeout_s, else the default.
+  [[nodiscard]] double call_timeout() const;
 };
+
+/// The watchdog's limit on one call when a protocol names none [s] (docs/engine.md).
+inline constexpr double default_call_timeout_s = 600;
 
 struct analysis_spec {
   statistic_kind statistic = statistic_kind::median;

@@ -132,6 +132,33 @@ const node &read_extents(const fields &top, const operation_desc &op, protocol &
   return shapes_node;
 }
 
+void check_integer_ranges(const node &extents, const operation_desc &op, const protocol &p) {
+  if (std::none_of(op.tensors.begin(), op.tensors.end(), [](const tensor_desc &t) {
+        return t.role == tensor_role::input && t.dist.kind != dist_kind::uniform;
+      }))
+    return;
+  const std::size_t count = p.shape_count();
+  for (std::size_t k = 0; k < count; ++k) { // the shapes in order, the last axis fastest
+    shape s;
+    if (p.axes.empty()) {
+      s = op.shape_of(p.rows[k / p.cols.size()], p.cols[k % p.cols.size()]);
+    } else {
+      s.extents.resize(p.axes.size());
+      std::size_t rest = k;
+      for (std::size_t a = p.axes.size(); a-- > 0;) {
+        s.extents[a] = p.axes[a].extents[rest % p.axes[a].extents.size()];
+        rest /= p.axes[a].extents.size();
+      }
+    }
+    if (const auto why = check_ranges_at(op, s)) {
+      std::string at;
+      for (std::size_t a = 0; a < op.axes.size(); ++a)
+        at += fmt::format("{}{}={}", a == 0 ? "" : " ", op.axes[a], s.extents[a]);
+      fail(extents, fmt::format("{} at {}", *why, at));
+    }
+  }
+}
+
 void read_passes(const fields &top, const operation_desc &op, protocol &p) {
   for (const node &item : as_list(top.required("passes"), "passes", 2)) {
     const auto pass = as_pass(item, "passes");

@@ -52,11 +52,23 @@ stop_spec read_stop(const node &n, const protocol &p) {
   return s;
 }
 
+/// prereg: 2 `measurement.call_timeout_s`: above 0, at most a day.
+double read_call_timeout(const node &n, const protocol &p) {
+  if (p.schema == 1)
+    fail(n, "measurement.call_timeout_s needs prereg: 2");
+  const double s = as_float(n, "measurement.call_timeout_s");
+  if (!(s > 0 && s <= 86400))
+    fail(n,
+         fmt::format("measurement.call_timeout_s must be above 0 and at most 86400, got {:g}", s));
+  return s;
+}
+
 } // namespace
 
 void read_measurement(const fields &top, protocol &p) {
   const fields m(top.required("measurement"), "measurement",
-                 {"repetitions", "warmup", "l2_flush", "order", "kernel_clock", "stop"});
+                 {"repetitions", "warmup", "l2_flush", "order", "kernel_clock", "stop", "ceiling",
+                  "call_timeout_s"});
   const node *stop = m.optional("stop");
   if (stop != nullptr && m.optional("repetitions") != nullptr)
     fail(*m.optional("repetitions"),
@@ -78,6 +90,14 @@ void read_measurement(const fields &top, protocol &p) {
       fail(*n, "measurement.kernel_clock needs prereg: 2");
     p.measurement.kernel_clock = as_bool(*n, "measurement.kernel_clock");
   }
+  if (const node *n = m.optional("call_timeout_s"))
+    p.measurement.call_timeout_s = read_call_timeout(*n, p);
+  if (const node *n = m.optional("ceiling")) {
+    if (p.schema == 1)
+      fail(*n, "measurement.ceiling needs prereg: 2");
+    p.measurement.reuse_ceiling =
+        as_enum<bool>(*n, "measurement.ceiling", {{"measure", false}, {"reuse", true}});
+  }
   if (const node *n = m.optional("order"))
     p.measurement.order = as_enum<order_mode>(
         *n, "measurement.order",
@@ -86,3 +106,11 @@ void read_measurement(const fields &top, protocol &p) {
 }
 
 } // namespace prereg::protocol_detail
+
+namespace prereg {
+
+double measurement_spec::call_timeout() const {
+  return call_timeout_s.value_or(default_call_timeout_s);
+}
+
+} // namespace prereg

@@ -165,6 +165,8 @@ json to_json(const protocol &p) {
   }
   if (!p.measurement.kernel_clock) // the default (on) is absent: every earlier hash stays
     out["measurement"]["kernel_clock"] = false;
+  if (p.measurement.reuse_ceiling) // likewise the default `measure`
+    out["measurement"]["ceiling"] = "reuse";
   if (const auto &stop = p.measurement.stop) { // absent under fixed repetitions: hashes stay
     out["measurement"].erase("repetitions");
     out["measurement"]["stop"] = {{"rel_ci", stop->rel_ci},
@@ -172,6 +174,8 @@ json to_json(const protocol &p) {
                                   {"max", stop->max},
                                   {"max_seconds", stop->max_seconds}};
   }
+  if (const auto &limit = p.measurement.call_timeout_s) // absent when not declared: hashes stay
+    out["measurement"]["call_timeout_s"] = *limit;
   if (p.revision > 1) // revision 1 is the first version: absent, so earlier hashes stay
     out["revision"] = p.revision;
   if (p.replication) // absent when not declared: every earlier hash stays

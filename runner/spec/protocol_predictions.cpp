@@ -92,6 +92,30 @@ cell_selector read_at(const fields &pred, const operation_desc &op, const protoc
   return out;
 }
 
+// The roofs' metrics: prereg: 2 only; tflops and pct_compute read the operation's FLOPs, which
+// it must declare for every pass the prediction selects.
+void check_roof_references(const expectation &parsed, const protocol &p, const operation_desc &op,
+                           const std::vector<pass_kind> &passes, const std::string &where) {
+  for (const auto &ref : parsed.references()) {
+    if (!is_roof_metric(ref.what))
+      continue;
+    if (p.schema == 1)
+      throw invalid_input(
+          fmt::format("{}() reads the roofs and needs prereg: 2", to_string(ref.what)), where);
+    // pct_roof reads no FLOPs; an operation file's stand-in (not loaded yet) declares nothing.
+    if (ref.what == metric::pct_roof || op.tensors.empty())
+      continue;
+    for (const pass_kind pass : passes) {
+      const op_pass_formulas *f = op.formulas_of(pass);
+      if (f == nullptr || f->flops.empty())
+        throw invalid_input(fmt::format("{}() reads the operation's FLOPs, and operation {} "
+                                        "declares none for pass {}",
+                                        to_string(ref.what), op.name, to_string(pass)),
+                            where);
+    }
+  }
+}
+
 // What `parsed` reads that the protocol cannot supply: the kernel clock and regions in
 // prereg: 1, the kernel clock when measurement.kernel_clock is false.
 void check_references(const expectation &parsed, const protocol &p, const std::string &where) {
@@ -133,11 +157,12 @@ arm_aliases expect_aliases(const protocol &p) {
 // Parses `expect`; returns how many arms it involves (at least 1). A refusal names the
 // prediction.
 std::size_t parse_expect(const prediction_spec &s, const node &expect_node, const protocol &p,
-                         const std::vector<std::string> &arm_ids) {
+                         const operation_desc &op, const std::vector<std::string> &arm_ids) {
   try {
     const expectation parsed =
         expectation::parse(s.expect, arm_ids, expect_node.where, expect_aliases(p));
     check_references(parsed, p, expect_node.where);
+    check_roof_references(parsed, p, op, s.at.passes, expect_node.where);
     return std::max<std::size_t>(1, parsed.arms().size());
   } catch (const error &e) {
     throw invalid_input(fmt::format("prediction {}: expect: {}", s.id, e.what()), e.where());
@@ -159,7 +184,7 @@ prediction_spec read_prediction(const node &item, std::size_t i, const operation
   s.at = read_at(pred, op, p);
   const node &expect_node = pred.required("expect");
   s.expect = as_text(expect_node, pred.path("expect"), max_expect_bytes);
-  const std::size_t involved = parse_expect(s, expect_node, p, arm_ids);
+  const std::size_t involved = parse_expect(s, expect_node, p, op, arm_ids);
   analysis_s += static_cast<double>(s.at.passes.size() * s.at.shapes() * involved) *
                 static_cast<double>(p.analysis.bootstrap_resamples) *
                 static_cast<double>(p.measurement.repetitions) * assumed_resample_s;

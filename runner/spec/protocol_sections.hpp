@@ -27,6 +27,9 @@ void read_identity(const fields &top, protocol &p);
 [[nodiscard]] const operation_desc &read_operation(const fields &top, protocol &p);
 /// shapes (prereg: 1) or axes (prereg: 2) into rows and cols; returns its node.
 const node &read_extents(const fields &top, const operation_desc &op, protocol &p);
+/// Every integer input of an operation file draws inside its type at every shape of `p`
+/// (docs/operations.md, "Element types"); fails at `extents` (the axes) otherwise.
+void check_integer_ranges(const node &extents, const operation_desc &op, const protocol &p);
 void read_passes(const fields &top, const operation_desc &op, protocol &p);
 void read_operating_point(const fields &top, const operation_desc &op, protocol &p);
 /// Refuses more than max_cells cells, at the extents' node.

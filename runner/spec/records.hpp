@@ -91,6 +91,17 @@ struct run_plan {
   /// Loads a protocol's outside arm (plugin, python) where the engine runs: in the measuring
   /// process, never in one that holds the signing key. Unset: outside arms are cell-skipped.
   std::function<std::shared_ptr<outside_arm>(const arm_spec &)> load_outside;
+  /// Arms left out by the watchdog (docs/engine.md, "The watchdog"): arm id -> the reason each
+  /// of its cells fails with. Never loaded, bound or called; their cells keep their place in
+  /// the order, with that error, no samples and no correctness record.
+  std::map<std::string, std::string> excluded;
+  /// Record the measuring thread's scheduling around every kept sample (cell_record::sched):
+  /// set in the isolated measuring process.
+  bool record_sched = false;
+  /// A copy ceiling measured earlier on this device and build (a verified, signed cache entry:
+  /// docs/engine.md, "Reusing the copy ceiling"), or null. The instrument takes its values
+  /// instead of measuring when its copy size and flush are this instrument's.
+  json reuse_ceiling = nullptr;
 };
 
 /// The kernel clock's facts about one kernel name at one cell (docs/engine.md, kernel clock).
@@ -113,6 +124,19 @@ struct device_state_sample {
     const auto same = [](double x, double y) { return x == y || (x != x && y != y); };
     return same(a.sm_mhz, b.sm_mhz) && same(a.mem_mhz, b.mem_mhz) && same(a.power_w, b.power_w) &&
            same(a.temp_c, b.temp_c) && a.reasons == b.reasons;
+  }
+};
+
+/// The measuring thread's scheduling around one kept sample's flush and window (docs/engine.md,
+/// "Stopped or descheduled"): its host time, the time it was runnable but not running, and
+/// how many times the process was continued after a stop (SIGCONT) in between.
+struct sched_sample {
+  double wall_ms = 0;
+  double run_delay_ms = std::numeric_limits<double>::quiet_NaN(); ///< NaN: the kernel did not say
+  std::int64_t stops = 0;
+  friend bool operator==(const sched_sample &a, const sched_sample &b) {
+    const auto same = [](double x, double y) { return x == y || (x != x && y != y); };
+    return a.wall_ms == b.wall_ms && same(a.run_delay_ms, b.run_delay_ms) && a.stops == b.stops;
   }
 };
 
@@ -175,6 +199,9 @@ struct cell_record {
   std::vector<device_state_sample> states;
   /// Under a stopping rule: why the cell stopped; nullopt under fixed repetitions.
   std::optional<stop_record> stop;
+  /// The measuring thread's scheduling per kept sample (same order and length as samples_ms),
+  /// or empty where it was not recorded (run_plan::record_sched).
+  std::vector<sched_sample> sched;
 };
 
 /// Correctness of one arm x pass x shape against the float64 reference.
@@ -185,6 +212,36 @@ struct correctness_record {
   bool unwritten = false; ///< some output element kept its poison value
   bool passed = false;
   std::string detail; ///< which output failed first, or empty
+};
+
+/// One bandwidth roof of the instrument (docs/engine.md, "The roofs"): a read-only or a
+/// write-only stream over `bytes`, timed `samples_ms` (each window flushed first, as the copy
+/// ceiling's), and its bandwidth `gbps(bytes, median(samples_ms))` (spec/roofs.hpp).
+struct stream_roof {
+  std::string method; ///< what ran, e.g. "read-sweep kernel: 16-byte loads ..."
+  std::uint64_t bytes = 0;
+  std::vector<double> samples_ms;
+  double gbps = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// One compute ceiling (docs/engine.md, "The roofs"): a dense GEMM through cuBLASLt on CUDA,
+/// an FMA loop on the CPU, of `flops` per call, timed `samples_ms`, and its rate
+/// `tflops(flops, median(samples_ms))`; `unknown` non-empty when it was not measured (why).
+struct compute_roof {
+  std::string unknown; ///< "" : measured; else why not (the report writes "unknown: WHY")
+  std::string method;  ///< e.g. "cuBLASLt 13.0.2 matmul, bf16 in and out, fp32 accumulate"
+  std::string shape;   ///< e.g. "m=8192 n=8192 k=8192"
+  std::uint64_t flops = 0;
+  std::vector<double> samples_ms;
+  double tflops = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// The roofs beside the copy ceiling (schema_version 8): the read and write ceilings and a
+/// compute ceiling per element type the protocol's cells compute in ("bf16", "fp32", ...).
+struct roofs_record {
+  stream_roof read;
+  stream_roof write;
+  std::map<std::string, compute_roof> compute;
 };
 
 /// The instrument's own measured properties.
@@ -204,7 +261,18 @@ struct instrument_record {
   std::string kernel_clock;
   double kernel_clock_floor_ms = std::numeric_limits<double>::quiet_NaN();
   std::uint64_t kernel_records_dropped = 0;
+  /// The read, write and compute ceilings (docs/engine.md, "The roofs"); nullopt where the
+  /// device has none, and in reports before schema_version 8.
+  std::optional<roofs_record> roofs;
+  /// The copy ceiling was not measured but taken from an earlier measurement of this device and
+  /// build (docs/engine.md, "Reusing the copy ceiling"): the signed cache entry it came from,
+  /// whose values ceiling_gbps, ceiling_samples_gbps and ceiling_bytes are. Absent: measured.
+  std::optional<json> ceiling_reused;
 };
+
+/// The longest a copy ceiling may be reused after it was measured [s] (docs/engine.md, "Reusing
+/// the copy ceiling"): measured_at at most this long before the run's started_at.
+inline constexpr double ceiling_reuse_max_age_s = 3600;
 
 /// Everything a backend measured; analysis derives statistics, defects and verdicts from it.
 /// One phase of a run and its wall time on the host (docs/report.md, "phases").

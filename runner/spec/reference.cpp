@@ -192,74 +192,18 @@ double round_to(double v, dtype type) {
     return half_to_float(float_to_half(narrow_to_odd(v)));
   case dtype::bf16:
     return bf16_to_float(float_to_bf16(narrow_to_odd(v)));
+  case dtype::fp8_e4m3:
+  case dtype::fp8_e5m2:
+    return from_fp8(to_fp8(v, type), type);
+  case dtype::boolean:
+    return v != 0.0 ? 1.0 : 0.0;
+  case dtype::int8:
+  case dtype::uint8:
+  case dtype::int32:
+  case dtype::int64:
+    return std::nearbyint(v);
   }
   return v;
-}
-
-inputs64 random_inputs(std::int64_t rows, std::int64_t cols, dtype type, std::uint64_t seed) {
-  if (rows < 1 || cols < 1)
-    throw invalid_input(fmt::format("random_inputs: bad shape {}x{}", rows, cols));
-  rng g(seed);
-  // U(lo, hi) rounded to `type`, drawn again while it rounds to zero.
-  auto draw = [&](double lo, double hi, double shift) {
-    for (;;) {
-      const double v = round_to(shift + lo + (hi - lo) * g.uniform(), type);
-      if (v != 0.0)
-        return v;
-    }
-  };
-  inputs64 in;
-  in.rows = rows;
-  in.cols = cols;
-  const auto n = static_cast<std::size_t>(rows * cols);
-  in.x.reserve(n);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const double offset = -3.0 + 6.0 * g.uniform();
-    for (std::int64_t c = 0; c < cols; ++c)
-      in.x.push_back(draw(-2.0, 2.0, offset));
-  }
-  for (std::int64_t c = 0; c < cols; ++c)
-    in.gamma.push_back(draw(-0.5, 0.5, 1.0));
-  for (std::int64_t c = 0; c < cols; ++c)
-    in.beta.push_back(draw(-0.5, 0.5, 0.0));
-  in.dy.reserve(n);
-  for (std::size_t i = 0; i < n; ++i)
-    in.dy.push_back(draw(-1.0, 1.0, 0.0));
-  return in;
-}
-
-host_tensors random_tensors(const operation_desc &op, const shape &s, dtype type,
-                            std::uint64_t seed) {
-  rng g(seed);
-  host_tensors t(op.tensors.size());
-  for (std::size_t i = 0; i < op.tensors.size(); ++i) {
-    const tensor_desc &d = op.tensors[i];
-    if (d.role != tensor_role::input)
-      continue;
-    const dtype et = d.element == element_rule::fp32 ? dtype::fp32 : type;
-    auto draw = [&](double shift) {
-      for (;;) {
-        const double v = round_to(shift + d.dist.lo + (d.dist.hi - d.dist.lo) * g.uniform(), et);
-        if (v != 0.0)
-          return v;
-      }
-    };
-    const std::uint64_t n = op.elements(i, s);
-    t[i].reserve(static_cast<std::size_t>(n));
-    if (d.dist.row_offset != 0 && d.dims.size() >= 2) {
-      const std::int64_t rows = s.extents.at(static_cast<std::size_t>(op.axis_of(d.dims[0])));
-      const std::uint64_t inner = n / static_cast<std::uint64_t>(rows);
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const double offset = -d.dist.row_offset + 2 * d.dist.row_offset * g.uniform();
-        for (std::uint64_t c = 0; c < inner; ++c)
-          t[i].push_back(draw(offset));
-      }
-    } else {
-      for (std::uint64_t k = 0; k < n; ++k)
-        t[i].push_back(draw(0.0));
-    }
-  }
-  return t;
 }
 
 std::uint16_t float_to_half(float f) {
@@ -322,8 +266,23 @@ float bf16_to_float(std::uint16_t h) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
 }
 
+namespace {
+
+/// Whether `type` is one of the three the first operations had (fp32, fp16, bf16).
+bool classic(dtype type) {
+  return type == dtype::fp32 || type == dtype::fp16 || type == dtype::bf16;
+}
+
+} // namespace
+
 std::vector<std::uint8_t> pack(const std::vector<double> &v, dtype type) {
   std::vector<std::uint8_t> bytes(v.size() * element_bytes(type));
+  if (!classic(type)) {
+    const std::size_t w = element_bytes(type);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      encode(v[i], type, bytes.data() + i * w);
+    return bytes;
+  }
   parallel_chunks(
       static_cast<std::int64_t>(v.size()), chunk_for(1), [&](std::int64_t i0, std::int64_t i1) {
         for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
@@ -346,6 +305,11 @@ std::vector<double> unpack(const std::vector<std::uint8_t> &bytes, dtype type) {
     throw invalid_input(fmt::format("unpack: {} bytes is not a whole number of {} elements",
                                     bytes.size(), to_string(type)));
   std::vector<double> v(bytes.size() / eb);
+  if (!classic(type)) {
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = decode(bytes.data() + i * eb, type);
+    return v;
+  }
   parallel_chunks(
       static_cast<std::int64_t>(v.size()), chunk_for(1), [&](std::int64_t i0, std::int64_t i1) {
         for (auto i = static_cast<std::size_t>(i0); i < static_cast<std::size_t>(i1); ++i) {
@@ -363,13 +327,44 @@ std::vector<double> unpack(const std::vector<std::uint8_t> &bytes, dtype type) {
   return v;
 }
 
-std::uint32_t poison_bits(dtype type) {
-  return type == dtype::fp32 ? poison_fp32 : type == dtype::fp16 ? poison_fp16 : poison_bf16;
+std::uint64_t poison_bits(dtype type) {
+  switch (type) {
+  case dtype::fp32:
+    return poison_fp32;
+  case dtype::fp16:
+    return poison_fp16;
+  case dtype::bf16:
+    return poison_bf16;
+  case dtype::fp8_e4m3: // a negative NaN: a conversion of a computed NaN gives 0x7f
+    return 0xffu;
+  case dtype::fp8_e5m2: // a negative NaN other than the quiet ones conversions give
+    return 0xfdu;
+  case dtype::int8:
+    return 0x80u;
+  case dtype::uint8:
+    return 0xffu;
+  case dtype::int32:
+    return 0x80000000u;
+  case dtype::int64:
+    return 0x8000000000000000ull;
+  case dtype::boolean:
+    return 0xa5u;
+  }
+  return 0;
 }
+
+double poison_nan() { return widen(std::bit_cast<float>(poison_fp32)); }
 
 void fill_poison(void *p, std::size_t n, dtype type) {
   auto *bytes = static_cast<std::uint8_t *>(p);
-  const std::uint32_t bits = poison_bits(type);
+  if (!classic(type)) {
+    const std::uint64_t wide = poison_bits(type);
+    const std::size_t w = element_bytes(type);
+    for (std::size_t i = 0; i < n; ++i)
+      std::memcpy(bytes + i * w, &wide, w); // little-endian: the low w bytes
+    return;
+  }
+  const auto bits = static_cast<std::uint32_t>(poison_bits(type));
   const auto half = static_cast<std::uint16_t>(bits);
   parallel_chunks(
       static_cast<std::int64_t>(n), chunk_for(1), [&](std::int64_t i0, std::int64_t i1) {
@@ -500,14 +495,6 @@ comparison compare(const std::vector<double> &out, const std::vector<double> &re
     }
   }
   return c;
-}
-
-std::uint64_t cell_seed(std::uint64_t plan_seed, pass_kind pass, std::int64_t rows,
-                        std::int64_t cols) {
-  std::uint64_t s = stream_seed(plan_seed, stream_id::inputs);
-  s = rng(s ^ static_cast<std::uint64_t>(rows)).next();
-  s = rng(s ^ static_cast<std::uint64_t>(cols)).next();
-  return rng(s ^ (pass == pass_kind::fwd ? 0u : 1u)).next();
 }
 
 } // namespace prereg::reference

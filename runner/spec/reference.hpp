@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace prereg::reference {
@@ -42,14 +43,44 @@ struct outputs64 {
 [[nodiscard]] std::uint16_t float_to_bf16(float f);
 [[nodiscard]] float bf16_to_float(std::uint16_t h);
 
+/// The largest finite value of a floating-point `type` (fp8_e4m3 448, fp8_e5m2 57344); the
+/// largest value of an integer one.
+[[nodiscard]] double largest_finite(dtype type);
+/// The least and largest value an integer or bool `type` holds (int64: +-2^53, the values a
+/// float64 holds exactly); +-infinity for a floating-point one.
+[[nodiscard]] std::pair<double, double> integer_limits(dtype type);
+/// The bits of `v` in fp8 `type`, rounded to nearest, ties to even; past the largest finite
+/// value e4m3 (fn) gives NaN 0x7f, e5m2 infinity; NaN gives 0x7f.
+[[nodiscard]] std::uint8_t to_fp8(double v, dtype type);
+/// The value of fp8 `bits` (NaN codes: a quiet NaN; the poison's byte: the poison NaN).
+[[nodiscard]] double from_fp8(std::uint8_t bits, dtype type);
+/// `v` rounded to fp8 `type` and kept inside [lo, hi]: rounded to nearest, then, if that left the
+/// range, the representable value nearest inside it (docs/engine.md, the fp8 fill).
+[[nodiscard]] double fp8_inside(double v, double lo, double hi, dtype type);
+/// A nonzero fp8 value inside [lo, hi] (the fill's fallback), or 0 when there is none.
+[[nodiscard]] double fp8_fallback(double lo, double hi, dtype type);
+/// One element of an fp8, integer or bool `type` written at dst / read from src (integers
+/// rounded to nearest; fp32, fp16 and bf16 are pack()'s and unpack()'s own).
+void encode(double v, dtype type, std::uint8_t *dst);
+[[nodiscard]] double decode(const std::uint8_t *src, dtype type);
+/// Whether the element at src holds `type`'s poison bytes.
+[[nodiscard]] bool is_poison_element(const std::uint8_t *src, dtype type);
+/// unpack() of an output: an integer or bool element holding the poison (a value no output
+/// holds) becomes the poison NaN, as a floating-point poison unpacks.
+[[nodiscard]] std::vector<double> unpack_output(const std::vector<std::uint8_t> &bytes, dtype type);
+/// The NaN every poison unpacks to (is_poison() is true of it).
+[[nodiscard]] double poison_nan();
+
 /// Packs doubles into `type`'s storage bytes (fp32: float, fp16/bf16: uint16).
 [[nodiscard]] std::vector<std::uint8_t> pack(const std::vector<double> &v, dtype type);
 /// Unpacks `type`'s storage bytes into doubles.
 [[nodiscard]] std::vector<double> unpack(const std::vector<std::uint8_t> &bytes, dtype type);
-/// `n` elements of `type` filled with a quiet-NaN bit pattern (the poison).
+/// `n` elements of `type` filled with the poison: a quiet-NaN bit pattern no arithmetic makes
+/// (fp8: a negative NaN), an integer no output holds (its type's least; uint8 255), a bool byte
+/// that is neither 0 nor 1 (0xa5).
 [[nodiscard]] std::vector<std::uint8_t> poison(std::size_t n, dtype type);
-/// The poison's bit pattern of one element of `type` (the low 16 bits for fp16 and bf16).
-[[nodiscard]] std::uint32_t poison_bits(dtype type);
+/// The poison's bit pattern of one element of `type` (the low element_bytes(type) bytes).
+[[nodiscard]] std::uint64_t poison_bits(dtype type);
 /// Fills `n` elements of `type` at host address p with the poison (poison()'s bytes), over
 /// every core.
 void fill_poison(void *p, std::size_t n, dtype type);

@@ -37,6 +37,12 @@ inline constexpr const char *grade = "grade";
 /// The SHA-256 `prev` of the first entry: 64 zeros.
 inline const std::string ledger_genesis(64, '0');
 
+/// The folder of this user's prereg caches that a key-holding process trusts,
+/// ${XDG_CACHE_HOME:-$HOME/.cache}/prereg (its `verified/` holds the ledgers' verified-prefix
+/// cache, docs/store.md); empty when neither variable names an absolute folder. The sandbox hides
+/// it from outside code.
+[[nodiscard]] std::filesystem::path verified_cache_folder();
+
 /// Looks up a signer's public key by fingerprint (null if unknown).
 using key_lookup = std::function<std::optional<public_key>(const std::string &fingerprint)>;
 

@@ -1,5 +1,6 @@
-// The ledger's shared cache of a file's lines and entries, and the verification of its lines:
-// internals of ledger.cpp and ledger_verify.cpp.
+// The ledger's shared cache of a file's lines and entries, the verification of its lines and the
+// per-user verified-prefix cache: internals of ledger.cpp, ledger_verify.cpp and
+// ledger_prefix_cache.cpp.
 #pragma once
 
 #include "store/ledger.hpp"
@@ -9,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,19 @@ namespace ledger_detail {
 /// the number of lines when all pass and `from` was c.verified.
 void verify_lines(ledger::cache &c, const std::filesystem::path &file, const key_lookup &keys,
                   std::size_t from, const std::string &prefix, const signing_key *own = nullptr);
+
+/// How many leading lines of `lines` the verified-prefix cache of `file` vouches for (0 when it
+/// has no entry, or one whose MAC does not verify under this user's cache secret, whose bytes
+/// differ or that records a signer `accepted` refuses); their signers go to `signers`
+/// (ledger_prefix_cache.cpp; docs/store.md, "Verification cost").
+[[nodiscard]] std::size_t cached_prefix(const std::filesystem::path &file,
+                                        const std::vector<std::string> &lines,
+                                        const std::function<bool(const std::string &)> &accepted,
+                                        std::vector<std::string> &signers);
+/// Records every line of `lines` as verified with `signers`, under a MAC; a cache that cannot
+/// be written is skipped.
+void store_prefix(const std::filesystem::path &file, const std::vector<std::string> &lines,
+                  const std::vector<std::string> &signers);
 
 } // namespace ledger_detail
 } // namespace prereg

@@ -1,5 +1,5 @@
 // The ledger's verification: seq order, the prev chain, canonical form and signatures, line by
-// line, over the per-user verified-prefix cache.
+// line, over the per-user verified-prefix cache (ledger_prefix_cache.cpp).
 #include "store/ledger_cache.hpp"
 
 #include "base/fs.hpp"
@@ -9,84 +9,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 #include <map>
 #include <optional>
 
 namespace prereg {
 namespace {
-
-/// The per-user verified-prefix cache of a ledger (docs/store.md, "Verification cost"):
-/// ${XDG_CACHE_HOME:-$HOME/.cache}/prereg/verified/<sha256 of the ledger's absolute path>.json,
-/// {"bytes", "lines", "sha256" (of the first `bytes` bytes), "signers"}. Outside the store, so
-/// that whoever can write the store cannot claim a forged prefix was verified.
-std::filesystem::path prefix_cache_path(const std::filesystem::path &file) {
-  std::filesystem::path base;
-  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    base = x;
-  else if (const char *h = std::getenv("HOME"); h && *h)
-    base = std::filesystem::path(h) / ".cache";
-  else
-    return {};
-  std::error_code ec;
-  const auto abs = std::filesystem::absolute(file, ec).lexically_normal();
-  return base / "prereg" / "verified" / (sha256_hex(abs.string()) + ".json");
-}
-
-/// The bytes of lines [0, n) with their newlines.
-std::string prefix_bytes(const std::vector<std::string> &lines, std::size_t n) {
-  std::string text;
-  for (std::size_t i = 0; i < n; ++i) {
-    text += lines[i];
-    text += '\n';
-  }
-  return text;
-}
-
-/// How many leading lines of `lines` the cache vouches for, given that `accepted` must accept
-/// every signer it records (0 if none, or the cache does not match the file).
-std::size_t cached_prefix(const std::filesystem::path &file, const std::vector<std::string> &lines,
-                          const std::function<bool(const std::string &)> &accepted,
-                          std::vector<std::string> &signers) {
-  const auto path = prefix_cache_path(file);
-  std::error_code ec;
-  if (path.empty() || !std::filesystem::is_regular_file(path, ec))
-    return 0;
-  try {
-    const json c = parse_json_strict(read_file(path, 1 << 20), path.string());
-    const auto n = c.at("lines").get<std::size_t>();
-    if (n == 0 || n > lines.size() || sha256_hex(prefix_bytes(lines, n)) != c.at("sha256"))
-      return 0;
-    std::vector<std::string> who = c.at("signers").get<std::vector<std::string>>();
-    for (const auto &fp : who)
-      if (!accepted(fp))
-        return 0;
-    signers = std::move(who);
-    return n;
-  } catch (const std::exception &) {
-    return 0; // an unreadable cache is no cache
-  }
-}
-
-void store_prefix(const std::filesystem::path &file, const std::vector<std::string> &lines,
-                  const std::vector<std::string> &signers) {
-  const auto path = prefix_cache_path(file);
-  if (path.empty() || lines.empty())
-    return;
-  try {
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-    std::filesystem::permissions(path.parent_path(), std::filesystem::perms::owner_all, ec);
-    write_file_atomic(path,
-                      canonical_json({{"lines", lines.size()},
-                                      {"sha256", sha256_hex(prefix_bytes(lines, lines.size()))},
-                                      {"signers", signers}}),
-                      0600);
-  } catch (const std::exception &) {
-    // a cache that cannot be written costs time, not correctness
-  }
-}
 
 /// Each signer's key, looked up once (a lookup may read and parse a key file).
 class signer_keys {
@@ -174,7 +102,7 @@ void ledger_detail::verify_lines(ledger::cache &c, const std::filesystem::path &
   if (from > 0 && from == c.verified)
     signers = c.signers;
   if (whole && checks_signatures)
-    from = cached_prefix(
+    from = ledger_detail::cached_prefix(
         file, ls, [&](const std::string &fp) { return known.of(fp).has_value(); }, signers);
   std::string prev = from == 0 ? ledger_genesis : sha256_hex(ls[from - 1]);
   for (std::size_t i = from; i < ls.size(); ++i) {
@@ -193,7 +121,7 @@ void ledger_detail::verify_lines(ledger::cache &c, const std::filesystem::path &
   if (!checks_signatures)
     return;
   if (from < ls.size() || whole)
-    store_prefix(file, ls, signers);
+    ledger_detail::store_prefix(file, ls, signers);
   c.signers = signers;
   if (from == c.verified || whole)
     c.verified = std::max(c.verified, ls.size());

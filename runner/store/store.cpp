@@ -19,13 +19,13 @@
 
 namespace prereg {
 namespace fs = std::filesystem;
-namespace {
-
 bool is_hex(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
   });
 }
+
+namespace {
 
 void collect_changes(const json &a, const json &b, const std::string &path,
                      std::vector<std::string> &out) {
@@ -137,26 +137,27 @@ json frozen_operation_entry(const protocol &p, const fs::path &source_dir,
   return operation_record(p, *op, project_relative(project, file), digest);
 }
 
-/// Why the operation file of `fp` cannot run as frozen, or nullopt.
-std::optional<std::string> operation_file_problem(const frozen_protocol &fp,
-                                                  const fs::path &project) {
-  if (fp.proto.op_file.empty())
-    return std::nullopt;
-  if (!fp.freeze.contains("operation"))
-    return fmt::format("freeze record has no operation entry for operation {}", fp.proto.op);
-  const fs::path file = recorded_operation_file(fp.freeze, project);
-  const std::string frozen = fp.freeze["operation"].value("sha256", "");
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec))
-    return fmt::format("operation file of {} is missing since freezing: {}", fp.proto.op,
-                       file.string());
-  const std::string now = outside_file_sha256(file, "operation " + fp.proto.op);
-  if (now != frozen)
-    return fmt::format("operation file of {} changed since freezing (frozen {}, now {}): {}; "
-                       "this version stays refused: {}",
-                       fp.proto.op, frozen.substr(0, 12), now.substr(0, 12), file.string(),
-                       new_version_advice(fp.proto));
-  return std::nullopt;
+} // namespace
+
+fs::path kept_source_copy(const fs::path &protocol_dir, const std::string &digest) {
+  return protocol_dir / "files" / digest;
+}
+
+namespace {
+
+/// A copy of each Python arm file under files/<sha256> (docs/store.md): read once, kept only if
+/// its bytes still hash to what the record pins (a file edited meanwhile is not kept). Never
+/// loaded; `run` compares it with the file's later state to name the functions that changed.
+void keep_source_copies(const fs::path &dir,
+                        const std::vector<std::pair<fs::path, std::string>> &files) {
+  for (const auto &[file, digest] : files) {
+    const fs::path copy = kept_source_copy(dir, digest);
+    if (fs::exists(copy))
+      continue;
+    const std::string bytes = read_file(file);
+    if (sha256_hex(bytes) == digest)
+      write_file_atomic(copy, bytes);
+  }
 }
 
 } // namespace
@@ -192,11 +193,14 @@ freeze_outcome store::freeze(std::string_view source, const protocol &p, const s
     return out;
   }
   json kernels = json::object();
+  std::vector<std::pair<fs::path, std::string>> python_files; // kept beside the record
   for (const auto &arm : p.arms) {
     if (arm.outside()) {
       const fs::path file =
           outside_file(source_dir.empty() ? fs::current_path() : source_dir, arm.file);
       const std::string digest = outside_file_sha256(file, arm.id);
+      if (arm.source == arm_source::python)
+        python_files.emplace_back(file, digest);
       // Hashed, never loaded: no outside code runs in a process that holds the signing key.
       kernels[arm.id] = {{arm.source == arm_source::plugin ? "plugin" : "python", arm.file},
                          {"entry", arm.entry},
@@ -222,6 +226,7 @@ freeze_outcome store::freeze(std::string_view source, const protocol &p, const s
   try {
     write_file_atomic(dir / "source.yaml", source);
     write_file_atomic(dir / "protocol.json", canonical);
+    keep_source_copies(dir, python_files);
     // freeze.json last: its presence marks the protocol as frozen.
     write_file_atomic(dir / "freeze.json", canonical_json(record));
     get_ledger().append(
@@ -259,13 +264,16 @@ std::vector<frozen_version> store::versions_of(std::string_view id) const {
   for (const auto &h : hashes()) {
     const auto stored = protocol_dir(h) / "protocol.json";
     const auto record = protocol_dir(h) / "freeze.json";
+    frozen_version v{h, "", 1};
     try {
-      if (parse_json_strict(read_file(stored), stored.string()).value("id", "") != id)
+      const json body = parse_json_strict(read_file(stored), stored.string());
+      if (body.value("id", "") != id)
         continue;
+      if (body.contains("revision") && body["revision"].is_number_integer())
+        v.revision = body["revision"].get<std::int64_t>();
     } catch (const error &) {
       continue; // a corrupted copy names no id; load() reports it when that hash is used
     }
-    frozen_version v{h, ""};
     try {
       const json freeze = parse_json_strict(read_file(record), record.string());
       if (freeze.is_object() && freeze.contains("frozen_at") && freeze["frozen_at"].is_string())
@@ -284,12 +292,59 @@ std::vector<frozen_version> store::versions_of(std::string_view id) const {
 std::string versions_text(const std::vector<frozen_version> &versions) {
   std::string out;
   for (const auto &v : versions)
-    out += fmt::format("{}{} (frozen {})", out.empty() ? "" : ", ", v.hash.substr(0, 12),
-                       v.frozen_at.empty() ? "at an unknown time" : v.frozen_at);
+    out +=
+        fmt::format("{}{} (revision {}, frozen {})", out.empty() ? "" : ", ", v.hash.substr(0, 12),
+                    v.revision, v.frozen_at.empty() ? "at an unknown time" : v.frozen_at);
   return out;
 }
 
-std::string store::resolve(std::string_view arg) const {
+const frozen_version *newest_version(const std::vector<frozen_version> &versions) {
+  const frozen_version *best = nullptr;
+  bool shared = false;
+  for (const auto &v : versions) {
+    if (best == nullptr || v.revision > best->revision) {
+      best = &v;
+      shared = false;
+    } else if (v.revision == best->revision) {
+      shared = true;
+    }
+  }
+  return shared ? nullptr : best;
+}
+
+namespace {
+
+/// The version of the id `arg` that `run ID` takes among several (newest_version), with the
+/// note naming it and the others; exit 2 when its revision is frozen in several versions.
+std::string newest_of_id(std::string_view arg, const std::vector<frozen_version> &versions,
+                         std::string *note) {
+  const frozen_version *newest = newest_version(versions);
+  if (newest == nullptr) {
+    std::int64_t top = 0;
+    for (const auto &v : versions)
+      top = std::max(top, v.revision);
+    throw invalid_input(fmt::format(
+        "{} versions of protocol {} are frozen: {}; revision {} is frozen more than once, so the "
+        "id alone names none of them: give a hash or a prefix of at least {} hex digits",
+        versions.size(), arg, versions_text(versions), top, min_prefix_digits));
+  }
+  if (note != nullptr) {
+    std::vector<frozen_version> others;
+    for (const auto &v : versions)
+      if (v.hash != newest->hash)
+        others.push_back(v);
+    *note = fmt::format("protocol {} has {} frozen versions: taking the newest revision, {} "
+                        "({}, frozen {}); give a hash or a prefix for another: {}",
+                        arg, versions.size(), newest->revision, newest->hash.substr(0, 12),
+                        newest->frozen_at.empty() ? "at an unknown time" : newest->frozen_at,
+                        versions_text(others));
+  }
+  return newest->hash;
+}
+
+} // namespace
+
+std::string store::resolve(std::string_view arg, std::string *note) const {
   // A protocol id alone names the one frozen version with that id.
   const auto all = hashes();
   std::vector<std::string> by_id;
@@ -312,10 +367,7 @@ std::string store::resolve(std::string_view arg) const {
   const auto &matches = by_hash.empty() ? by_id : by_hash;
   if (matches.size() > 1) {
     if (&matches == &by_id)
-      throw invalid_input(fmt::format("{} versions of protocol {} are frozen: {}; give a hash or "
-                                      "a prefix of at least {} hex digits",
-                                      matches.size(), arg, versions_text(versions),
-                                      min_prefix_digits));
+      return newest_of_id(arg, versions, note);
     throw invalid_input(
         fmt::format("prefix {} is ambiguous: it matches {} and {}", arg, matches[0], matches[1]));
   }
@@ -339,6 +391,7 @@ frozen_protocol store::load(const std::string &hash) const {
   const auto dir = protocol_dir(hash);
   frozen_protocol fp;
   fp.hash = hash;
+  fp.dir = dir;
   for (const char *name : {"protocol.json", "source.yaml", "freeze.json"})
     if (!fs::exists(dir / name))
       throw integrity_error(fmt::format("stored protocol is missing {}", name), dir.string());
@@ -372,155 +425,6 @@ frozen_protocol store::load(const std::string &hash) const {
   // An operation file's protocol: its pinned descriptor, registered for this process.
   if (register_recorded_operation(fp.freeze, project_root(), freeze_path) != nullptr)
     fp.proto = protocol_from_json(fp.body, (dir / "protocol.json").string());
-  return fp;
-}
-
-fs::path frozen_outside_file(const fs::path &project, const frozen_protocol &fp,
-                             const arm_spec &arm) {
-  const auto &kernels = fp.freeze.at("kernels");
-  const auto it = kernels.find(arm.id);
-  if (it == kernels.end() || !it->is_object() || !it->contains("file"))
-    throw integrity_error(fmt::format("freeze record has no file for arm {}", arm.id));
-  const fs::path kept(it->value("file", ""));
-  return kept.is_absolute() ? kept : (project / kept).lexically_normal();
-}
-
-std::string new_version_advice(const protocol &p) {
-  return fmt::format("to measure the new code, freeze a new version: set `revision: {}` in the "
-                     "protocol file{} and `prereg freeze` it",
-                     p.revision + 1,
-                     p.schema == 1 ? " (a prereg: 2 field: write `prereg: 2` and rename "
-                                     "`shapes:` to `axes:`)"
-                                   : "");
-}
-
-std::optional<std::string> kernel_source_problem(const frozen_protocol &fp,
-                                                 const fs::path &project) {
-  if (auto problem = operation_file_problem(fp, project))
-    return problem;
-  const auto &kernels = fp.freeze.at("kernels");
-  for (const auto &arm : fp.proto.arms) {
-    if (arm.outside()) {
-      const fs::path file = frozen_outside_file(project, fp, arm);
-      const std::string frozen = kernels.at(arm.id).value("sha256", "");
-      const char *kind = arm.source == arm_source::plugin ? "plugin" : "python";
-      std::error_code ec;
-      if (!fs::is_regular_file(file, ec))
-        return fmt::format("{} file of arm {} is missing since freezing: {}", kind, arm.id,
-                           file.string());
-      const std::string now = outside_file_sha256(file, arm.id);
-      if (now != frozen)
-        return fmt::format("{} file of arm {} changed since freezing (frozen {}, now {}): {}; "
-                           "this version stays refused: {}",
-                           kind, arm.id, frozen.substr(0, 12), now.substr(0, 12), file.string(),
-                           new_version_advice(fp.proto));
-      continue;
-    }
-    const arm_info *info = find_arm(fp.proto.device, arm.kernel);
-    if (info == nullptr)
-      return fmt::format("kernel {} ({}) is not in this build", arm.kernel, fp.proto.device);
-    const auto it = kernels.find(arm.id);
-    if (it == kernels.end())
-      return fmt::format("freeze record has no source hash for arm {}", arm.id);
-    const std::string frozen = it->value("source_sha256", "");
-    if (frozen != info->source_sha256)
-      return fmt::format("kernel {} source changed since freezing (frozen {}, this build {}); "
-                         "sources: {}; this version stays refused: {}",
-                         arm.kernel, frozen.substr(0, 12), info->source_sha256.substr(0, 12),
-                         fmt::join(info->sources, " "), new_version_advice(fp.proto));
-  }
-  return std::nullopt;
-}
-
-void check_kernel_sources(const frozen_protocol &fp, const fs::path &project) {
-  if (auto problem = kernel_source_problem(fp, project))
-    throw integrity_error(*problem);
-}
-
-namespace {
-
-frozen_protocol resolve_protocol_for_run(const store &s, std::string_view arg,
-                                         const std::filesystem::path &key_path) {
-  const fs::path path(arg);
-  std::error_code ec;
-  // Lowercase hex is a hash or prefix even if a file of that name is here.
-  const bool looks_like_file = !is_hex(arg) && (fs::is_regular_file(path, ec) ||
-                                                arg.ends_with(".yaml") || arg.ends_with(".yml"));
-  frozen_protocol fp;
-  if (!looks_like_file) {
-    fp = s.load(s.resolve(arg));
-  } else {
-    const std::string bytes = read_protocol_file(path, key_path);
-    const std::string digest = sha256_hex(bytes);
-    std::optional<std::string> match;
-    for (const auto &h : s.hashes()) {
-      const auto rec = s.protocol_dir(h) / "freeze.json";
-      try {
-        if (parse_json_strict(read_file(rec), rec.string()).value("source_sha256", "") == digest)
-          match = h;
-      } catch (const error &) {
-        // a corrupted record cannot match; load() reports it when that protocol is used
-      }
-    }
-    if (match) {
-      fp = s.load(*match);
-    } else {
-      const protocol p = parse_protocol(bytes, path.string());
-      const json body = to_json(p);
-      const std::string hash = protocol_hash(body);
-      const auto all = s.hashes();
-      if (std::find(all.begin(), all.end(), hash) != all.end()) {
-        // Same canonical form: the file is that protocol, whatever its comments or layout.
-        fp = s.load(hash);
-        fp.note = fmt::format("{} differs from the frozen source only in comments or formatting: "
-                              "running protocol {} as frozen",
-                              path.string(), hash);
-        check_kernel_sources(fp, s.project_root());
-        return fp;
-      }
-      // Against the frozen protocol of the same id that differs in the fewest fields.
-      std::optional<std::pair<std::string, std::vector<std::string>>> closest;
-      for (const auto &h : all) {
-        const auto stored = s.protocol_dir(h) / "protocol.json";
-        json other;
-        try {
-          other = parse_json_strict(read_file(stored), stored.string());
-        } catch (const error &) {
-          continue;
-        }
-        if (!other.is_object() || other.value("id", "") != p.id)
-          continue;
-        auto changes = changed_fields(other, body);
-        if (!closest || changes.size() < closest->second.size())
-          closest.emplace(h, std::move(changes));
-      }
-      if (closest)
-        throw integrity_error(
-            fmt::format("{} was modified since freezing: changed {} (frozen as {})", path.string(),
-                        fmt::join(closest->second, ", "), closest->first),
-            path.string());
-      throw integrity_error(fmt::format("{} is not frozen: run `prereg freeze {}` first",
-                                        path.string(), path.string()),
-                            path.string());
-    }
-  }
-  check_kernel_sources(fp, s.project_root());
-  return fp;
-}
-
-} // namespace
-
-frozen_protocol resolve_for_run(const store &s, std::string_view arg,
-                                const std::filesystem::path &key_path) {
-  frozen_protocol fp = resolve_protocol_for_run(s, arg, key_path);
-  const ledger l = s.get_ledger();
-  l.verify_for_append();
-  if (!ledger_records_freeze(l.entries(), fp.hash))
-    throw integrity_error(
-        fmt::format("protocol {} is stored but the ledger has no freeze entry for it (a freeze "
-                    "that ended early?): repair with `prereg freeze FILE`",
-                    fp.hash),
-        l.path().string());
   return fp;
 }
 

@@ -8,6 +8,7 @@
 #include "store/ledger.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -19,13 +20,25 @@ namespace prereg {
 /// A protocol as stored, verified on load.
 struct frozen_protocol {
   std::string hash;
-  std::string canonical; ///< protocol.json bytes
-  json body;             ///< the normalised protocol
-  protocol proto;        ///< rebuilt from body
-  json freeze;           ///< the signed freeze record
-  std::string source;    ///< source.yaml bytes
-  std::string note;      ///< resolve_for_run: how a FILE that is not byte-identical matched
+  std::string canonical;     ///< protocol.json bytes
+  json body;                 ///< the normalised protocol
+  protocol proto;            ///< rebuilt from body
+  json freeze;               ///< the signed freeze record
+  std::string source;        ///< source.yaml bytes
+  std::string note;          ///< resolve_for_run: how a FILE that is not byte-identical matched
+  std::filesystem::path dir; ///< the stored protocol's folder (protocols/<hash>/)
 };
+
+/// What changed in a Python file between the copy kept at freeze (`frozen`) and the file now:
+/// {"changed", "added", "removed": top-level function and class names, "module": bool}, or
+/// null when it cannot tell. The run layer's is run/source_changes.hpp (Python's `ast`, in a
+/// child without the key); the store never runs Python itself.
+using source_change_reader =
+    std::function<json(const std::filesystem::path &frozen, const std::filesystem::path &now)>;
+
+/// The kept copy of a Python file frozen with sha256 `digest` under a stored protocol's folder.
+[[nodiscard]] std::filesystem::path kept_source_copy(const std::filesystem::path &protocol_dir,
+                                                     const std::string &digest);
 
 /// What freeze did.
 struct freeze_outcome {
@@ -42,11 +55,20 @@ struct freeze_outcome {
 /// One frozen version of a protocol id.
 struct frozen_version {
   std::string hash;
-  std::string frozen_at; ///< the freeze record's time stamp ("" if it has none)
+  std::string frozen_at;     ///< the freeze record's time stamp ("" if it has none)
+  std::int64_t revision = 1; ///< the protocol's `revision` (absent from its JSON: 1)
 };
 
-/// "1a2b3c4d5e6f (frozen 2026-...), ...": each version's hash prefix and freeze time.
+/// "1a2b3c4d5e6f (revision 1, frozen 2026-...), ...": each version's hash prefix, revision and
+/// freeze time.
 [[nodiscard]] std::string versions_text(const std::vector<frozen_version> &versions);
+
+/// The version `prereg run ID` runs among `versions` (one id's): the one of the highest
+/// revision, or nullptr when several share it (a hash or a prefix must then choose).
+[[nodiscard]] const frozen_version *newest_version(const std::vector<frozen_version> &versions);
+
+/// Whether `s` is non-empty lowercase hex (a hash or a prefix of one).
+[[nodiscard]] bool is_hex(std::string_view s);
 
 /// The shortest hash prefix `resolve` accepts: shorter ones could silently name a protocol.
 inline constexpr std::size_t min_prefix_digits = 8;
@@ -86,9 +108,12 @@ public:
   [[nodiscard]] std::vector<frozen_version> versions_of(std::string_view id) const;
 
   /// A full hash from a hash, a unique prefix of at least min_prefix_digits hex digits, or a
-  /// protocol id of which exactly one version is frozen: exit 2 for a malformed, too short or
-  /// ambiguous argument, exit 3 for one that matches nothing in the store.
-  [[nodiscard]] std::string resolve(std::string_view hash_or_prefix) const;
+  /// protocol id: its one frozen version, or of several the one of the highest revision
+  /// (newest_version), with `note` (when given) saying which and naming the others. Exit 2
+  /// for a malformed, too short or ambiguous argument (an id whose highest revision is frozen
+  /// in several versions), exit 3 for one that matches nothing in the store.
+  [[nodiscard]] std::string resolve(std::string_view hash_or_prefix,
+                                    std::string *note = nullptr) const;
 
   /// Loads and verifies a stored protocol: protocol.json must hash to its name, source.yaml
   /// must match the freeze record, and the freeze record's signature must verify with a key in
@@ -113,14 +138,18 @@ private:
 /// freeze the ledger does not record (repair with `prereg freeze FILE`), and a FILE that is the
 /// signing key `key_path` or holds key material. An argument of lowercase hex only is always a
 /// hash or prefix, never a file.
+/// A changed Python arm file's message names the functions whose code changed when
+/// `changes` is given and the store kept a copy of the frozen file (docs/store.md).
 [[nodiscard]] frozen_protocol resolve_for_run(const store &s, std::string_view arg,
-                                              const std::filesystem::path &key_path = {});
+                                              const std::filesystem::path &key_path = {},
+                                              const source_change_reader &changes = {});
 
 /// True if `entries` hold a freeze entry of `hash`.
 [[nodiscard]] bool ledger_records_freeze(std::span<const json> entries, std::string_view hash);
 
 /// Throws exit 3 if a kernel named by the freeze record has another source hash in this build.
-void check_kernel_sources(const frozen_protocol &fp, const std::filesystem::path &project);
+void check_kernel_sources(const frozen_protocol &fp, const std::filesystem::path &project,
+                          const source_change_reader &changes = {});
 
 /// The file an outside arm of `fp` runs, from its freeze record (relative to `project`).
 [[nodiscard]] std::filesystem::path frozen_outside_file(const std::filesystem::path &project,
@@ -128,9 +157,12 @@ void check_kernel_sources(const frozen_protocol &fp, const std::filesystem::path
                                                         const arm_spec &arm);
 
 /// Why `fp` cannot run with this build's kernels (a kernel missing or changed since freezing,
-/// with the way to a new version), or nothing.
+/// with the way to a new version), or nothing. A changed outside file names every arm that
+/// uses it and, for a Python file read by `changes` against its kept copy, the functions whose
+/// code changed.
 [[nodiscard]] std::optional<std::string>
-kernel_source_problem(const frozen_protocol &fp, const std::filesystem::path &project);
+kernel_source_problem(const frozen_protocol &fp, const std::filesystem::path &project,
+                      const source_change_reader &changes = {});
 
 /// What to do when a frozen version's kernel changed: the `revision` to set and freeze.
 [[nodiscard]] std::string new_version_advice(const protocol &p);

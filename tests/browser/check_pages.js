@@ -103,15 +103,59 @@ function checkDom(dom, check) {
 }
 
 // The DOM checks of a `prereg site` page (PREREG_PAGE_KIND=site, tests/browser/check_site.sh): the
-// index links a page per protocol and each link's file exists; a protocol page has its four
-// sections in order and every trend chart draws a line of at least one point.
+// index links a page per protocol and each link's file exists, and the versions of each id carry
+// distinct revision labels; a protocol page has its four sections in order. On both: every link
+// to a report resolves to a file that exists; every verdict badge shows its prediction's id, not a
+// lone letter, with a tooltip naming id, claim and verdict and text for screen readers; every
+// trend chart draws its line, its interquartile band and one dated point per run.
+const stripTags = (s) => decode(s.replace(/<[^>]*>/g, '')).trim();
+
+function checkSiteLinks(dom, check, html) {
+  const hrefs = [...dom.matchAll(/\shref="([^"]*\/report\.(?:html|md))"/g)].map((m) => decode(m[1]));
+  const missing = hrefs.filter((h) => /^[a-z]+:/i.test(h) ||
+    !fs.existsSync(path.resolve(path.dirname(html), decodeURIComponent(h))));
+  check(`every link to a report leads to its page (${hrefs.length})`, missing.length === 0,
+        [...new Set(missing)].slice(0, 5).join(', '));
+  return hrefs.length;
+}
+
+function checkBadges(dom, check) {
+  const badges = [...dom.matchAll(/<(a|span) class="b v (?:ok|bad|mid)"([^>]*)>([\s\S]*?)<\/\1>/g)];
+  const bad = [];
+  for (const [, , attrs, inner] of badges) {
+    const title = attr(attrs, 'title') || '';
+    const hidden = (inner.match(/<span class="vh">([\s\S]*?)<\/span>/) || [])[1];
+    const shown = stripTags(inner.replace(/<span class="vh">[\s\S]*?<\/span>/, ''));
+    const id = shown.replace(/\s*[\u2713\u2717?]$/, '');
+    const ok = id.length > 0 && /[\u2713\u2717?]$/.test(shown) && !/^[cri]$/.test(shown) &&
+      title.startsWith(id) && /: (confirmed|refuted|inconclusive|no verdict)( |$)/.test(title) &&
+      hidden !== undefined && stripTags(hidden).length > 0;
+    if (!ok) bad.push(`${shown} [${title}]`);
+  }
+  check(`every verdict badge names its prediction and claim (${badges.length})`, bad.length === 0,
+        bad.slice(0, 3).join('; '));
+  return badges.length;
+}
+
 function checkSiteDom(dom, check, html) {
   check('the DOM was dumped', dom.includes('</html>'), `${dom.length} bytes`);
+  checkBadges(dom, check);
+  const reportLinks = checkSiteLinks(dom, check, html);
   if (path.basename(html) === 'index.html') {
     const links = [...dom.matchAll(/<a href="(p-[0-9a-f]{16}\.html)">/g)].map((m) => m[1]);
     check('the index links protocol pages', links.length > 0, 'no p-*.html links');
     const missing = links.filter((l) => !fs.existsSync(path.join(path.dirname(html), l)));
     check('every linked page exists', missing.length === 0, missing.join(', '));
+    const groups = [...dom.matchAll(/<tbody class="id">([\s\S]*?)<\/tbody>/g)].map((m) => m[1]);
+    const twins = [];
+    for (const g of groups) {
+      const labels = [...g.matchAll(/<tr>(?:<th[^>]*>[\s\S]*?<\/th>)?<td>([\s\S]*?)<\/td>/g)]
+        .map((m) => stripTags(m[1]).replace(/\s*\(newest\)$/, ''));
+      if (new Set(labels).size !== labels.length || labels.some((l) => !/^revision \d+/.test(l)))
+        twins.push(labels.join(' | '));
+    }
+    check(`every id's versions carry distinct revision labels (${groups.length} ids)`,
+          groups.length > 0 && twins.length === 0, twins.slice(0, 3).join('; '));
     return;
   }
   const at = (text) => dom.indexOf(text);
@@ -119,10 +163,22 @@ function checkSiteDom(dom, check, html) {
   const pos = order.map(at);
   check('the four sections, in order', pos.every((p, i) => p >= 0 && (i === 0 || p > pos[i - 1])),
         order.map((o, i) => `${o}@${pos[i]}`).join(' '));
-  const charts = [...dom.matchAll(/<svg\b[^>]*\bclass="trend"[^>]*>[\s\S]*?<\/svg>/g)].map((m) => m[0]);
-  const empty = charts.filter((c) => !/<polyline\b[^>]*\bpoints="[0-9.]+,[0-9.]+/.test(c));
-  check(`every trend chart draws its line (${charts.length})`, empty.length === 0,
-        `${empty.length} without points`);
+  check('the heading names the revision', /<h1>[^<]*<span class="rev">revision \d+/.test(dom),
+        'no revision label in h1');
+  const charts = [...dom.matchAll(/<figcaption>[\s\S]*?, (\d+) runs[^<]*<\/figcaption><svg\b[^>]*\bclass="trend"[^>]*>[\s\S]*?<\/svg>/g)];
+  const wrong = [];
+  for (const [svg, runs] of charts) {
+    const line = /<polyline\b[^>]*\bpoints="[0-9.]+,[0-9.]+/.test(svg);
+    const band = /<(polygon|line) class="iqr"/.test(svg);
+    const points = [...svg.matchAll(/<circle class="pt"[^>]*><title>([^<]*)<\/title>/g)].map((m) => m[1]);
+    const dated = points.every((t) => /\d{4}-\d\d-\d\dT\d\d:\d\d/.test(t));
+    if (!line || !band || points.length !== Number(runs) || !dated)
+      wrong.push(`line=${line} band=${band} points=${points.length}/${runs} dated=${dated}`);
+  }
+  check(`every trend chart draws its line, band and dated points (${charts.length})`,
+        wrong.length === 0, wrong.slice(0, 3).join('; '));
+  if (charts.length > 0)
+    check('a page with audited runs links their reports', reportLinks > 0, 'no report link');
 }
 
 // The DOM checks of a leaderboard's page (PREREG_PAGE_KIND=board, tests/browser/check_board.sh;

@@ -15,7 +15,7 @@ using namespace prereg::device_test;
 namespace {
 
 dtype element_of(const operation_desc &op, std::size_t t, dtype type) {
-  return op.tensors[t].element == element_rule::fp32 ? dtype::fp32 : type;
+  return op.tensors[t].type(type);
 }
 
 /// Device buffers of every tensor `pass` uses, the inputs uploaded from `host`.

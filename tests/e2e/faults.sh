@@ -158,6 +158,19 @@ if [ $can_mount -eq 1 ]; then
   tail -n 1 "$PREREG_STORE/ledger.jsonl" | grep -q '"event":"run-aborted".*No space left' \
     && pass "the ledger records the run as aborted, with the reason" || fail "no run-aborted entry"
   expect_exit 0 "ledger verifies after the failed run" -- "$PREREG" ledger verify
+  # The same with stderr itself unwritable (/dev/full) and a closed pipe: exit 1, never an
+  # abort signal (134) or SIGPIPE (141), and the run still recorded as aborted.
+  "$PREREG" run "$hash" --out "$work/fullout" --quiet >/dev/null 2>/dev/full
+  rc=$?
+  [ $rc -eq 1 ] && pass "a full report disk with stderr on a full disk: exit 1" || fail "stderr on /dev/full: exit $rc"
+  tail -n 1 "$PREREG_STORE/ledger.jsonl" | grep -q '"event":"run-aborted".*No space left' \
+    && pass "stderr on a full disk: the run is recorded as aborted" || fail "stderr on /dev/full: no run-aborted entry"
+  ( exec 2>&-; exec "$PREREG" run "$hash" --out "$work/fullout" --quiet >/dev/null )
+  rc=$?
+  [ $rc -eq 1 ] && pass "a full report disk with stderr closed: exit 1" || fail "stderr closed: exit $rc"
+  "$PREREG" run "$hash" --out "$work/fullout" --quiet 2>&1 >/dev/null | true
+  rc=${PIPESTATUS[0]}
+  [ $rc -eq 1 ] && pass "a full report disk with stderr a pipe closed early: exit 1" || fail "stderr a closed pipe: exit $rc"
 
   # The store on a full disk, filled to leave 0..4 free pages: a freeze either completes or
   # fails with exit 1 naming the path and leaves the store exactly as it was.

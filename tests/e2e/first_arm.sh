@@ -135,11 +135,11 @@ fi
 with_protocol 's/^  repetitions: 9$/  repetitions: 7/'
 expect_exit 0 "freeze a second version of the id" -- "$PREREG" freeze protocol.yaml
 v2=$(tail -n 1 "$work/out")
-expect_err "^prereg: notice: protocol example_numpy_layernorm now has 2 frozen versions: this one ${v2:0:12} and ${v1:0:12} \(frozen [0-9T:.Z-]+\); \`prereg run example_numpy_layernorm\` will need a hash or a prefix \(\`prereg run ${v2:0:12}\`\)$" \
+expect_err "^prereg: notice: protocol example_numpy_layernorm now has 2 frozen versions: this one ${v2:0:12} \(revision 1\) and ${v1:0:12} \(revision 1, frozen [0-9T:.Z-]+\); revision 1 is frozen more than once, so \`prereg run example_numpy_layernorm\` will need a hash or a prefix \(\`prereg run ${v2:0:12}\`\); set \`revision: 2\` to make this one the newest$" \
   "freeze says so, naming the other version's hash"
-expect_exit 2 "run by id refuses" -- "$PREREG" run example_numpy_layernorm --out "$reports" --quiet
-expect_err "^prereg: error: 2 versions of protocol example_numpy_layernorm are frozen: ${v1:0:12} \(frozen [0-9T:.Z-]+\), ${v2:0:12} \(frozen [0-9T:.Z-]+\); give a hash or a prefix of at least 8 hex digits$" \
-  "it lists each version's hash with its freeze time"
+expect_exit 2 "run by id refuses: both are revision 1" -- "$PREREG" run example_numpy_layernorm --out "$reports" --quiet
+expect_err "^prereg: error: 2 versions of protocol example_numpy_layernorm are frozen: ${v1:0:12} \(revision 1, frozen [0-9T:.Z-]+\), ${v2:0:12} \(revision 1, frozen [0-9T:.Z-]+\); revision 1 is frozen more than once, so the id alone names none of them: give a hash or a prefix of at least 8 hex digits$" \
+  "it lists each version's hash with its revision and freeze time"
 
 # --- both traps at once: the typo is still found, from the file's source ---------------------
 with_protocol 's/^    function: layernorm$/    function: layernorm_np/'
@@ -172,7 +172,7 @@ expect_line "is already frozen" "idempotent"
 expect_exit 0 "run it by hash" -- "$PREREG" run "$v1" --out "$reports" --quiet
 dir1=$(tail -n 1 "$work/out")
 expect_exit 0 "audit" -- "$PREREG" audit "$dir1"
-expect_line "^audit PASSED: all 10 checks pass" "audit PASS"
+expect_line "^audit PASSED: all 11 checks pass" "audit PASS"
 expect_line "^PASS history: run 1 of 1; run 1 completed" "the first attempt: no aborted attempt before it"
 
 # --- after the first run: the arm edited, check's notice, a new revision, compare ------------

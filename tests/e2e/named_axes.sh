@@ -21,7 +21,7 @@ dir=$(tail -n 1 "$work/out")
 expect_exit 0 "its report audits clean" -- "$PREREG" audit "$dir"
 grep -q "^PASS pages: report.md and report.html are exactly what renderer" "$work/out" \
   && pass "  ... its pages are what the renderer makes" || fail "audit: $(cat "$work/out")"
-[ "$(json_get "$dir" "r['schema_version']")" = 6 ] && pass "the report is schema_version 6" \
+[ "$(json_get "$dir" "r['schema_version']")" = 8 ] && pass "the report is schema_version 8 (the CPU's roofs; keyed by shape as 6)" \
   || fail "schema_version $(json_get "$dir" "r['schema_version']")"
 [ "$(json_get "$dir" "len(r['cells']), sorted(set(tuple(a['axis'] for a in c['shape']) for c in r['cells'])), any('rows' in c for c in r['cells'])")" = \
   "(16, [('b', 'n', 'd')], False)" ] && pass "16 cells (2 arms x 8 shapes), each keyed by its shape b, n, d" \
@@ -62,9 +62,9 @@ esac
 # try runs it unfrozen: an EXPLORATORY report over the same cells, its pages drawn alike.
 expect_exit 0 "try the protocol file" -- "$PREREG" try "$work/ex/rotary_cpu.yaml" --out "$work/exploratory" --quiet
 tdir=$(tail -n 1 "$work/out")
-[ "$(json_get "$tdir" "(r['exploratory'], r['schema_version'], len(r['cells']))")" = "(True, 6, 16)" ] \
+[ "$(json_get "$tdir" "(r['exploratory'], r['schema_version'], len(r['cells']))")" = "(True, 8, 16)" ] \
   && grep -qF '| arm | b=1 n=64 | b=1 n=256 | b=4 n=64 |' "$tdir/report.md" \
-  && pass "  ... an exploratory schema_version 6 report of 16 cells, its pages by shape" \
+  && pass "  ... an exploratory schema_version 8 report of 16 cells, its pages by shape" \
   || fail "try: $(json_get "$tdir" "(r.get('exploratory'), r['schema_version'], len(r['cells']))")"
 
 # compare reads two reports over named axes, cell by cell.

@@ -85,7 +85,7 @@ grep -qF "| \`np_ok\` | python: \`arms/numpy_arms.py\` | function: \`layernorm\`
   || fail "arms table: $(grep -F '| `np_ok` |' "$dir/report.md" | head -3)"
 grep -qF "| \`np_ok\` | not measured |" "$dir/report.md" \
   && pass "report.md: the numpy arm's peak memory is not measured" \
-  || fail "peak row: $(grep -A4 'Peak memory' "$dir/report.md")"
+  || fail "peak row: $(grep -A6 'Peak memory' "$dir/report.md"); failures: $(grep -iE 'fail|error|skip' "$dir/report.md" | head -5)"
 grep -qF "<td>function: <code>layernorm</code></td><td title=\"$py_sha\">" "$dir/report.html" \
   && pass "report.html names the function, the full hash as the tooltip" || fail "report.html arms table"
 grep -qF "np_ok (peak memory not measured)" "$dir/report.html" \

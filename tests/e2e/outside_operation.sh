@@ -105,6 +105,7 @@ PREREG_TEST_EPS=0.5 expect_exit 2 "a declaration that reads otherwise at run tha
 expect_err "operation drifting: the file's declaration, read in the measuring process, differs from the descriptor frozen with it" "  ... in one line"
 
 # --- a misbehaving reference: recorded per cell at run time; the report is signed --------------
+# (right at the smallest shape, where the dry run of freeze calls it: docs/engine.md)
 protocol misbehaving "[1, 2, 3, 4, 5, 6]"
 expect_exit 0 "freeze the misbehaving operation" -- "$PREREG" freeze "$work/misbehaving.yaml"
 expect_exit 0 "run it: the reference's failures do not stop the run" -- "$PREREG" run "$(tail -n 1 "$work/out")" --out "$out" --quiet
@@ -114,11 +115,11 @@ detail() { json_get "$dir" "[c['detail'] for c in r['correctness'] if c['rows']=
 check_detail() { # ROWS PATTERN DESCRIPTION
   detail "$1" | grep -qE -- "$2" && pass "$3" || fail "$3: $(detail "$1")"
 }
-check_detail 1 "reference failed: operation misbehaving: the reference at fwd 1x8 raised ZeroDivisionError: planted failure \(line [0-9]+\)" "a reference that raises is the cell's failure"
-check_detail 2 "returned y of shape \(2, 7\), not \(2, 8\)" "a wrong shape is named"
-check_detail 3 "returned y as float32, not float64" "a wrong dtype is named"
-check_detail 4 "returned y with nan at element 10" "a NaN is named"
-check_detail 5 "disagrees with itself across two calls" "a reference that disagrees with itself is named"
-[ "$(json_get "$dir" "[c['passed'] for c in r['correctness'] if c['rows']==6]")" = "[True]" ] \
-  && pass "the well-behaved shape passes" || fail "rows 6: $(json_get "$dir" "[c for c in r['correctness'] if c['rows']==6]")"
+check_detail 2 "reference failed: operation misbehaving: the reference at fwd 2x8 raised ZeroDivisionError: planted failure \(line [0-9]+\)" "a reference that raises is the cell's failure"
+check_detail 3 "returned y of shape \(3, 7\), not \(3, 8\)" "a wrong shape is named"
+check_detail 4 "returned y as float32, not float64" "a wrong dtype is named"
+check_detail 5 "returned y with nan at element 10" "a NaN is named"
+check_detail 6 "disagrees with itself across two calls" "a reference that disagrees with itself is named"
+[ "$(json_get "$dir" "[c['passed'] for c in r['correctness'] if c['rows']==1]")" = "[True]" ] \
+  && pass "the well-behaved shape passes" || fail "rows 1: $(json_get "$dir" "[c for c in r['correctness'] if c['rows']==1]")"
 finish

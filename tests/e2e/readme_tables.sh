@@ -54,8 +54,8 @@ checks=$(audit_checks)
 codes=$(enum_codes)
 [ "$(wc -l <<<"$commands")" -ge 18 ] && pass "prereg --help lists $(wc -l <<<"$commands") commands" ||
   fail "prereg --help: $(tr '\n' ' ' <<<"$commands")"
-[ "$(wc -l <<<"$checks")" -eq 10 ] && grep -qx pages <<<"$checks" &&
-  pass "prereg audit prints 10 checks, pages among them" || fail "audit checks: $(tr '\n' ' ' <<<"$checks")"
+[ "$(wc -l <<<"$checks")" -eq 11 ] && grep -qx pages <<<"$checks" && grep -qx isolation <<<"$checks" &&
+  pass "prereg audit prints 11 checks, pages and isolation among them" || fail "audit checks: $(tr '\n' ' ' <<<"$checks")"
 [ "$codes" = "$(seq 0 5)" ] && pass "the exit_code enum holds 0 to 5" || fail "enum: $codes"
 
 # check_tables FILE: every comparison on FILE; prints what differs, fails if anything does.

@@ -9,8 +9,11 @@ data=$PREREG_SOURCE_DIR/tests/data/python
 out=$work/reports
 q() { "$py" -c "import json,sys; r=json.load(open(sys.argv[1])); cells={(c['arm'],c['rows']):c for c in r['cells']}; print(eval(sys.argv[2]))" "$1/report.json" "$2"; }
 
-expect_exit 0 "check the regions protocol" -- "$PREREG" check "$data/protocol_regions.yaml"
-expect_exit 0 "freeze it" -- "$PREREG" freeze "$data/protocol_regions.yaml"
+# Its badlabel arm fails on purpose (its report shows the failure): the dry run refuses it first.
+expect_exit 2 "the dry run refuses the bad-label arm" -- "$PREREG" check "$data/protocol_regions.yaml"
+expect_err "^prereg: error: dry run: arm badlabel .*the label 'has space' is not" "  ... naming the arm and the label"
+expect_exit 0 "check the regions protocol without the dry run" -- "$PREREG" check "$data/protocol_regions.yaml" --no-dry-run
+expect_exit 0 "freeze it" -- "$PREREG" freeze "$data/protocol_regions.yaml" --no-dry-run
 hash=$(tail -n 1 "$work/out")
 expect_exit 0 "run it" -- "$PREREG" run "$hash" --out "$out" --quiet
 dir=$(tail -n 1 "$work/out")

@@ -2,7 +2,8 @@
 # reports, `prereg canon` of every shipped and example protocol (protocols/, tests/data/protocols/)
 # and a report made here by a CPU run; every committed merged report and a replication report made
 # here hold for merged-report.schema.json, and each format is rejected by the other's schema; a
-# report over named axes (schema_version 6) holds; and planted-bad documents are rejected.
+# report over named axes (schema_version 6) and one with the device's state, stop records and a
+# `throttled` defect (7) hold; and planted-bad documents are rejected.
 # Skipped (77) only without python3-jsonschema.
 source "$(dirname "$0")/lib.bash"
 py=/usr/bin/python3
@@ -40,6 +41,28 @@ if "$py" "$validate" "$schemas" --planted-named tests/data/reports/cpu_rotary.js
 else
   fail "planted-bad copies of the named report"; grep -v '^ok' "$work/val" | sed 's/^/    /' | head -10
 fi
+# A version-7 report with states, stop records and a `throttled` defect (its evidence's samples a
+# list of indices): the fake device's run of tests/device_state_test.cpp, written here. A copy
+# whose throttled samples is a count, as other codes' are, is rejected.
+mkdir -p "$work/samples"
+PREREG_SCHEMA_SAMPLES=$work/samples "$PREREG_BUILD_DIR/tests/prereg_tests" \
+  --test-case='a run with a stopping rule and a state reader*' >"$work/unit" 2>&1 ||
+  { fail "the device-state test that writes the version-7 sample"; tail -5 "$work/unit"; }
+v7=$work/samples/state_stop_throttled.json
+"$py" -c 'import json,sys; r = json.load(open(sys.argv[1])); assert r["schema_version"] == 7
+assert any(d["code"] == "throttled" and isinstance(d["evidence"]["samples"], list) for d in r["defects"])' \
+  "$v7" && pass "a version-7 report with a throttled defect" || fail "no version-7 sample at $v7"
+check "the version-7 report (states, stop, throttled)" report "$v7"
+"$py" -c 'import json,sys; r = json.load(open(sys.argv[1]))
+for d in r["defects"]:
+    if d["code"] == "throttled": d["evidence"]["samples"] = len(d["evidence"]["samples"])
+json.dump(r, open(sys.argv[2], "w"))' "$v7" "$work/throttled_count.json"
+if "$py" "$validate" "$schemas" report "$work/throttled_count.json" >"$work/val" 2>&1; then
+  fail "a throttled defect whose samples is a count was accepted"
+else
+  pass "a throttled defect whose samples is a count is rejected"
+fi
+
 check "frozen protocols in .prereg" protocol .prereg/protocols/*/protocol.json
 
 mkdir -p "$work/canon"
@@ -79,8 +102,8 @@ expect_exit 0 "run it on the CPU" -- "$PREREG" run "$work/tiny.yaml" --out "$wor
 dir=$(tail -n 1 "$work/out")
 fresh=$dir/report.json
 [ -s "$fresh" ] && pass "fresh report written" || fail "no fresh report at $fresh"
-"$py" -c 'import json,sys; assert json.load(open(sys.argv[1]))["schema_version"] == 5' "$fresh" \
-  && pass "fresh report is schema_version 5" || fail "fresh report is not schema_version 5"
+"$py" -c 'import json,sys; r = json.load(open(sys.argv[1])); assert r["schema_version"] == 8 and "roofs" in r["instrument"]' "$fresh" \
+  && pass "fresh report is schema_version 8 (the CPU's roofs)" || fail "fresh report is not schema_version 8 with roofs"
 check "the fresh report" report "$fresh"
 check "the fresh frozen protocol" protocol "$PREREG_STORE"/protocols/*/protocol.json
 

@@ -213,6 +213,8 @@ shutil.copytree(sys.argv[1], sys.argv[2])
 p = sys.argv[2] + "/report.json"
 r = json.load(open(p))
 r["cells"][0]["samples_ms"] = r["cells"][0]["samples_ms"] * 40000
+for k, v in r["cells"][0].get("sched", {}).items():  # one value per sample (schema_version 8)
+    r["cells"][0]["sched"][k] = v * 40000
 open(p, "w").write(json.dumps(r, separators=(",", ":")))
 PY
 expect_exit 4 "audit of a cell with far more samples than repetitions (timeout 60)" -- timeout 60 "$PREREG" audit "$work/samples"

@@ -9,8 +9,11 @@
 
 namespace prereg {
 
-/// Element type of x, y, gamma, beta, dy, dx, dgamma, dbeta. Statistics are always fp32.
-enum class dtype { fp32, fp16, bf16 };
+/// Element type of a tensor. A protocol's `dtype` is fp32, fp16 or bf16 (the element type of x,
+/// y, gamma, beta, dy, dx, dgamma, dbeta; statistics are always fp32); an operation file's tensor
+/// may also be fp8 (e4m3 "fn": no infinity, NaN 0x7f/0xff; e5m2: IEEE-like), an integer or bool
+/// (docs/operations.md, "Element types").
+enum class dtype { fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, uint8, int32, int64, boolean };
 /// A pass of a cell: forward only, or forward followed by backward.
 enum class pass_kind { fwd, fwd_bwd };
 /// The normalisation family of the first kernels (their `norm_tensors` seam). Operations in
@@ -21,6 +24,11 @@ enum class operation { layernorm, rmsnorm };
 [[nodiscard]] std::string_view to_string(pass_kind p); ///< "fwd" | "fwd+bwd"
 [[nodiscard]] std::string_view to_string(operation o);
 [[nodiscard]] std::size_t element_bytes(dtype d);
+/// Whether `d` holds integers (int8, uint8, int32, int64) or bool: drawn in a declared range,
+/// compared exactly.
+[[nodiscard]] bool is_integral(dtype d);
+/// Whether `d` is one of the two 8-bit floating-point formats.
+[[nodiscard]] bool is_fp8(dtype d);
 
 /// eps used inside the square root: LayerNorm 1e-5 (PyTorch default), RMSNorm 1e-6 (Qwen2.5).
 [[nodiscard]] double norm_eps(operation o);

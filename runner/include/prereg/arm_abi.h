@@ -34,6 +34,13 @@ extern "C" {
 /* Bumped on any incompatible change of the structures below. */
 #define PREREG_ARM_ABI_VERSION 1
 
+/* DLPack type codes of DLPack 1.1 that older dlpack.h files (Debian 12's 0.6) lack: an operation
+ * file's bool and fp8 tensors carry them in DLTensor.dtype.code (bits 8, lanes 1). int8, uint8,
+ * int32 and int64 tensors are kDLInt / kDLUInt. docs/plugins.md, "Element types". */
+#define PREREG_DL_BOOL 6U
+#define PREREG_DL_FLOAT8_E4M3FN 10U
+#define PREREG_DL_FLOAT8_E5M2 12U
+
 /* Memory billed to the arm: device memory for a cuda arm, host memory for a cpu arm. */
 typedef struct prereg_allocator {
   void *context;
@@ -53,8 +60,10 @@ typedef struct prereg_cell {
   int64_t cols;
   double eps;
   /* The operation's tensors in its descriptor's order (docs/operations.md), by name; a tensor
-   * the pass does not use has data == NULL. Inputs hold fresh random values; outputs are
-   * poisoned (NaN) before every checked call. */
+   * the pass does not use has data == NULL. Each carries its own element type (dtype.code: an
+   * operation file may mix fp8, integer, bool and floating tensors) and shape (ndim 0 for a
+   * 0-dim tensor: one element). Inputs hold fresh random values; outputs are poisoned (NaN, or
+   * an integer outside their values) before every checked call. */
   size_t tensor_count;
   const char *const *tensor_names;
   const DLTensor *tensors;

@@ -67,8 +67,40 @@ private:
 }
 
 /// `text` with every control character written as an escape (`\n`, `\t`, `\x1b`, `\0`; also DEL
-/// and the C1 controls U+0080..U+009F as `\u0085`), so that a message stays one line and sends
-/// no terminal escape whatever user text it quotes.
+/// and the C1 controls U+0080..U+009F as `\u0085`, and the bidirectional controls U+061C,
+/// U+200E, U+200F, U+202A..U+202E and U+2066..U+2069 as `\u202e`), so that a message stays one
+/// line, sends no terminal escape and cannot reorder what a terminal shows, whatever user text it
+/// quotes.
+namespace detail {
+/// The bidirectional control (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069) whose
+/// UTF-8 bytes start at text[i], or 0.
+[[nodiscard]] inline char32_t bidi_control_at(std::string_view text, std::size_t i) {
+  const auto at = [&](std::size_t k) {
+    return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0u;
+  };
+  if (at(0) == 0xd8 && at(1) == 0x9c)
+    return 0x061c;
+  if (at(0) != 0xe2)
+    return 0;
+  const unsigned b = at(1), c = at(2);
+  if (b == 0x80 && (c == 0x8e || c == 0x8f || (c >= 0xaa && c <= 0xae)))
+    return 0x2000 + (c - 0x80);
+  if (b == 0x81 && c >= 0xa6 && c <= 0xa9)
+    return 0x2040 + (c - 0x80);
+  return 0;
+}
+/// How many bytes the bidirectional control `cp` (bidi_control_at) takes in UTF-8.
+[[nodiscard]] inline std::size_t bidi_length(char32_t cp) { return cp == 0x061c ? 2 : 3; }
+/// `\u202e` for a bidirectional control (bidi_control_at), written in its place.
+[[nodiscard]] inline std::string bidi_escape(char32_t cp) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4)
+    out += hex[(cp >> shift) & 15];
+  return out;
+}
+} // namespace detail
+
 [[nodiscard]] inline std::string escape_control(std::string_view text) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;
@@ -87,6 +119,9 @@ private:
       out += "\\x";
       out += hex[c >> 4];
       out += hex[c & 15];
+    } else if (const char32_t b = detail::bidi_control_at(text, i); b != 0) {
+      out += detail::bidi_escape(b);
+      i += detail::bidi_length(b) - 1;
     } else if (c == 0xc2 && i + 1 < text.size() &&
                static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
                static_cast<unsigned char>(text[i + 1]) <= 0x9f) {

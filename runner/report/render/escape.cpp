@@ -1,12 +1,33 @@
 // The escaping of quoted text on the pages: Markdown text, Markdown verbatim text, HTML.
 #include "report/render/escape.hpp"
 
+#include "prereg/error.hpp"
+
 namespace prereg::render {
+namespace {
+
+thread_local bool g_escape_bidi = true;
+
+/// The bidirectional control at byte i of `s` when they are escaped now (bidi_scope), else 0.
+char32_t bidi_at(std::string_view s, std::size_t i) {
+  return g_escape_bidi ? prereg::detail::bidi_control_at(s, i) : 0;
+}
+
+} // namespace
+
+bidi_scope::bidi_scope(bool escape) : m_previous(g_escape_bidi) { g_escape_bidi = escape; }
+
+bidi_scope::~bidi_scope() { g_escape_bidi = m_previous; }
 
 std::string md(std::string_view s) {
   std::string out;
-  for (const char c : s) {
-    if (c == '\n' || c == '\r') {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (const char32_t bidi = bidi_at(s, i)) {
+      out += "\\" +
+             prereg::detail::bidi_escape(bidi); // the backslash itself escaped: shown, not markup
+      i += prereg::detail::bidi_length(bidi) - 1;
+    } else if (c == '\n' || c == '\r') {
       out += ' ';
     } else if (std::string_view("\\`*[]<>|").find(c) != std::string_view::npos) {
       out += '\\';
@@ -20,8 +41,12 @@ std::string md(std::string_view s) {
 
 std::string md_verbatim(std::string_view s) {
   std::string out;
-  for (const char c : s) {
-    if (c == '|')
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (const char32_t bidi = bidi_at(s, i)) {
+      out += prereg::detail::bidi_escape(bidi);
+      i += prereg::detail::bidi_length(bidi) - 1;
+    } else if (c == '|')
       out += "\\|";
     else if (c == '\n' || c == '\r')
       out += ' ';
@@ -41,7 +66,13 @@ std::string md_code(std::string_view s) {
 std::string html(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (const char c : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (const char32_t bidi = bidi_at(s, i)) {
+      out += prereg::detail::bidi_escape(bidi);
+      i += prereg::detail::bidi_length(bidi) - 1;
+      continue;
+    }
     switch (c) {
     case '&':
       out += "&amp;";

@@ -5,8 +5,10 @@
 #include "report/render/body.hpp"
 #include "report/render/escape.hpp"
 #include "report/render/html_style.hpp"
+#include "report/render/measuring_notes.hpp"
 #include "report/render/phase_tables.hpp"
 #include "report/render/result_tables.hpp"
+#include "report/render/roofline.hpp"
 #include "report/render/setup_tables.hpp"
 #include "report/render/svg.hpp"
 #include "report/render/verdict_tables.hpp"
@@ -128,6 +130,11 @@ std::string summary_section(const view &v) {
       out += "</ul>\n";
     }
   }
+  if (v.renderer >= 6) // how the times were taken (docs/report.md)
+    out += "<p class=\"caption\">How the times were taken:</p>\n<ul class=\"measuring\">\n"
+           "<li>caches: " +
+           html(cache_policy_text(*v.report)) +
+           "</li>\n<li>copy ceiling: " + html(ceiling_source_text(*v.report)) + "</li>\n</ul>\n";
   return out + "</section>\n";
 }
 
@@ -153,8 +160,12 @@ std::string results_tables(const view &v, const std::string &pass, std::int64_t 
   std::string out = "<div class=\"tables\"><div><p class=\"caption\">Time per step, median "
                     "(IQR)</p>" +
                     to_html(time_table(v, pass, cols)) + "</div>";
-  out += "<div><p class=\"caption\">% of the copy ceiling (bound where launch or bandwidth)</p>" +
+  out += std::string("<div><p class=\"caption\">% of the copy ceiling (bound where ") +
+         (has_roofs(v) ? "launch, bandwidth or compute" : "launch or bandwidth") + ")</p>" +
          to_html(results_table(v, pass, cols, pct_cell)) + "</div>";
+  if (has_roofs(v))
+    out += "<div><p class=\"caption\">" + html(roof_caption) + "</p>" +
+           to_html(results_table(v, pass, cols, roof_cell)) + "</div>";
   out += "<div><p class=\"caption\">Peak memory [MB = 10<sup>6</sup> bytes]</p>" +
          to_html(results_table(v, pass, cols, peak_text(v))) + "</div>";
   if (has_kernel_clock(v))
@@ -254,11 +265,13 @@ std::string footer(const view &v) {
 
 std::string html_page(const report_document &report) {
   const view v = make_view(report);
+  const bidi_scope bidi(v.renderer >= 6); // renderer 6: bidirectional controls shown as \u202e
   const bool r2 = v.renderer >= 2;
   std::string out = head(v) + header_section(v);
   out += r2 ? summary_section(v) : environment_section(v);
   out += predictions_section(v);
   out += results_section(v);
+  out += roofline_html(v); // schema 8 only: every other report renders as before
   if (has_kernel_clock(v))
     out += profile_section(v);
   out += device_state_html(*v.report); // schema 7 only: every other report renders as before

@@ -1,11 +1,13 @@
 // report.md: the page as a short driver over its named sections.
 #include "report/render/markdown.hpp"
 #include "report/render/device_state.hpp"
+#include "report/render/roofline.hpp"
 
 #include "base/stats.hpp"
 #include "report/render/body.hpp"
 #include "report/render/escape.hpp"
 #include "report/render/format.hpp"
+#include "report/render/measuring_notes.hpp"
 #include "report/render/phase_tables.hpp"
 #include "report/render/result_tables.hpp"
 #include "report/render/setup_tables.hpp"
@@ -87,6 +89,9 @@ std::string summary_section(const view &v) {
       out += "- " + md_code(arm) + " at " + md(note) + "\n";
     out += "\n";
   }
+  if (v.renderer >= 6) // how the times were taken (docs/report.md)
+    out += "How the times were taken:\n\n- caches: " + md(cache_policy_text(*v.report)) +
+           "\n- copy ceiling: " + md(ceiling_source_text(*v.report)) + "\n\n";
   return out;
 }
 
@@ -95,8 +100,14 @@ std::string results_block(const view &v, const std::string &pass, std::int64_t c
   if (v.cols.size() > 1 || v.op)
     out += "### " + md(cols_heading(v, pass, cols)) + "\n\n";
   out += "Time per step, median (IQR):\n\n" + to_markdown(time_table(v, pass, cols));
-  out += "\n% of the copy ceiling (bound where launch or bandwidth):\n\n" +
-         to_markdown(results_table(v, pass, cols, pct_cell));
+  out +=
+      std::string(has_roofs(v) ? "\n% of the copy ceiling (bound where launch, bandwidth or "
+                                 "compute):\n\n"
+                               : "\n% of the copy ceiling (bound where launch or bandwidth):\n\n") +
+      to_markdown(results_table(v, pass, cols, pct_cell));
+  if (has_roofs(v))
+    out += "\n" + std::string(roof_caption) + ":\n\n" +
+           to_markdown(results_table(v, pass, cols, roof_cell));
   out += "\nPeak memory (MB = 10^6 bytes):\n\n" +
          to_markdown(results_table(v, pass, cols, peak_text(v)));
   if (has_kernel_clock(v))
@@ -256,6 +267,7 @@ std::string footer(const view &v) {
 
 std::string markdown_page(const report_document &report) {
   const view v = make_view(report);
+  const bidi_scope bidi(v.renderer >= 6); // renderer 6: bidirectional controls shown as \u202e
   const bool r2 = v.renderer >= 2;
   std::string out = header_section(v) + verdicts_section(v);
   if (!r2)

@@ -1,6 +1,7 @@
 // The tables of what was run and where: the run, the environment, the instrument, the design
 // and the arms.
 #include "report/render/setup_tables.hpp"
+#include "report/render/roofline.hpp"
 
 #include "report/render/body.hpp"
 #include "report/render/format.hpp"
@@ -154,7 +155,7 @@ std::string isolation_words(const report_isolation &i, const json &body) {
   if (isolation_mode(i) == "none")
     out = "none: " + i.reason;
   else
-    out = fmt::format("namespaces ({}){}", fmt::join(i.layers, ", "),
+    out = fmt::format("{} ({}){}", isolation_mode(i), fmt::join(i.layers, ", "),
                       i.reason.empty() ? "" : "; missing: " + i.reason);
   const std::string ids = outside_arm_ids(body);
   if (!ids.empty())
@@ -162,6 +163,58 @@ std::string isolation_words(const report_isolation &i, const json &body) {
                        "environment and correctness records are only as honest as their code",
                        ids);
   return out;
+}
+
+// run.watchdog in words (docs/report.md): the limit and each call it stopped.
+std::string watchdog_words(const report_watchdog &w) {
+  std::string out = fmt::format("{:g} s per call of arm code", w.call_timeout_s);
+  if (w.stuck.empty())
+    return out + "; no call was stopped";
+  std::vector<std::string> stops;
+  for (const auto &s : w.stuck) {
+    std::string at;
+    if (s.cell.is_object())
+      try {
+        at = " at " +
+             cell_label(cell_key_from_json(s.cell, "run.watchdog.stuck.cell", "report.json"));
+      } catch (const std::exception &) {
+      }
+    stops.push_back(
+        fmt::format("arm {} ({}{}, stopped after {:.1f} s)", s.arm, s.phase, at, s.waited_s));
+  }
+  return out + fmt::format("; stopped: {}: those arms' cells failed and the run went on in a "
+                           "fresh measuring process without them",
+                           join(stops, "; "));
+}
+
+// run.scratch in words (docs/report.md): the size and folders of the measuring process's own
+// scratch space, or why it had none.
+std::string scratch_words(const report_scratch &s) {
+  if (s.bytes == 0 || s.folders.empty())
+    return "not bounded: " + s.reason;
+  return fmt::format("{} MiB of its own over {} (writes there vanished with the measuring "
+                     "process){}",
+                     s.bytes >> 20, join(s.folders, ", "), s.reason.empty() ? "" : "; " + s.reason);
+}
+
+// run.isolation's probes in words (schema_version 8): each escape tried and what came back.
+std::string probe_words(const report_isolation &i) {
+  std::vector<std::string> parts;
+  std::size_t escaped = 0;
+  for (const auto &p : i.probes) {
+    if (p.outcome == "contained")
+      parts.push_back(p.error.empty() ? p.name + ": " + p.detail
+                                      : p.name + " refused (" + p.error + ")");
+    else if (p.outcome == "escaped")
+      parts.push_back(p.name + " GOT PAST ITS WALL: " + p.detail);
+    else
+      parts.push_back(p.name + " not tried: " + p.detail);
+    escaped += p.outcome == "escaped" ? 1 : 0;
+  }
+  return fmt::format("{} escape(s) tried before any outside code ran, {}: {}", i.probes.size(),
+                     escaped == 0 ? "none got past its wall"
+                                  : fmt::format("{} GOT PAST ITS WALL", escaped),
+                     join(parts, "; "));
 }
 
 // "rows 1, 2 × cols 3", or over named axes each axis' extents in the operation's order.
@@ -200,6 +253,12 @@ table run_table(const view &v) {
                                         tool.git_commit, tool.build_flags))});
   if (run.isolation) // absent in reports before it: their pages stay as they were
     t.rows.push_back({plain("isolation"), plain(isolation_words(*run.isolation, *v.body))});
+  if (run.watchdog) // version 8
+    t.rows.push_back({plain("watchdog"), plain(watchdog_words(*run.watchdog))});
+  if (run.scratch) // version 8
+    t.rows.push_back({plain("scratch"), plain(scratch_words(*run.scratch))});
+  if (run.isolation && !run.isolation->level.empty()) // schema_version 8
+    t.rows.push_back({plain("isolation probes"), plain(probe_words(*run.isolation))});
   if (run.arm_log) {
     span log = code(run.arm_log->file);
     log.suffix = " (SHA-256 " + run.arm_log->sha256 + "): the outside arms' tracebacks";
@@ -244,6 +303,7 @@ table instrument_table(const view &v) {
   const report_instrument &in = v.report->instrument;
   table t{{plain("instrument"), plain("")}, {}, {}, true, "kv"};
   t.rows.push_back({plain("copy ceiling"), plain(ceiling_text(in))});
+  add_roof_rows(t, in); // schema 8: the read, write and compute ceilings
   t.rows.push_back({plain("launch floor"), plain(time_text(finite(in.launch_floor_ms)) +
                                                  " (median time of an empty step)")});
   t.rows.push_back({plain("timer resolution"), plain(time_text(finite(in.timer_resolution_ms)))});

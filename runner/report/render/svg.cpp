@@ -12,15 +12,13 @@
 #include <vector>
 
 namespace prereg::render {
-namespace {
+namespace svg_parts {
 
-constexpr std::array<const char *, 8> palette{"#0072B2", "#D55E00", "#009E73", "#CC79A7",
-                                              "#E69F00", "#56B4E9", "#000000", "#8C6D31"};
-
-// The plot area, in SVG units.
-constexpr double width = 480, left = 66, right = 14, top = 34, plot_h = 220;
-constexpr double plot_w = width - left - right;
-constexpr double bottom = top + plot_h;
+const char *colour(std::size_t i) {
+  static constexpr std::array<const char *, 8> palette{"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                                       "#E69F00", "#56B4E9", "#000000", "#8C6D31"};
+  return palette[i % palette.size()];
+}
 
 std::string num(double v) { return fmt::format("{:.1f}", v); }
 
@@ -71,6 +69,19 @@ std::string marker(std::size_t index, double x, double y, const std::string &col
                        num(x + 5.5), num(y), num(x), num(y + 5.5), num(x - 5.5), num(y), style);
   }
 }
+
+} // namespace svg_parts
+
+namespace {
+
+using svg_parts::log_ticks;
+using svg_parts::marker;
+using svg_parts::num;
+
+// The plot area, in SVG units.
+constexpr double width = 480, left = 66, right = 14, top = 34, plot_h = 220;
+constexpr double plot_w = width - left - right;
+constexpr double bottom = top + plot_h;
 
 // The legend's lines (each a list of (series index, x)), laid out before the height is known.
 struct legend_layout {
@@ -295,7 +306,7 @@ std::string series_path(const chart &c, const series &s, double dx, const x_scal
 // One point: its tooltip, whiskers, the winner's ring, and the marker.
 std::string series_point(std::size_t i, const point &p, double dx, const x_scale &px,
                          const y_scale &py) {
-  const std::string colour = palette[i % palette.size()];
+  const std::string colour = svg_parts::colour(i);
   const double X = px(static_cast<double>(p.x)) + dx;
   const double Y = py(p.y);
   std::string out = "<g class=\"pt" + std::string(p.hollow ? " unstable" : "") + "\"><title>" +
@@ -319,7 +330,7 @@ std::string series_group(const chart &c, std::size_t i, const x_scale &px, const
   const double n = static_cast<double>(c.lines.size());
   const double dx = (static_cast<double>(i) - (n - 1.0) / 2.0) * 4.0;
   std::string out = fmt::format("<g class=\"series\" data-arm=\"{}\" stroke=\"{}\">", html(s.arm),
-                                palette[i % palette.size()]);
+                                svg_parts::colour(i));
   out += series_path(c, s, dx, px, py);
   for (const auto &p : s.points)
     if (p)
@@ -332,7 +343,7 @@ std::string legend(const chart &c, const legend_layout &l) {
   for (std::size_t line = 0; line < l.lines.size(); ++line) {
     const double y = l.top + 18.0 * static_cast<double>(line);
     for (const auto &[i, x] : l.lines[line]) {
-      const std::string colour = palette[i % palette.size()];
+      const std::string colour = svg_parts::colour(i);
       const bool empty = std::none_of(c.lines[i].points.begin(), c.lines[i].points.end(),
                                       [](const auto &p) { return p.has_value(); });
       out += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" "

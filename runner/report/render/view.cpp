@@ -65,6 +65,8 @@ std::string exclusion_of(const report_document &report, const report_cell &c) {
         why.emplace_back("work left pending off the window");
       else if (d.code == "input-mutated")
         why.emplace_back("changed an input");
+      else if (d.code == "measuring-process-stopped" && report.tool.analysis >= 4)
+        why.emplace_back("stopped while timed");
     }
   if (c.n > 0 && std::isfinite(c.pct_ceiling) &&
       c.pct_ceiling > thresholds::excluded_above_ceiling_pct_for(report.tool.analysis))

@@ -122,13 +122,17 @@ void add_shard_union(json &out, const std::vector<part> &parts, const protocol &
   const report_document &first = parts.front().doc;
   const std::vector<cell_key> plan = all_cells(proto);
   shard_union u;
+  // The highest of the parts' versions: each later version reads every earlier one's cells of the
+  // same key form (5 and 7, 6 and 7), so the copied cells keep what a part's version gave them.
   u.joined.schema_version = first.schema_version;
+  for (const auto &p : parts)
+    u.joined.schema_version = std::max(u.joined.schema_version, p.doc.schema_version);
   u.joined.environment = first.environment;
   u.joined.instrument = first.instrument; // shard 1's instrument: pct_ceiling reads its ceiling
   for (const auto &p : parts)
     collect(u, p, plan);
   sort_by_plan(u, plan);
-  out["schema_version"] = first.schema_version;
+  out["schema_version"] = u.joined.schema_version;
   out["environment"] = parts.front().raw.at("environment");
   out["instrument"] = parts.front().raw.at("instrument");
   out["cells"] = values_of(u.cells);

@@ -187,6 +187,7 @@ std::string html_table(const merged_table &t) {
 } // namespace
 
 std::string render_merged_markdown(const json &m) {
+  const render::bidi_scope bidi(false); // merged renderers 1 and 2 quote as they always did
   const quote_fn md_quote = markdown_quote(m);
   std::string out = fmt::format("# {}\n\n", md_quote(merged_title(m)));
   const json &body = m.at("protocol").at("body");
@@ -205,6 +206,7 @@ std::string render_merged_markdown(const json &m) {
 }
 
 std::string render_merged_html(const json &m) {
+  const render::bidi_scope bidi(false); // merged renderers 1 and 2 quote as they always did
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" +
                     html(merged_title(m)) +
                     "</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:"

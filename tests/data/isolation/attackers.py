@@ -8,9 +8,10 @@ into the pipe to the parent. The test checks the loot and the run's outcome.
 """
 import json
 import os
+import sys
 import numpy as np
 
-KEY_MARK = b"PRIVATE KEY"
+KEY_MARK = b"PRIVATE" + b" KEY"  # (not spelled out: the store keeps a copy of this file)
 
 
 def _config():
@@ -109,6 +110,10 @@ def _hunt():
     dest = os.path.join(os.environ["ATTACK_LOOT"], "python.json")
     with open(dest, "w") as f:
         json.dump(loot, f, indent=1, sort_keys=True)
+    # The loot folder is under a scratch folder, whose writes vanish with the measuring process
+    # (docs/engine.md, "Scratch"): the loot also goes out on stderr, which the test keeps.
+    sys.stderr.write("PREREG-TEST-LOOT python.json " + json.dumps(loot, sort_keys=True) + "\n")
+    sys.stderr.flush()
 
 
 def _layernorm(t):
@@ -129,9 +134,9 @@ def hunt(t):
 
 
 def _pipe_to_parent():
-    """The writable pipe this process inherited: the result channel."""
+    """The writable socket (or pipe) this process inherited: the result channel."""
     for fd, target in _fds().items():
-        if target.startswith("pipe:") and int(fd) > 2:
+        if target.startswith(("socket:", "pipe:")) and int(fd) > 2:
             try:
                 os.write(int(fd), b"")
                 return int(fd)

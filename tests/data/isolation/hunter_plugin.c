@@ -28,8 +28,12 @@ static void read_config(const char *loot) {
   fclose(f);
 }
 
+/* Each line also goes to stderr, which the test keeps: the loot folder is under a scratch
+ * folder, whose writes vanish with the measuring process (docs/engine.md, "Scratch"). */
 static void note(const char *what, const char *path, int ok, const char *detail) {
   fprintf(g_loot, "%s %s: %s %s\n", what, path, ok ? "GOT" : "refused", detail);
+  fprintf(stderr, "PREREG-TEST-LOOT plugin.txt %s %s: %s %s\n", what, path, ok ? "GOT" : "refused",
+          detail);
 }
 
 static void read_path(const char *what, const char *path) {

@@ -7,19 +7,19 @@ def double(t):
     return {"y": 2.0 * t.x}
 
 
-def misbehaving_reference(t):
+def misbehaving_reference(t):  # right at 1 row (the dry run's shape), wrong at 2 to 6
     rows = t.rows
-    if rows == 1:
-        raise ZeroDivisionError("planted failure")
     if rows == 2:
-        return {"y": 2.0 * t.x[:, :-1]}
+        raise ZeroDivisionError("planted failure")
     if rows == 3:
-        return {"y": (2.0 * t.x).astype(np.float32)}
+        return {"y": 2.0 * t.x[:, :-1]}
     if rows == 4:
+        return {"y": (2.0 * t.x).astype(np.float32)}
+    if rows == 5:
         y = 2.0 * t.x
         y[1, 2] = np.nan
         return {"y": y}
-    if rows == 5:
+    if rows == 6:
         misbehaving_reference.calls = getattr(misbehaving_reference, "calls", 0) + 1
         return {"y": 2.0 * t.x + misbehaving_reference.calls}
     return {"y": 2.0 * t.x}

@@ -141,7 +141,10 @@ def test_a_notebook_cell_function_is_written_to_a_file_and_pinned(tmp_path, monk
     path = prereg_gpu.write_protocol(tmp_path / "nb.yaml", **fields([
         prereg_gpu.kernel("fused", "layernorm.fused"), scope["nb_arm"]], other="nb"))
     assert "python: \"prereg_arms/nb_arm.py\"" in path.read_text()
-    assert len(prereg_gpu.check(path)) == 64
+    # The cell's arm writes nothing: the dry run refuses it; without the dry run it checks.
+    with pytest.raises(prereg_gpu.PreregError, match="dry run: arm nb .* unwritten"):
+        prereg_gpu.check(path)
+    assert len(prereg_gpu.check(path, dry_run=False)) == 64
 
 
 def test_progress_lines_parse():
