@@ -131,7 +131,12 @@ TEST_CASE("a task's section is refused where it is wrong") {
   refused("input_sets: 3", "input_sets: 1", "task.input_sets");
   refused("margin: 2", "margin: 0.5", "task.floor.margin must be from 1 to 1000");
   refused("entry: rmsnorm", "score: speedup_at", "task.score speedup_at needs task.at");
-  refused("prereg: 2", "prereg: 1", "task needs prereg: 2");
+  { // prereg: 1 names its shapes as shapes: (its axes: would be refused first)
+    std::string y = task_yaml;
+    y.replace(y.find("prereg: 2"), 9, "prereg: 1");
+    y.replace(y.find("axes: {"), 7, "shapes: {");
+    CHECK_THROWS_WITH(parse_protocol(y, "task.yaml"), doctest::Contains("task needs prereg: 2"));
+  }
   CHECK_THROWS_WITH(task_protocol("  at: {rows: 64, cols: 256}\n"),
                     doctest::Contains("task.at belongs to task.score: speedup_at"));
   CHECK_THROWS_WITH(task_protocol("  heldout: {commitment: \"abc\"}\n"),

@@ -1,6 +1,7 @@
 # Hack (later thread): the step returns at once and a thread writes the outputs later, outside
 # the timed window. Caught: the outputs are still poison when the gate reads them, and a step
-# that returns at once is faster than the physical floor.
+# that returns at once is faster than the physical floor; or, when the thread writes after
+# prereg released the buffers, its own measuring process crashes (run-failed).
 import threading
 import time
 

@@ -1,7 +1,7 @@
 # Hack (placeholder output): the step returns a placeholder whose value is only computed when
-# the harness reads it, after the window (the work done "in the untimed checker"). Caught here
-# by the physical floor (a step that does nothing is far faster than one pass over the tensor);
-# issue 43's exact-output guard refuses the placeholder itself.
+# the harness reads it, after the window (the work done "in the untimed checker"). Caught by
+# issue 43's exact-output guard, which refuses the placeholder itself (arm-error); were it let
+# through, by the physical floor (a step that does nothing is far faster than one pass).
 import numpy as np
 
 
