@@ -2,6 +2,8 @@
 // header's types are used at build time; every function comes from dlsym.
 #include "device/cublas_ceiling.hpp"
 
+#include "device/dl_library.hpp"
+
 #include "cuda/cuda_call.hpp"
 #include "device/instrument.hpp"
 
@@ -52,26 +54,13 @@ struct lt_api {
   std::string missing; ///< why cuBLASLt cannot serve, or empty
 };
 
-template <class F> bool bind(void *lib, F &fn, const char *name) {
-  fn = reinterpret_cast<F>(dlsym(lib, name));
-  return fn != nullptr;
-}
+using dl::bind;
 
 /// $PREREG_CUBLASLT, the loader's search (a library a Python arm's torch loaded already is
 /// found by its name), then the CUDA toolkit's folders.
 std::vector<std::string> candidates() {
-  std::vector<std::string> out;
-  if (const char *p = std::getenv("PREREG_CUBLASLT"); p != nullptr && *p != '\0')
-    out.emplace_back(p);
-  out.emplace_back("libcublasLt.so.13");
-  std::vector<std::string> roots;
-  if (const char *h = std::getenv("CUDA_HOME"); h != nullptr && *h != '\0')
-    roots.emplace_back(h);
-  roots.emplace_back("/usr/local/cuda");
-  for (const auto &r : roots)
-    for (const char *sub : {"/lib64", "/targets/x86_64-linux/lib", "/targets/sbsa-linux/lib"})
-      out.push_back(r + sub + "/libcublasLt.so.13");
-  return out;
+  return dl::candidates("PREREG_CUBLASLT", "libcublasLt.so.13",
+                        {"/lib64", "/targets/x86_64-linux/lib", "/targets/sbsa-linux/lib"});
 }
 
 bool bind_all(void *lib, lt_api &a) {

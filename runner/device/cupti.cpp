@@ -2,6 +2,8 @@
 // kernel clock"). Only the header's types are used at build time; every function comes from
 // dlsym, so a machine without libcupti runs on with the clock recorded as unknown.
 #include "device/cupti.hpp"
+
+#include "device/dl_library.hpp"
 #include "device/kernel_windows.hpp"
 
 #include <cupti_activity.h>
@@ -48,24 +50,11 @@ std::vector<kernel_event> g_events; // delivered, not yet taken
 std::uint64_t g_dropped = 0;
 const cupti_api *g_api = nullptr;
 
-template <class F> bool bind(void *lib, F &fn, const char *name) {
-  fn = reinterpret_cast<F>(dlsym(lib, name));
-  return fn != nullptr;
-}
+using dl::bind;
 
 std::vector<std::string> candidates() {
-  std::vector<std::string> out;
-  if (const char *p = std::getenv("PREREG_CUPTI"); p != nullptr && *p != '\0')
-    out.emplace_back(p);
-  out.emplace_back("libcupti.so.13");
-  std::vector<std::string> roots;
-  if (const char *h = std::getenv("CUDA_HOME"); h != nullptr && *h != '\0')
-    roots.emplace_back(h);
-  roots.emplace_back("/usr/local/cuda");
-  for (const auto &r : roots)
-    for (const char *sub : {"/extras/CUPTI/lib64", "/targets/x86_64-linux/lib", "/lib64", "/lib"})
-      out.push_back(r + sub + "/libcupti.so.13");
-  return out;
+  return dl::candidates("PREREG_CUPTI", "libcupti.so.13",
+                        {"/extras/CUPTI/lib64", "/targets/x86_64-linux/lib", "/lib64", "/lib"});
 }
 
 const cupti_api &api() {
