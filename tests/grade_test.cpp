@@ -90,9 +90,8 @@ struct graded {
   json body = grading_body(to_json(task), protocol_hash(task), axes,
                            {"GRADE-x", std::string(32, '1'), ""}, "submission", &sub);
   protocol grading = protocol_from_json(body, "grading");
-  json base_body =
-      grading_body(to_json(task), protocol_hash(task), axes, {"GRADE-x", std::string(32, '1'), ""},
-                   "baseline", nullptr);
+  json base_body = grading_body(to_json(task), protocol_hash(task), axes,
+                                {"GRADE-x", std::string(32, '1'), ""}, "baseline", nullptr);
   protocol base_protocol = protocol_from_json(base_body, "baseline");
   report_document baseline = report_of(base_protocol, "eager", 0.01);
   std::string hash = protocol_hash(body);
@@ -279,8 +278,8 @@ TEST_CASE("the leaderboard is built in rank order and rendered") {
     e.sub.id = name + ".1";
     e.grade_id = "GRADE-x";
     e.grading = protocol_from_json(grading_body(to_json(g.task), in.task_hash, g.axes,
-                                                {"GRADE-x", std::string(32, '1'), ""},
-                                                "submission", &e.sub),
+                                                {"GRADE-x", std::string(32, '1'), ""}, "submission",
+                                                &e.sub),
                                    "grading");
     e.protocol_hash = protocol_hash(to_json(e.grading));
     board_part p;

@@ -570,7 +570,7 @@ TEST_CASE("guards: a grading's input sets set how many timed samples are spot-ch
     p.arms = {{"honest", "layernorm.fused", launch_mode::stream, 1},
               {"caches", "layernorm.fused", launch_mode::stream, 1}};
     p.grading = grading_spec{std::string(64, 'a'), "GRADE-x", "baseline", "",
-                             std::string(32, '1'), "", sets};
+                             std::string(32, '1'), "",        sets};
     g_cache.clear();
     recording_progress progress;
     auto dev = make_cpu_device();

@@ -217,8 +217,8 @@ json reward(const grade_env &env, const reward_options &o) {
     doc = report_from_json(
         parse_json_strict(read_file(report_dir / "report.json"), report_dir.string()),
         report_dir.string());
-  const entry_score e = score_entry(task.proto, base,
-                                    {&grading, hash, doc ? &*doc : nullptr, failure, r.wall_ms});
+  const entry_score e =
+      score_entry(task.proto, base, {&grading, hash, doc ? &*doc : nullptr, failure, r.wall_ms});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {{"score", e.score},
