@@ -139,12 +139,48 @@ check_loot_has() {
   grep -rqs -- "$1" "$LOOT" || escape "the attacker did not run (no '$1' in its loot): the case tested nothing"
 }
 
+# operation_protocol FILE ID: the protocol of an operation-file case at FILE (its folder holds the
+# attacker's op.py): operation swiglu from op.py, measured by examples' numpy arm `eager`.
+operation_protocol() {
+  cp "$SRC/examples/operations/swiglu_numpy.py" "$(dirname "$1")/"
+  cat >"$1" <<EOF2
+prereg: 2
+id: $2
+title: an attack case of tests/attacks
+hypothesis: the attacker is contained
+device: cpu
+operation: {python: op.py, name: swiglu}
+dtype: fp32
+axes:
+  rows: [16]
+  cols: [256]
+passes: [fwd]
+arms:
+  - id: eager
+    python: swiglu_numpy.py
+    function: eager
+measurement:
+  repetitions: 3
+  warmup: 1
+predictions:
+  - id: P1
+    claim: the eager arm takes under a second
+    expect: time(eager) < 1000
+EOF2
+}
+
 # check_no_process MARKER: no process whose command line holds MARKER is left (the attacker's
 # daemons name themselves with it). Leftovers are ended by their pid.
 check_no_process() {
-  local pids="" p
-  for p in /proc/[0-9]*; do
-    if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "$1"; then pids="$pids ${p#/proc/}"; fi
+  local pids="" p try
+  # (the kernel ends a PID namespace's members as its init ends, not at once: up to 10 s)
+  for try in $(seq 50); do
+    pids=""
+    for p in /proc/[0-9]*; do
+      if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "$1"; then pids="$pids ${p#/proc/}"; fi
+    done
+    [ -n "$pids" ] || break
+    sleep 0.2
   done
   if [ -n "$pids" ]; then
     escape "a process the attacker started outlived prereg (pid$pids)"

@@ -49,7 +49,7 @@ one() {
   w=$(mktemp -d "/tmp/prereg-attack-$name.XXXXXX")
   local -a as=()
   if [ "$user" != "$(id -un)" ]; then
-    chown "$user" "$w"
+    chown "$user:$(id -g "$user")" "$w" # its group too: an id the sandbox does not map cannot be copied up in its scratch overlay
     as=(setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups --reset-env --)
   fi
   "${as[@]}" env PREREG="$shared/bin/prereg" WORK="$w" SRC="$shared/src" \
@@ -86,9 +86,16 @@ done
 # Known open: CASE USER lines of tests/attacks/KNOWN_OPEN (issue 43 is not done while it has
 # any). Such a case must still not be contained (then the list is stale: a failure) and is
 # reported as open; every other case must be contained.
+# A line whose third word is `intermittent` names a case that escapes in some runs only: it is
+# reported whatever it did, and fails nothing.
 known_open() { grep -qxF -- "$1 $2" <(grep -v '^#' "$PREREG_SOURCE_DIR/tests/attacks/KNOWN_OPEN" 2>/dev/null | awk '{print $1, $2}'); }
+intermittent() { grep -qxF -- "$1 $2 intermittent" <(grep -v '^#' "$PREREG_SOURCE_DIR/tests/attacks/KNOWN_OPEN" 2>/dev/null | awk '{print $1, $2, $3}'); }
 while IFS=$'\t' read -r name user result line; do
   user_kind=$([ "$user" = root ] && echo root || echo user)
+  if intermittent "$name" "$user_kind"; then
+    echo "open - $name as $user (tests/attacks/KNOWN_OPEN, intermittent): $result: $line"
+    continue
+  fi
   case $result in
   contained)
     if known_open "$name" "$user_kind"; then fail "$name as $user: contained, but tests/attacks/KNOWN_OPEN lists it as open"

@@ -45,7 +45,6 @@ escape.loot("operation", {"pid": os.getpid(), "ppid": ppid,
 PY
   cat "$SRC/examples/operations/swiglu.py"
 } >"$P/op.py"
-cp "$SRC/examples/operations/swiglu_numpy.py" "$P/"
 cat >"$P/arm.py" <<'PY'
 import os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -56,30 +55,7 @@ def attack(t):
                         "helper": reach.from_helper([1])})
     return escape.layernorm_step(t)
 PY
-cat >"$P/op.yaml" <<'EOF2'
-prereg: 2
-id: attack_ptrace_operation
-title: an attack case of tests/attacks
-hypothesis: the attacker is contained
-device: cpu
-operation: {python: op.py, name: swiglu}
-dtype: fp32
-axes:
-  rows: [16]
-  cols: [256]
-passes: [fwd]
-arms:
-  - id: eager
-    python: swiglu_numpy.py
-    function: eager
-measurement:
-  repetitions: 3
-  warmup: 1
-predictions:
-  - id: P1
-    claim: the eager arm takes under a second
-    expect: time(eager) < 1000
-EOF2
+operation_protocol "$P/op.yaml" attack_ptrace_operation
 protocol "$P/p.yaml" attack_ptrace "  - id: attacker
     python: arm.py
     function: attack"

@@ -15,31 +15,7 @@ escape.loot("operation", {"pid": os.getpid(), "hunt": escape.key_hunt(escape.con
 PY
   cat "$SRC/examples/operations/swiglu.py"
 } >"$P/op.py"
-cp "$SRC/examples/operations/swiglu_numpy.py" "$P/"
-cat >"$P/p.yaml" <<'EOF2'
-prereg: 2
-id: attack_unmount_operation
-title: an attack case of tests/attacks
-hypothesis: the attacker is contained
-device: cpu
-operation: {python: op.py, name: swiglu}
-dtype: fp32
-axes:
-  rows: [16]
-  cols: [256]
-passes: [fwd]
-arms:
-  - id: eager
-    python: swiglu_numpy.py
-    function: eager
-measurement:
-  repetitions: 3
-  warmup: 1
-predictions:
-  - id: P1
-    claim: the eager arm takes under a second
-    expect: time(eager) < 1000
-EOF2
+operation_protocol "$P/p.yaml" attack_unmount_operation
 run_prereg check "$P/p.yaml"
 [ "$rc" -eq 0 ] || escape "check failed (exit $rc): $(head -n 1 "$WORK/err")"
 run_prereg freeze "$P/p.yaml"
