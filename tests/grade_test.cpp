@@ -188,24 +188,62 @@ TEST_CASE("a grading's protocols are the task's with its axes, arms and grading"
   CHECK(protocol_hash(other) != g.hash); // a fresh nonce: fresh inputs
 }
 
+/// A re-timing of `sub` at `cell` whose samples are around `ms_per_row` per row.
+struct retimed {
+  protocol p;
+  report_document doc;
+  retime_run run;
+  retimed(const graded &g, const cell_key &cell, double ms_per_row)
+      : p(protocol_from_json(retime_body(g.body, cell, std::string(32, '3')), "retime")),
+        doc(report_of(p, cell.arm, ms_per_row)) {
+    run.cell = cell;
+    run.report = &doc;
+  }
+};
+
+TEST_CASE("a re-timing's protocol: one cell, a fixed number of samples, a new nonce") {
+  graded g;
+  cell_key k = all_cells(g.grading).at(1);
+  const json b = retime_body(g.body, k, std::string(32, '3'));
+  CHECK(b["axes"] == json::parse(R"({"rows": [128], "cols": [256]})"));
+  CHECK(b["passes"] == json::array({"fwd"}));
+  CHECK(b["measurement"]["repetitions"] == retime_samples);
+  CHECK(b["grading"]["role"] == "retime");
+  CHECK(b["grading"]["nonce"] == std::string(32, '3'));
+  CHECK(b["grading"]["submission"] == "alice.1");
+  CHECK(b["arms"] == g.body["arms"]); // the same submission, the same file
+  CHECK(protocol_hash(b) != g.hash);
+  CHECK(protocol_hash(retime_body(g.body, k, std::string(32, '4'))) != protocol_hash(b));
+}
+
 TEST_CASE("a submission's score, interval and exclusions") {
   graded g;
   report_document sub = report_of(g.grading, "alice", 0.005); // twice as fast
-  entry_score e = score_entry(g.task, g.baseline, {&g.grading, g.hash, &sub, "", NAN});
+  graded_run first{&g.grading, g.hash, &sub, "", NAN};
+  first.first_only = true;
+  const cell_key cell = retime_cell(*g.task.task, score_entry(g.task, g.baseline, first));
+  CHECK(cell == all_cells(g.grading).at(0)); // a tie of speed-ups: the first in plan order
+  retimed rt(g, cell, 0.005);
+  graded_run run{&g.grading, g.hash, &sub, "", NAN};
+  run.retime = &rt.run;
+  entry_score e = score_entry(g.task, g.baseline, run);
   REQUIRE_FALSE(e.excluded());
   CHECK(e.score == doctest::Approx(2.0));
   CHECK(e.lo <= e.score);
   CHECK(e.hi >= e.score);
   REQUIRE(e.cells.size() == 2);
   CHECK(e.cells[0].floor_ms == doctest::Approx(64 * 256 * 8 / (2 * 10e9) * 1e3));
-  const entry_score again = score_entry(g.task, g.baseline, {&g.grading, g.hash, &sub, "", NAN});
+  REQUIRE(e.retime);
+  CHECK(e.retime->confirmed);
+  CHECK(e.retime->second.n == static_cast<std::size_t>(8));
+  const entry_score again = score_entry(g.task, g.baseline, run);
   CHECK(again.lo == e.lo); // seeded: the audit recomputes the same interval
   CHECK(again.hi == e.hi);
 
   SUBCASE("a failed correctness record") {
     sub.correctness[1].passed = false;
     sub.correctness[1].detail = "timed sample 3: y: unwritten";
-    e = score_entry(g.task, g.baseline, {&g.grading, g.hash, &sub, "", NAN});
+    e = score_entry(g.task, g.baseline, run);
     REQUIRE(e.excluded());
     CHECK(e.exclusions[0].code == "correctness");
     CHECK(e.score == 0);
@@ -215,17 +253,18 @@ TEST_CASE("a submission's score, interval and exclusions") {
       for (auto &v : c.samples_ms)
         v = 1e-6;
     sub.cells[0].statistic_ms = sub.cells[1].statistic_ms = 1e-6;
-    e = score_entry(g.task, g.baseline, {&g.grading, g.hash, &sub, "", NAN});
+    e = score_entry(g.task, g.baseline, run);
     REQUIRE(e.excluded());
     CHECK(e.exclusions[0].code == "below-floor");
   }
   SUBCASE("an instrument that is not the baseline's") {
     sub.instrument.ceiling_gbps = 1000;
-    e = score_entry(g.task, g.baseline, {&g.grading, g.hash, &sub, "", NAN});
+    e = score_entry(g.task, g.baseline, run);
     CHECK(e.exclusions.at(0).code == "instrument-not-given");
   }
   SUBCASE("samples longer than the whole process") {
-    e = score_entry(g.task, g.baseline, {&g.grading, g.hash, &sub, "", 1e-3});
+    run.wall_ms = 1e-3;
+    e = score_entry(g.task, g.baseline, run);
     CHECK(e.exclusions.at(0).code == "beyond-wall-time");
   }
   SUBCASE("a missing cell, an input mutated, no report") {
@@ -234,7 +273,7 @@ TEST_CASE("a submission's score, interval and exclusions") {
     d.code = "input-mutated";
     d.cell = sub.cells[0].key;
     sub.defects.push_back(d);
-    e = score_entry(g.task, g.baseline, {&g.grading, g.hash, &sub, "", NAN});
+    e = score_entry(g.task, g.baseline, run);
     REQUIRE(e.exclusions.size() == 2);
     CHECK(e.exclusions[0].code == "input-mutated");
     CHECK(e.exclusions[1].code == "not-measured");
@@ -242,9 +281,47 @@ TEST_CASE("a submission's score, interval and exclusions") {
     CHECK(e.exclusions.at(0).code == "run-failed");
     CHECK(e.exclusions.at(0).detail == "it crashed");
   }
+  SUBCASE("a second process 100x slower does not confirm the first's timing") {
+    retimed slow(g, cell, 0.5);
+    run.retime = &slow.run;
+    e = score_entry(g.task, g.baseline, run);
+    REQUIRE(e.exclusions.size() == 1);
+    CHECK(e.exclusions[0].code == "not-confirmed");
+    CHECK(e.exclusions[0].detail.find("more than 4 x the first's upper quartile") !=
+          std::string::npos);
+    CHECK(e.score == 0);
+    REQUIRE(e.retime);
+    CHECK_FALSE(e.retime->confirmed);
+  }
+  SUBCASE("a re-timing that is missing, measured another cell or failed does not confirm") {
+    run.retime = nullptr;
+    e = score_entry(g.task, g.baseline, run);
+    CHECK(e.exclusions.at(0).code == "not-confirmed");
+    CHECK(e.exclusions.at(0).detail.find("not re-timed") != std::string::npos);
+    retimed other(g, all_cells(g.grading).at(1), 0.005);
+    run.retime = &other.run;
+    e = score_entry(g.task, g.baseline, run);
+    CHECK(e.exclusions.at(0).detail.find("instead of") != std::string::npos);
+    rt.doc.correctness[0].passed = false;
+    rt.doc.correctness[0].detail = "y: wrong";
+    run.retime = &rt.run;
+    e = score_entry(g.task, g.baseline, run);
+    CHECK(e.exclusions.at(0).code == "not-confirmed");
+    CHECK(e.exclusions.at(0).detail == "the re-timing: correctness: y: wrong");
+    rt.run.report = nullptr;
+    rt.run.failure = "it crashed";
+    e = score_entry(g.task, g.baseline, run);
+    CHECK(e.exclusions.at(0).detail == "the re-timing left no report: it crashed");
+  }
+  SUBCASE("a first process that excludes itself is not judged by a re-timing") {
+    sub.correctness[0].passed = false;
+    e = score_entry(g.task, g.baseline, run);
+    CHECK(e.exclusions.at(0).code == "correctness");
+    CHECK_FALSE(e.retime);
+  }
   SUBCASE("a baseline without the cell cannot score") {
     g.baseline.cells.pop_back();
-    CHECK_THROWS_WITH((void)score_entry(g.task, g.baseline, {&g.grading, g.hash, &sub, "", NAN}),
+    CHECK_THROWS_WITH((void)score_entry(g.task, g.baseline, run),
                       doctest::Contains("the grading cannot score it"));
   }
 }
@@ -289,6 +366,20 @@ TEST_CASE("the leaderboard is built in rank order and rendered") {
     p.doc.correctness[0].passed = correct;
     e.run = p;
     e.wall_ms = 1e9;
+    if (correct) { // a second process at the first cell (equal speed-ups): as fast
+      board_retime r;
+      r.nonce = std::string(32, '3');
+      r.cell = all_cells(e.grading).at(0);
+      const json rb = retime_body(to_json(e.grading), r.cell, r.nonce);
+      r.protocol_hash = protocol_hash(rb);
+      board_part rp;
+      rp.path = "parts/tgrade-grade/" + name + ".retime";
+      rp.run_id = name + ".retime";
+      rp.doc = report_of(protocol_from_json(rb, "retime"), name, ms);
+      r.run = rp;
+      r.wall_ms = 1e9;
+      e.retime = r;
+    }
     return e;
   };
   in.entries = {entry("slow", 0.02, true), entry("cheat", 0.0001, false),
@@ -303,11 +394,14 @@ TEST_CASE("the leaderboard is built in rank order and rendered") {
   CHECK(b["entries"][2]["name"] == "cheat");
   CHECK(b["entries"][2]["rank"].is_null());
   CHECK(b["entries"][2]["score"] == 0);
+  CHECK(b["entries"][0]["retime"]["confirmed"] == true);
+  CHECK(b["entries"][2]["retime"].is_null());
   CHECK(build_leaderboard(in, b["grade"], b["tool"]) == b); // a pure function of its inputs
   const std::string html = render_board_html(b);
   CHECK(html.find("Content-Security-Policy") != std::string::npos);
   CHECK(html.find("data-name=\"cheat\" data-excluded=\"true\"") != std::string::npos);
   CHECK(render_board_markdown(b).find("| 1 | fast |") != std::string::npos);
+  CHECK(html.find("<td class=\"retime\" data-confirmed=\"yes\"") != std::string::npos);
   if (const char *dir = std::getenv("PREREG_BOARD_SAMPLES")) { // tests/browser/check_board.sh
     fs::create_directories(dir);
     write_file_atomic(fs::path(dir) / "leaderboard.html", html);

@@ -29,6 +29,17 @@ json submission_json(const submission &s) {
   return j;
 }
 
+/// The entry's re-timing: what ran, and what the score judged of it.
+json retime_json(const board_entry &e, const entry_score &sc) {
+  if (!e.retime)
+    return nullptr;
+  json j = e.retime->to_json();
+  const json facts = retime_facts_json(sc);
+  for (const char *k : {"first", "second", "factor", "confirmed"})
+    j[k] = facts.is_null() ? json(nullptr) : facts.at(k);
+  return j;
+}
+
 json entry_json(const board_entry &e, const entry_score &sc, std::int64_t rank) {
   return {{"name", e.sub.name},
           {"submission", submission_json(e.sub)},
@@ -40,6 +51,7 @@ json entry_json(const board_entry &e, const entry_score &sc, std::int64_t rank) 
           {"wall_ms", e.wall_ms},
           {"confinement", e.confinement},
           {"build", e.build},
+          {"retime", retime_json(e, sc)},
           {"cells", cells_json(sc)},
           {"exclusions", exclusions_json(sc)},
           {"excluded", sc.excluded()},
@@ -50,6 +62,29 @@ json entry_json(const board_entry &e, const entry_score &sc, std::int64_t rank) 
 }
 
 } // namespace
+
+json board_retime::to_json() const {
+  return {{"nonce", nonce},
+          {"protocol_hash", protocol_hash},
+          {"cell", prereg::to_json(cell)},
+          {"run", run ? run->to_json() : json(nullptr)},
+          {"failure", failure},
+          {"exit_code", exit_code},
+          {"wall_ms", wall_ms},
+          {"confinement", confinement}};
+}
+
+board_retime board_retime::from_json(const json &j) {
+  board_retime r;
+  r.nonce = j.at("nonce").get<std::string>();
+  r.protocol_hash = j.at("protocol_hash").get<std::string>();
+  r.cell = cell_key_from_json(j.at("cell"), "retime.cell", "the re-timing");
+  r.failure = j.at("failure").get<std::string>();
+  r.exit_code = j.at("exit_code").get<int>();
+  r.wall_ms = j.at("wall_ms").get<double>();
+  r.confinement = j.at("confinement");
+  return r;
+}
 
 json board_part::to_json() const {
   return {{"path", path},
@@ -79,6 +114,14 @@ json build_leaderboard(const board_inputs &in, const json &meta, const json &too
     run.report = e.run ? &e.run->doc : nullptr;
     run.failure = e.failure;
     run.wall_ms = e.wall_ms;
+    retime_run rt;
+    if (e.retime) {
+      rt.cell = e.retime->cell;
+      rt.report = e.retime->run ? &e.retime->run->doc : nullptr;
+      rt.failure = e.retime->failure;
+      rt.wall_ms = e.retime->wall_ms;
+      run.retime = &rt;
+    }
     scores.push_back(score_entry(in.task, g.baseline.doc, run));
   }
   std::vector<const entry_score *> ptrs;

@@ -32,6 +32,21 @@ struct board_grading {
   board_part baseline;
 };
 
+/// The second process that re-timed a submission (docs/grading.md, "The re-timing").
+struct board_retime {
+  std::string nonce;         ///< 32 hex digits drawn after the first process ended
+  std::string protocol_hash; ///< its re-timing protocol's hash
+  cell_key cell;             ///< the cell it measured
+  std::optional<board_part> run;
+  std::string failure; ///< why it left no report ("" when it did)
+  int exit_code = 0;
+  double wall_ms = 0;
+  json confinement = nullptr;
+  /// Its members as leaderboard.json's entry holds them (without the judged facts).
+  [[nodiscard]] json to_json() const;
+  [[nodiscard]] static board_retime from_json(const json &j);
+};
+
 /// One submission as graded: what its grading recorded about it, and its report if it left one.
 struct board_entry {
   submission sub;
@@ -44,6 +59,7 @@ struct board_entry {
   double wall_ms = 0;
   json confinement = nullptr; ///< the walls of its process (confine_facts)
   json build = nullptr;       ///< C source: how it was built
+  std::optional<board_retime> retime; ///< its re-timing, if one ran
 };
 
 /// Everything leaderboard.json is made from.

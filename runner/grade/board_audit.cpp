@@ -6,6 +6,7 @@
 #include "grade/board_read.hpp"
 #include "grade/grading.hpp"
 #include "grade/heldout.hpp"
+#include "grade/protocols.hpp"
 #include "store/ledger.hpp"
 
 #include <fmt/format.h>
@@ -148,6 +149,17 @@ std::string check_protocols(board_audit &a) {
     if (!e.protocol_hash.empty())
       (void)a.s.load(e.protocol_hash); // frozen, and intact
     ++n;
+    if (!e.retime)
+      continue;
+    const std::string again =
+        protocol_hash(retime_body(to_json(e.grading), e.retime->cell, e.retime->nonce));
+    if (e.retime->protocol_hash != again)
+      fail(fmt::format("{}'s re-timing protocol_hash is not the re-timing protocol's {}",
+                       e.sub.name, again.substr(0, 12)));
+    if (e.retime->run && e.retime->run->doc.protocol.hash != again)
+      fail(fmt::format("{}'s re-timing report ran another protocol", e.sub.name));
+    (void)a.s.load(again);
+    ++n;
   }
   return fmt::format("{} grading protocol(s) rebuilt from the task, the reveal and each "
                      "grading's nonce hash as recorded and are frozen",
@@ -170,9 +182,12 @@ std::string check_parts(board_audit &a) {
   };
   for (const auto &g : a.inputs->gradings)
     audit_one(g.baseline);
-  for (const auto &e : a.inputs->entries)
+  for (const auto &e : a.inputs->entries) {
     if (e.run)
       audit_one(*e.run);
+    if (e.retime && e.retime->run)
+      audit_one(*e.retime->run);
+  }
   return fmt::format("{} report(s) kept under parts/ each pass every audit check", n);
 }
 
@@ -205,6 +220,10 @@ std::string check_submissions(board_audit &a) {
         pinned_sha(a.s.load(e.protocol_hash)) != e.sub.files.front().sha256)
       fail(fmt::format("{}'s grading protocol pins another file than the submitted {}", e.sub.id,
                        e.sub.files.front().name));
+    if (e.retime && e.sub.kind != submission_kind::c_source &&
+        pinned_sha(a.s.load(e.retime->protocol_hash)) != e.sub.files.front().sha256)
+      fail(fmt::format("{}'s re-timing protocol pins another file than the submitted {}",
+                       e.sub.id, e.sub.files.front().name));
   }
   return fmt::format("{} submission(s), each its ledger's submit entry, its file pinned by its "
                      "grading protocol",
@@ -243,13 +262,17 @@ std::string check_pages(const board_audit &a) {
 
 /// A failed entry's reason against the ledger: an aborted run's reason must be it.
 void check_failure(const ledger &l, const board_entry &e) {
-  if (e.run || e.protocol_hash.empty())
-    return;
-  for (const auto &x : l.entries())
-    if (x.value("protocol_hash", "") == e.protocol_hash &&
-        x.value("event", "") == ledger_event::run_aborted && x.value("reason", "") != e.failure)
-      fail(fmt::format("{}'s failure is not its run's run-aborted reason (seq {})", e.sub.name,
-                       x.value("seq", 0)));
+  const auto check = [&](const std::string &hash, const std::string &failure, const char *what) {
+    for (const auto &x : l.entries())
+      if (x.value("protocol_hash", "") == hash &&
+          x.value("event", "") == ledger_event::run_aborted && x.value("reason", "") != failure)
+        fail(fmt::format("{}'s {} failure is not its run's run-aborted reason (seq {})",
+                         e.sub.name, what, x.value("seq", 0)));
+  };
+  if (!e.run && !e.protocol_hash.empty())
+    check(e.protocol_hash, e.failure, "first");
+  if (e.retime && !e.retime->run)
+    check(e.retime->protocol_hash, e.retime->failure, "re-timing's");
 }
 
 std::string check_ledger(const board_audit &a) {

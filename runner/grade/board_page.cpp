@@ -75,6 +75,30 @@ std::string exclusion_text(const json &e) {
   return out;
 }
 
+/// The re-timing (docs/grading.md, "The re-timing"): "yes", "no" or "-" (none judged).
+std::string retime_state(const json &e) {
+  const json &r = e.at("retime");
+  if (r.is_null() || !r.at("confirmed").is_boolean())
+    return "-";
+  return r.at("confirmed").get<bool>() ? "yes" : "no";
+}
+
+/// "confirmed: median 0.95 ms, then 0.91 ms in a second process (fwd 256x4096)".
+std::string retime_text(const json &e) {
+  const json &r = e.at("retime");
+  if (r.is_null())
+    return "not re-timed";
+  if (!r.at("confirmed").is_boolean())
+    return "re-timed, not judged";
+  const auto median = [](const json &side) {
+    return side.is_null() ? std::string("-") : num(side.at("median"), "{:.4g}");
+  };
+  return fmt::format("{}: median {} ms, then {} ms in a second process ({} {})",
+                     r.at("confirmed").get<bool>() ? "confirmed" : "not confirmed",
+                     median(r.at("first")), median(r.at("second")),
+                     r.at("cell").value("pass", ""), shape_of(r.at("cell")));
+}
+
 /// The score's interval as a bar on a common axis [0, top].
 std::string interval_svg(const json &e, double top) {
   if (e.value("excluded", false) || !e.at("score_lo").is_number() || !(top > 0))
@@ -120,16 +144,17 @@ std::string board_sections_html(const json &b) {
       html(score_rule_text(b)),
       fmt::format("{:g}", 100 * b.at("task").at("body").at("analysis").value("confidence", 0.95)));
   out += "<h2>Leaderboard</h2>\n<table class=\"board\"><thead><tr><th>rank</th><th>name</th>"
-         "<th>score [interval]</th><th>interval</th><th>correct cells</th><th>submission</th>"
-         "<th>excluded because</th></tr></thead><tbody>\n";
+         "<th>score [interval]</th><th>interval</th><th>correct cells</th><th>re-timed</th>"
+         "<th>submission</th><th>excluded because</th></tr></thead><tbody>\n";
   for (const auto &e : b.at("entries"))
     out += fmt::format(
         "<tr data-name=\"{}\" data-excluded=\"{}\"><td class=\"rank\">{}</td><td>{}</td>"
-        "<td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>\n",
+        "<td>{}</td><td>{}</td><td>{}</td><td class=\"retime\" data-confirmed=\"{}\" "
+        "title=\"{}\">{}</td><td><code>{}</code></td><td>{}</td></tr>\n",
         html(e.value("name", "")), e.value("excluded", false) ? "true" : "false",
         html(rank_text(e)), html(e.value("name", "")), html(score_text(e)), interval_svg(e, top),
-        html(correct_text(e)), html(e.at("submission").value("submission_id", "")),
-        html(exclusion_text(e)));
+        html(correct_text(e)), retime_state(e), html(retime_text(e)), retime_state(e),
+        html(e.at("submission").value("submission_id", "")), html(exclusion_text(e)));
   out += "</tbody></table>\n<h2>Per cell</h2>\n";
   for (const auto &e : b.at("entries")) {
     out += fmt::format("<h3>{}</h3>\n<table class=\"cells\"><tr><th>pass</th><th>shape</th>"
@@ -144,7 +169,8 @@ std::string board_sections_html(const json &b) {
                       c.value("heldout", false) ? "yes" : "no", num(c.at("baseline_ms"), "{:.4g}"),
                       num(c.at("submission_ms"), "{:.4g}"), num(c.at("floor_ms"), "{:.4g}"),
                       num(c.at("speedup")), c.value("correct", false) ? "yes" : "no");
-    out += "</table>\n";
+    out += fmt::format("</table>\n<p class=\"retime\">Re-timing: {}</p>\n",
+                       html(retime_text(e)));
   }
   if (const auto h = b.find("heldout"); h != b.end())
     out += fmt::format("<h2>Held-out reveal</h2>\n<p>Commitment <code>{}</code>; revealed: "
@@ -165,11 +191,11 @@ std::string render_board_markdown(const json &b) {
                                 "submissions whose intervals do not overlap.\n\n",
                                 md(title_of(b)), b.at("task").value("hash", ""),
                                 b.at("grade").value("graded_at", ""), score_rule_text(b));
-  out += "| rank | name | score [interval] | correct cells | submission | excluded because |\n"
-         "| --- | --- | --- | --- | --- | --- |\n";
+  out += "| rank | name | score [interval] | correct cells | re-timed | submission | excluded "
+         "because |\n| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const auto &e : b.at("entries"))
-    out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", rank_text(e), md(e.value("name", "")),
-                       score_text(e), correct_text(e),
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", rank_text(e),
+                       md(e.value("name", "")), score_text(e), correct_text(e), md(retime_text(e)),
                        md(e.at("submission").value("submission_id", "")), md(exclusion_text(e)));
   if (const auto h = b.find("heldout"); h != b.end())
     out += fmt::format("\nHeld-out commitment `{}`, revealed: {}\n", h->value("commitment", ""),

@@ -55,6 +55,11 @@ board_entry entry_from_json(const json &e, const json &board, const fs::path &di
   out.wall_ms = e.at("wall_ms").get<double>();
   out.confinement = e.at("confinement");
   out.build = e.at("build");
+  if (const json &rt = e.at("retime"); !rt.is_null()) {
+    out.retime = board_retime::from_json(rt);
+    if (!rt.at("run").is_null())
+      out.retime->run = part_from_json(rt.at("run"), dir);
+  }
   return out;
 }
 

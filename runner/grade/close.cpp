@@ -85,16 +85,24 @@ board_entry entry_of(const grading_plan &plan, std::size_t k, const fs::path &wo
   e.wall_ms = r.at("wall_ms").get<double>();
   e.confinement = r.at("confinement");
   e.build = p.build;
-  if (!r.at("report").is_null()) {
-    const fs::path dir = work / r.at("report").get<std::string>();
+  const auto audited = [&](const json &report, std::string &failure) {
+    std::optional<board_part> out;
+    if (report.is_null())
+      return out;
+    const fs::path dir = work / report.get<std::string>();
     if (const auto problem = audit_problem(dir, s, t)) {
-      e.failure = *problem;
+      failure = *problem;
     } else {
-      board_part part = read_board_part(dir, "");
-      part.path = part_path(part.doc);
-      copies[part.path] = dir;
-      e.run = std::move(part);
+      out = read_board_part(dir, "");
+      out->path = part_path(out->doc);
+      copies[out->path] = dir;
     }
+    return out;
+  };
+  e.run = audited(r.at("report"), e.failure);
+  if (const json &rt = r.at("retime"); !rt.is_null()) {
+    e.retime = board_retime::from_json(rt);
+    e.retime->run = audited(rt.at("report"), e.retime->failure);
   }
   return e;
 }
@@ -132,6 +140,8 @@ void carry_over(const fs::path &prev_dir, const frozen_protocol &task, board_inp
     needed.insert(e.grade_id);
     if (e.run)
       copies[e.run->path] = prev_dir / e.run->path;
+    if (e.retime && e.retime->run)
+      copies[e.retime->run->path] = prev_dir / e.retime->run->path;
     in.entries.push_back(std::move(e));
   }
   for (auto &g : old.gradings)

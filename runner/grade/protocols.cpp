@@ -2,7 +2,10 @@
 // their freeze (docs/grading.md, "A grading's protocols").
 #include "grade/protocols.hpp"
 
+#include "grade/score.hpp"
 #include "prereg/error.hpp"
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -50,6 +53,30 @@ json grading_body(const json &task_body, const std::string &task_hash, const jso
   }
   body["grading"] = std::move(grading);
   return to_json(protocol_from_json(body, "grading protocol")); // normalised: what is hashed
+}
+
+json retime_body(const json &first, const cell_key &cell, const std::string &nonce) {
+  json body = first;
+  body["passes"] = json::array({std::string(to_string(cell.pass))});
+  for (auto &[axis, list] : body.at("axes").items()) {
+    std::int64_t v = 0;
+    if (!cell.named())
+      v = axis == "rows" ? cell.rows : axis == "cols" ? cell.cols : 0;
+    for (const auto &a : cell.shape)
+      if (a.axis == axis)
+        v = a.extent;
+    if (v <= 0)
+      throw invalid_input(
+          fmt::format("the re-timed cell {} has no extent of axis {}", cell_label(cell), axis));
+    list = json::array({v});
+  }
+  json &m = body.at("measurement");
+  m.erase("stop");
+  m["repetitions"] =
+      std::max(retime_samples, body.at("grading").at("input_sets").get<std::int64_t>() - 1);
+  body["grading"]["role"] = "retime";
+  body["grading"]["nonce"] = nonce;
+  return to_json(protocol_from_json(body, "re-timing protocol"));
 }
 
 std::string freeze_grading(const store &s, const json &body, const signing_key &key) {

@@ -7,6 +7,7 @@
 #include "base/json.hpp"
 #include "grade/heldout.hpp"
 #include "grade/submission.hpp"
+#include "spec/records.hpp"
 #include "store/store.hpp"
 
 #include <string>
@@ -34,6 +35,12 @@ struct grading_facts {
 [[nodiscard]] json grading_body(const json &task_body, const std::string &task_hash,
                                 const json &axes, const grading_facts &g, const std::string &role,
                                 const submission *sub);
+
+/// The protocol of a submission's re-timing (docs/grading.md, "The re-timing"): its first
+/// process's protocol body `first` (normalised) at one cell: the cell's pass and shape alone,
+/// retime_samples timed samples (at least input_sets - 1; no stopping rule), role "retime",
+/// and `nonce`, drawn after the first process ended.
+[[nodiscard]] json retime_body(const json &first, const cell_key &cell, const std::string &nonce);
 
 /// Freezes `body` in `s` (validated; its outside arms' files resolved against the store's root
 /// and hashed; nothing loaded or run); returns its hash. Already frozen: its hash.

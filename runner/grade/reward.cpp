@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <functional>
 #include <ctime>
 
 namespace prereg::grade {
@@ -154,6 +155,82 @@ fs::path baseline_for(const grade_env &env, const store &s, const frozen_protoco
   return dir;
 }
 
+/// The walls of a reward call's process writing under `own`: the store, the key and `own` kept;
+/// the task's other submissions, other builds and other calls hidden; the secret too.
+confine_plan reward_walls(const grade_env &env, const store &s, const frozen_protocol &task,
+                          const submission &sub, const fs::path &build, const fs::path &rewards,
+                          const fs::path &own, const reward_options &o) {
+  confine_plan walls;
+  walls.keep = {s.root(), env.key_path, own, fs::path(env.prereg)};
+  walls.masks.push_back(
+      {s.root() / "submissions" / task.hash, {submission_dir(s, task.hash, sub.id)}});
+  walls.masks.push_back({s.root() / "builds", {build}});
+  walls.masks.push_back({rewards, {own}});
+  if (o.secret)
+    walls.hidden_files.push_back(fs::absolute(*o.secret));
+  return walls;
+}
+
+/// One confined process of a reward call: `hash` run under `own` with the baseline's
+/// instrument; its report folder (empty if none) and failure.
+std::pair<fs::path, std::string> run_reward_process(const grade_env &env, const store &s,
+                                                    const std::string &hash, const fs::path &own,
+                                                    const confine_plan &walls,
+                                                    const fs::path &base_dir, confined_result &r) {
+  std::vector<std::string> argv = run_argv(env, s, hash, own);
+  // A copy in the process's own folder: the rest is hidden from its run.
+  fs::create_directories(own / "baseline");
+  write_file_atomic(own / "baseline" / "report.json", read_file(base_dir / "report.json"));
+  argv.insert(argv.end(), {"--instrument-from", (own / "baseline").string()});
+  return run_and_read(argv, walls, own, r);
+}
+
+std::optional<report_document> read_report(const fs::path &dir) {
+  if (dir.empty())
+    return std::nullopt;
+  return report_from_json(parse_json_strict(read_file(dir / "report.json"), dir.string()),
+                          dir.string());
+}
+
+/// What a reward call's processes left: the first, and the re-timing when one ran.
+struct reward_runs {
+  std::string hash, failure;
+  fs::path report_dir;
+  std::optional<report_document> doc;
+  confined_result r;
+  json retime = nullptr; ///< {cell, nonce, protocol_hash, report, failure, wall_ms}
+  std::optional<report_document> retime_doc;
+  retime_run rt;
+};
+
+/// The re-timing of a reward call whose first process excludes nothing (docs/grading.md, "The
+/// re-timing"): a second confined process at the cell of its largest speed-up, a fresh nonce.
+void reward_retime(const grade_env &env, const store &s, const frozen_protocol &task,
+                   const report_document &base, const protocol &grading, const json &body,
+                   const signing_key &key, const std::function<confine_plan(const fs::path &)> &walls,
+                   const fs::path &own, const fs::path &base_dir, reward_runs &x) {
+  graded_run first{&grading, x.hash, &*x.doc, "", x.r.wall_ms};
+  first.first_only = true;
+  const entry_score e = score_entry(task.proto, base, first);
+  if (e.excluded())
+    return;
+  x.rt.cell = retime_cell(*task.proto.task, e);
+  const std::string nonce = random_hex(16);
+  const std::string hash = freeze_grading(s, retime_body(body, x.rt.cell, nonce), key);
+  confined_result r;
+  const auto [dir, failure] = run_reward_process(env, s, hash, own, walls(own), base_dir, r);
+  x.retime_doc = read_report(dir);
+  x.rt.report = x.retime_doc ? &*x.retime_doc : nullptr;
+  x.rt.failure = failure;
+  x.rt.wall_ms = r.wall_ms;
+  x.retime = {{"cell", to_json(x.rt.cell)},
+              {"nonce", nonce},
+              {"protocol_hash", hash},
+              {"report", dir.empty() ? json(nullptr) : json(dir.string())},
+              {"failure", failure},
+              {"wall_ms", r.wall_ms}};
+}
+
 } // namespace
 
 json reward(const grade_env &env, const reward_options &o) {
@@ -169,23 +246,18 @@ json reward(const grade_env &env, const reward_options &o) {
   const std::string call = fmt::format("REWARD-{}-{}-{}", utc_stamp(std::time(nullptr)),
                                        task.hash.substr(0, 12), random_hex(3));
   const fs::path own = rewards / call;
-  fs::create_directories(own / "baseline");
-  confine_plan walls;
-  walls.keep = {s.root(), env.key_path, own, fs::path(env.prereg)};
-  walls.masks.push_back(
-      {s.root() / "submissions" / task.hash, {submission_dir(s, task.hash, sub.id)}});
+  fs::create_directories(own);
   const fs::path build = s.root() / "builds" / call / sub.id;
-  walls.masks.push_back({s.root() / "builds", {build}});
-  walls.masks.push_back({rewards, {own}});
-  if (o.secret)
-    walls.hidden_files.push_back(fs::absolute(*o.secret));
+  const auto walls = [&](const fs::path &dir) {
+    return reward_walls(env, s, task, sub, build, rewards, dir, o);
+  };
   json built = nullptr;
   if (sub.kind == submission_kind::c_source) {
     std::vector<std::string> names;
     for (const auto &f : sub.files)
       names.push_back(f.name);
     fs::create_directories(build);
-    confine_plan bw = walls;
+    confine_plan bw = walls(own);
     bw.hidden_files.push_back(env.key_path);
     const build_result b =
         build_c_submission(submission_dir(s, task.hash, sub.id), names, build, bw);
@@ -194,31 +266,29 @@ json reward(const grade_env &env, const reward_options &o) {
   const signing_key key = load_or_create_key(env.key_path);
   s.add_key(key.public_part());
   const fs::path base_dir = baseline_for(env, s, task, axes, seed, o, rewards, key);
-  const report_document base = report_from_json(
-      parse_json_strict(read_file(base_dir / "report.json"), base_dir.string()), base_dir.string());
+  const report_document base = *read_report(base_dir);
   const json body =
       grading_body(task.body, task.hash, axes, {call, random_hex(16), seed}, "reward", &sub);
   const protocol grading = protocol_from_json(body, "reward protocol");
-  std::string hash, failure;
-  fs::path report_dir;
-  confined_result r;
+  reward_runs x;
   if (!built.is_null() && !built.value("ok", false)) {
-    failure = "the C source did not build: " + built.value("log", "");
+    x.failure = "the C source did not build: " + built.value("log", "");
   } else {
-    hash = freeze_grading(s, body, key);
-    std::vector<std::string> argv = run_argv(env, s, hash, own);
-    // A copy in the call's own folder: the rest is hidden from its run.
-    write_file_atomic(own / "baseline" / "report.json", read_file(base_dir / "report.json"));
-    argv.insert(argv.end(), {"--instrument-from", (own / "baseline").string()});
-    std::tie(report_dir, failure) = run_and_read(argv, walls, own, r);
+    x.hash = freeze_grading(s, body, key);
+    std::tie(x.report_dir, x.failure) =
+        run_reward_process(env, s, x.hash, own, walls(own), base_dir, x.r);
+    x.doc = read_report(x.report_dir);
+    if (x.doc) // beside the first call's folder, not inside it
+      reward_retime(env, s, task, base, grading, body, key, walls,
+                    rewards / (call + ".retime"), base_dir, x);
   }
-  std::optional<report_document> doc;
-  if (!report_dir.empty())
-    doc = report_from_json(
-        parse_json_strict(read_file(report_dir / "report.json"), report_dir.string()),
-        report_dir.string());
-  const entry_score e =
-      score_entry(task.proto, base, {&grading, hash, doc ? &*doc : nullptr, failure, r.wall_ms});
+  graded_run run{&grading, x.hash, x.doc ? &*x.doc : nullptr, x.failure, x.r.wall_ms};
+  run.retime = x.retime.is_null() ? nullptr : &x.rt;
+  const entry_score e = score_entry(task.proto, base, run);
+  json retime = x.retime;
+  if (const json facts = retime_facts_json(e); !retime.is_null() && !facts.is_null())
+    for (const char *k : {"first", "second", "factor", "confirmed"})
+      retime[k] = facts.at(k);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {{"score", e.score},
@@ -227,11 +297,12 @@ json reward(const grade_env &env, const reward_options &o) {
           {"excluded", e.excluded()},
           {"exclusions", exclusions_json(e)},
           {"cells", cells_json(e)},
-          {"report", report_dir.empty() ? json(nullptr) : json(report_dir.string())},
+          {"report", x.report_dir.empty() ? json(nullptr) : json(x.report_dir.string())},
+          {"retime", retime},
           {"baseline", base_dir.string()},
-          {"protocol_hash", hash},
+          {"protocol_hash", x.hash},
           {"submission", sub.to_json()},
-          {"confinement", r.facts.to_json()},
+          {"confinement", x.r.facts.to_json()},
           {"seconds", seconds}};
 }
 

@@ -25,9 +25,9 @@ struct reward_options {
 
 /// Grades the files against the task: they are pinned into the store, a fresh grading protocol
 /// (role "reward", a fresh nonce) is frozen and run in a confined process with the baseline's
-/// floor and ceiling, and scored as a leaderboard entry would be. Returns
-/// {score, score_lo, score_hi, excluded, exclusions, cells, report, baseline, protocol_hash,
-/// sha256, seconds}.
+/// floor and ceiling, re-timed in a second process when the first excludes nothing, and scored as
+/// a leaderboard entry would be. Returns {score, score_lo, score_hi, excluded, exclusions, cells,
+/// report, retime, baseline, protocol_hash, submission, confinement, seconds}.
 [[nodiscard]] json reward(const grade_env &env, const reward_options &o);
 
 } // namespace prereg::grade

@@ -129,6 +129,64 @@ void check_wall(const report_document &sub, double wall_ms, std::vector<exclusio
                                sum, wall_ms)});
 }
 
+retime_side side_of(const report_cell *c) {
+  retime_side out;
+  if (c == nullptr || c->samples_ms.empty())
+    return out;
+  std::vector<double> v = c->samples_ms;
+  std::sort(v.begin(), v.end());
+  out.n = v.size();
+  out.q25 = quantile_sorted(v, 0.25);
+  out.median = quantile_sorted(v, 0.5);
+  out.q75 = quantile_sorted(v, 0.75);
+  return out;
+}
+
+/// The re-timing's exclusions (docs/grading.md, "The re-timing"), after a first process that
+/// excludes nothing: the second process must have measured the chosen cell, left a report that
+/// the first's checks pass at it, and not be slower beyond the rule.
+void check_retime(const report_document &baseline, const graded_run &run, const cell_key &want,
+                  entry_score &e) {
+  retime_facts f;
+  f.cell = want;
+  f.first = side_of(find_cell(*run.report, want.arm, want));
+  const std::size_t before = e.exclusions.size();
+  const auto fail = [&](const std::string &why) {
+    e.exclusions.push_back({"not-confirmed", want, why});
+  };
+  if (run.retime == nullptr) {
+    fail("its first process's timing was not re-timed in a second process");
+  } else if (!(run.retime->cell == want)) {
+    fail(fmt::format("the re-timing measured {} instead of {}, the cell of the largest speed-up",
+                     cell_label(run.retime->cell), cell_label(want)));
+  } else if (run.retime->report == nullptr) {
+    fail("the re-timing left no report: " +
+         (run.retime->failure.empty() ? std::string("its run failed") : run.retime->failure));
+  } else {
+    const report_document &second = *run.retime->report;
+    std::vector<exclusion> found;
+    check_instrument(baseline, second, found);
+    check_wall(second, run.retime->wall_ms, found);
+    const report_cell *c = find_cell(second, want.arm, want);
+    for (const auto &g : e.cells)
+      if (g.key == want) {
+        graded_cell g2 = g;
+        g2.submission_ms = c != nullptr && !c->samples_ms.empty() ? c->statistic_ms : nan;
+        cell_exclusions(second, g2, c, found);
+      }
+    for (const auto &x : found)
+      fail(fmt::format("the re-timing: {}: {}", x.code, x.detail));
+    f.second = side_of(c);
+    if (found.empty() && f.second.q25 > retime_factor * f.first.q75)
+      fail(fmt::format("the second process's lower quartile {:.6g} ms is more than {:g} x the "
+                       "first's upper quartile {:.6g} ms (medians {:.6g} and {:.6g} ms)",
+                       f.second.q25, retime_factor, f.first.q75, f.second.median,
+                       f.first.median));
+  }
+  f.confirmed = e.exclusions.size() == before;
+  e.retime = f;
+}
+
 /// The score of speed-ups `s` by the task's rule (geometric mean, or the `at` cell's).
 double rule_score(const task_spec &t, const std::vector<graded_cell> &cells,
                   const std::vector<double> &s) {
@@ -258,6 +316,8 @@ entry_score score_entry(const protocol &task, const report_document &baseline,
   check_wall(*run.report, run.wall_ms, e.exclusions);
   for (const auto &g : e.cells)
     cell_exclusions(*run.report, g, find_cell(*run.report, g.key.arm, g.key), e.exclusions);
+  if (!e.excluded() && !run.first_only)
+    check_retime(baseline, run, retime_cell(*task.task, e), e);
   if (e.excluded())
     return e;
   score_with_interval(task, baseline, run, e);
@@ -268,6 +328,24 @@ entry_score score_entry(const protocol &task, const report_document &baseline,
     e.score = e.lo = e.hi = 0;
   }
   return e;
+}
+
+cell_key retime_cell(const task_spec &t, const entry_score &first) {
+  if (first.cells.empty())
+    throw invalid_input("a grading without cells has nothing to re-time");
+  std::size_t best = 0;
+  for (std::size_t i = 0; i < first.cells.size(); ++i) {
+    const graded_cell &g = first.cells[i];
+    if (t.score == score_rule::speedup_at) {
+      std::vector<double> s(first.cells.size(), nan);
+      s[i] = 1;
+      if (rule_score(t, first.cells, s) == 1)
+        return g.key;
+    } else if (g.speedup > first.cells[best].speedup) {
+      best = i;
+    }
+  }
+  return first.cells[best].key;
 }
 
 std::vector<std::int64_t> ranks_of(const std::vector<const entry_score *> &scores) {
@@ -308,6 +386,22 @@ json exclusions_json(const entry_score &e) {
     out.push_back(std::move(j));
   }
   return out;
+}
+
+json retime_facts_json(const entry_score &e) {
+  if (!e.retime)
+    return nullptr;
+  const auto side = [](const retime_side &s) {
+    return json{{"n", s.n},
+                {"q25", finite_or_null(s.q25)},
+                {"median", finite_or_null(s.median)},
+                {"q75", finite_or_null(s.q75)}};
+  };
+  return {{"cell", to_json(e.retime->cell)},
+          {"first", side(e.retime->first)},
+          {"second", side(e.retime->second)},
+          {"factor", retime_factor},
+          {"confirmed", e.retime->confirmed}};
 }
 
 } // namespace prereg::grade

@@ -153,7 +153,7 @@ struct task_spec {
 struct grading_spec {
   std::string task;       ///< the task's protocol hash
   std::string grade;      ///< the grading's id
-  std::string role;       ///< "baseline" | "submission" | "reward"
+  std::string role;       ///< "baseline" | "submission" | "reward" | "retime"
   std::string submission; ///< the submission's id ("" for the baseline)
   std::string nonce;      ///< 32 hex digits drawn when the grading started
   std::string seed;       ///< the revealed held-out seed, 16 hex digits ("" without one)

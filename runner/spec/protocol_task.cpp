@@ -136,7 +136,10 @@ grading_spec read_grading(const node &n, const protocol &p) {
   const node &role = f.required("role");
   g.role = as_enum<std::string>(
       role, "grading.role",
-      {{"baseline", "baseline"}, {"submission", "submission"}, {"reward", "reward"}});
+      {{"baseline", "baseline"},
+       {"submission", "submission"},
+       {"reward", "reward"},
+       {"retime", "retime"}});
   if (const node *s = f.optional("submission"))
     g.submission = as_name(*s, "grading.submission", 128);
   if (g.role == "baseline" && !g.submission.empty())

@@ -183,7 +183,7 @@ function checkSiteDom(dom, check, html) {
 
 // The DOM checks of a leaderboard's page (PREREG_PAGE_KIND=board, tests/browser/check_board.sh;
 // docs/grading.md): the board table has a row per entry; an excluded row shows no rank and comes
-// after every ranked one; each ranked row draws its interval.
+// after every ranked one; each ranked row draws its interval and shows its confirmed re-timing.
 function checkBoardDom(dom, check) {
   check('the DOM was dumped', dom.includes('</html>'), `${dom.length} bytes`);
   const table = dom.match(/<table class="board">[\s\S]*?<tbody>([\s\S]*?)<\/tbody>/);
@@ -200,6 +200,8 @@ function checkBoardDom(dom, check) {
       check(`${decode(name)}: a ranked entry has a rank`, /^[0-9]+$/.test(rank), `rank ${rank}`);
       check(`${decode(name)}: its interval is drawn`, /<svg class="interval"[\s\S]*?<line /.test(cells),
             'no svg.interval');
+      check(`${decode(name)}: a ranked entry's timing was confirmed by its re-timing`,
+            /<td class="retime" data-confirmed="yes"/.test(cells), 'no confirmed re-timing');
     }
   }
 }

@@ -91,11 +91,21 @@ for name, (family, codes) in sorted(want.items()):
             f"[{e['score_lo']}, {e['score_hi']}]" + ('' if not e['excluded'] else f" {e['exclusions']}"))
         say(any(c['heldout'] for c in e['cells']) and all(c['correct'] for c in e['cells']),
             f"{name} is correct at every cell, held-out ones included")
+        rt = e['retime'] or {}
+        say(rt.get('confirmed') is True and rt['run'] is not None and rt['nonce'] != next(
+                g['nonce'] for g in board['gradings'] if g['grade_id'] == e['grade_id']),
+            f"{name}'s timing is confirmed by a second process with a new nonce: {rt.get('first')} {rt.get('second')}")
     else:
         got = [x['code'] for x in e['exclusions']]
         say(e['excluded'] and e['rank'] is None and e['score'] == 0 and any(c in got for c in codes),
             f"{name} ({family}) is excluded by {codes}: got {got[:3]} "
             f"({(e['exclusions'][0]['detail'] if e['exclusions'] else e['failure'])[:120]})")
+dodge = entries.get('dodge')
+if dodge:  # only the re-timing catches it: nothing else excludes it
+    rt = dodge['retime'] or {}
+    say([x['code'] for x in dodge['exclusions']] == ['not-confirmed'] and rt.get('confirmed') is False
+        and rt['second']['median'] > rt['first']['median'],
+        f"the dodge is excluded by the re-timing alone: {rt.get('first')} then {rt.get('second')}")
 order = [e['name'] for e in board['entries']]
 say(all(order.index(n) < order.index(h) for n in order for h in order
         if entries[n]['rank'] is not None and entries[h]['rank'] is None),
@@ -155,12 +165,21 @@ grep -q "^PASS envelope" "$work/out" && pass "(the re-signed envelope itself ver
 dir=$(tamper forged "e=[x for x in b['entries'] if x['name']=='timer'][0]; e.update(score=9.0, score_lo=8.0, score_hi=10.0, excluded=False, exclusions=[], rank=1)")
 expect_exit 4 "a forged score fails the audit" -- "$PREREG" audit "$dir"
 grep -q "^FAIL scores: the leaderboard differs from the one rebuilt" "$work/out" && pass "the scores check names it" || fail "audit: $(grep FAIL "$work/out")"
+dir=$(tamper confirmed "e=[x for x in b['entries'] if x['name']=='dodge'][0]; e['retime'].update(confirmed=True); e['retime']['second'].update(q25=e['retime']['first']['q25'], median=e['retime']['first']['median'], q75=e['retime']['first']['q75']); e.update(excluded=False, exclusions=[], score=1.0, score_lo=0.9, score_hi=1.1, rank=1)")
+expect_exit 4 "a forged re-timing fails the audit" -- "$PREREG" audit "$dir"
+grep -q "^FAIL scores: the leaderboard differs from the one rebuilt" "$work/out" && pass "the scores check re-derives the re-timing from both processes' samples" || fail "audit: $(grep FAIL "$work/out")"
+dir=$(tamper noretime "e=[x for x in b['entries'] if x['name']=='numpy'][0]; e['retime']['nonce']='0'*32")
+expect_exit 4 "a re-timing under another nonce fails the audit" -- "$PREREG" audit "$dir"
+grep -q "^FAIL protocols: numpy's re-timing protocol_hash" "$work/out" && pass "the protocols check rebuilds the re-timing's protocol" || fail "audit: $(grep FAIL "$work/out")"
 
 # --- the reward call -----------------------------------------------------------------------------
 base_part=$board/$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['gradings'][0]['baseline']['path'])" "$board/leaderboard.json")
 expect_exit 0 "reward an honest file" -- "$PREREG" reward "$task" "$subs/honest_numpy.py" --baseline "$base_part" --out "$out" --json
-"$py" -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['score']>0 and not r['excluded'] and r['report'], r" "$work/out" \
-  && pass "its score is positive, with a report" || fail "reward: $(head -c 400 "$work/out")"
+"$py" -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['score']>0 and not r['excluded'] and r['report'] and r['retime']['confirmed'], r" "$work/out" \
+  && pass "its score is positive, with a report, confirmed by a re-timing" || fail "reward: $(head -c 400 "$work/out")"
+expect_exit 0 "reward the dodge" -- "$PREREG" reward "$task" "$subs/retime_dodge.py" --baseline "$base_part" --out "$out" --json
+"$py" -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['score']==0 and [x['code'] for x in r['exclusions']]==['not-confirmed'], r" "$work/out" \
+  && pass "its score is 0, excluded by the re-timing" || fail "reward: $(head -c 600 "$work/out")"
 expect_exit 0 "reward a cheating file" -- "$PREREG" reward "$task" "$subs/nan_output.py" --baseline "$base_part" --out "$out" --json
 "$py" -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['score']==0 and r['excluded'] and r['exclusions'][0]['code']=='correctness', r" "$work/out" \
   && pass "its score is 0, excluded by correctness" || fail "reward: $(head -c 400 "$work/out")"
