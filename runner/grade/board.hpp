@@ -57,8 +57,8 @@ struct board_entry {
   std::string failure; ///< why it left no report ("" when it did)
   int exit_code = 0;
   double wall_ms = 0;
-  json confinement = nullptr; ///< the walls of its process (confine_facts)
-  json build = nullptr;       ///< C source: how it was built
+  json confinement = nullptr;         ///< the walls of its process (confine_facts)
+  json build = nullptr;               ///< C source: how it was built
   std::optional<board_retime> retime; ///< its re-timing, if one ran
 };
 

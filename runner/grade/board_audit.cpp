@@ -222,8 +222,8 @@ std::string check_submissions(board_audit &a) {
                        e.sub.files.front().name));
     if (e.retime && e.sub.kind != submission_kind::c_source &&
         pinned_sha(a.s.load(e.retime->protocol_hash)) != e.sub.files.front().sha256)
-      fail(fmt::format("{}'s re-timing protocol pins another file than the submitted {}",
-                       e.sub.id, e.sub.files.front().name));
+      fail(fmt::format("{}'s re-timing protocol pins another file than the submitted {}", e.sub.id,
+                       e.sub.files.front().name));
   }
   return fmt::format("{} submission(s), each its ledger's submit entry, its file pinned by its "
                      "grading protocol",
@@ -266,8 +266,8 @@ void check_failure(const ledger &l, const board_entry &e) {
     for (const auto &x : l.entries())
       if (x.value("protocol_hash", "") == hash &&
           x.value("event", "") == ledger_event::run_aborted && x.value("reason", "") != failure)
-        fail(fmt::format("{}'s {} failure is not its run's run-aborted reason (seq {})",
-                         e.sub.name, what, x.value("seq", 0)));
+        fail(fmt::format("{}'s {} failure is not its run's run-aborted reason (seq {})", e.sub.name,
+                         what, x.value("seq", 0)));
   };
   if (!e.run && !e.protocol_hash.empty())
     check(e.protocol_hash, e.failure, "first");

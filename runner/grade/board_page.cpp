@@ -95,8 +95,8 @@ std::string retime_text(const json &e) {
   };
   return fmt::format("{}: median {} ms, then {} ms in a second process ({} {})",
                      r.at("confirmed").get<bool>() ? "confirmed" : "not confirmed",
-                     median(r.at("first")), median(r.at("second")),
-                     r.at("cell").value("pass", ""), shape_of(r.at("cell")));
+                     median(r.at("first")), median(r.at("second")), r.at("cell").value("pass", ""),
+                     shape_of(r.at("cell")));
 }
 
 /// The score's interval as a bar on a common axis [0, top].
@@ -169,8 +169,7 @@ std::string board_sections_html(const json &b) {
                       c.value("heldout", false) ? "yes" : "no", num(c.at("baseline_ms"), "{:.4g}"),
                       num(c.at("submission_ms"), "{:.4g}"), num(c.at("floor_ms"), "{:.4g}"),
                       num(c.at("speedup")), c.value("correct", false) ? "yes" : "no");
-    out += fmt::format("</table>\n<p class=\"retime\">Re-timing: {}</p>\n",
-                       html(retime_text(e)));
+    out += fmt::format("</table>\n<p class=\"retime\">Re-timing: {}</p>\n", html(retime_text(e)));
   }
   if (const auto h = b.find("heldout"); h != b.end())
     out += fmt::format("<h2>Held-out reveal</h2>\n<p>Commitment <code>{}</code>; revealed: "

@@ -196,8 +196,8 @@ confine_facts confine_here(const confine_plan &plan) {
   return f;
 }
 
-/// The child: its output into the files, the walls, their facts up the pipe, then exec.
-[[noreturn]] void confined_child(const std::vector<std::string> &argv, const confine_plan &plan,
+/// The child: its output into the files, the walls, their facts up the pipe, then `body`.
+[[noreturn]] void confined_child(const std::function<void()> &body, const confine_plan &plan,
                                  const fs::path &out, const fs::path &err, int facts_fd) {
   const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -208,11 +208,7 @@ confine_facts confine_here(const confine_plan &plan) {
   ::close(facts_fd);
   if (f.half_built())
     std::_Exit(126); // some walls stand and others do not: what it would see is undefined
-  std::vector<char *> args;
-  for (const auto &a : argv)
-    args.push_back(const_cast<char *>(a.c_str()));
-  args.push_back(nullptr);
-  ::execv(args[0], args.data());
+  body();
   std::_Exit(127);
 }
 
@@ -224,11 +220,24 @@ bool confine_facts::half_built() const { return !layers.empty() && !reason.empty
 
 confined_result run_confined(const std::vector<std::string> &argv, const confine_plan &plan,
                              const fs::path &stdout_file, const fs::path &stderr_file) {
+  return run_confined_body(
+      [&] {
+        std::vector<char *> args;
+        for (const auto &a : argv)
+          args.push_back(const_cast<char *>(a.c_str()));
+        args.push_back(nullptr);
+        ::execv(args[0], args.data());
+      },
+      plan, stdout_file, stderr_file);
+}
+
+confined_result run_confined_body(const std::function<void()> &body, const confine_plan &plan,
+                                  const fs::path &stdout_file, const fs::path &stderr_file) {
   pipe_ends facts = open_pipe(on_exec::close);
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork_child([&] {
     facts.read.reset();
-    confined_child(argv, plan, stdout_file, stderr_file, facts.write.get());
+    confined_child(body, plan, stdout_file, stderr_file, facts.write.get());
   });
   facts.write.reset();
   const std::string text = read_all(facts.read.get());

@@ -8,6 +8,7 @@
 #include "base/json.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,5 +54,12 @@ struct confined_result {
                                            const confine_plan &plan,
                                            const std::filesystem::path &stdout_file,
                                            const std::filesystem::path &stderr_file);
+
+/// The same with `body` run in the confined child instead of an exec: it must end the child
+/// itself (exec or _Exit); if it returns, the child ends with status 127.
+[[nodiscard]] confined_result run_confined_body(const std::function<void()> &body,
+                                                const confine_plan &plan,
+                                                const std::filesystem::path &stdout_file,
+                                                const std::filesystem::path &stderr_file);
 
 } // namespace prereg::grade

@@ -82,8 +82,11 @@ json run_process(const grade_env &env, const store &s, const fs::path &work,
                  const grading_plan &plan, const plan_part &p, const std::string &hash,
                  const fs::path &own) {
   fs::create_directories(own);
-  json result = {{"report", nullptr}, {"failure", ""},          {"exit_code", 0},
-                 {"wall_ms", 0},      {"confinement", nullptr}};
+  json result = {{"report", nullptr},
+                 {"failure", ""},
+                 {"exit_code", 0},
+                 {"wall_ms", 0},
+                 {"confinement", nullptr}};
   const bool baseline = p.sub.id.empty();
   std::vector<std::string> argv = {env.prereg,
                                    "run",
@@ -238,8 +241,8 @@ void run_part(const grade_env &env, const fs::path &work, std::size_t k) {
   fs::create_directories(results);
   json result;
   if (p.protocol_hash.empty()) { // a C source that did not build: nothing to run
-    result = {{"part", k},       {"report", nullptr}, {"failure", "the C source did not build"},
-              {"exit_code", 2},  {"wall_ms", 0},      {"confinement", nullptr},
+    result = {{"part", k},        {"report", nullptr}, {"failure", "the C source did not build"},
+              {"exit_code", 2},   {"wall_ms", 0},      {"confinement", nullptr},
               {"retime", nullptr}};
     write_file_atomic(results / fmt::format("part-{}.json", k), canonical_json(result));
     return;
@@ -249,8 +252,9 @@ void run_part(const grade_env &env, const fs::path &work, std::size_t k) {
   if (k == 0 && result["report"].is_null())
     throw io_error(
         fmt::format("the baseline's run failed: {}", result["failure"].get<std::string>()));
-  result["retime"] = k > 0 && !result["report"].is_null() ? retime_part(env, s, work, plan, p, result)
-                                                          : json(nullptr);
+  result["retime"] = k > 0 && !result["report"].is_null()
+                         ? retime_part(env, s, work, plan, p, result)
+                         : json(nullptr);
   write_file_atomic(results / fmt::format("part-{}.json", k), canonical_json(result));
 }
 

@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <functional>
 #include <ctime>
+#include <functional>
 
 namespace prereg::grade {
 namespace fs = std::filesystem;
@@ -207,8 +207,9 @@ struct reward_runs {
 /// re-timing"): a second confined process at the cell of its largest speed-up, a fresh nonce.
 void reward_retime(const grade_env &env, const store &s, const frozen_protocol &task,
                    const report_document &base, const protocol &grading, const json &body,
-                   const signing_key &key, const std::function<confine_plan(const fs::path &)> &walls,
-                   const fs::path &own, const fs::path &base_dir, reward_runs &x) {
+                   const signing_key &key,
+                   const std::function<confine_plan(const fs::path &)> &walls, const fs::path &own,
+                   const fs::path &base_dir, reward_runs &x) {
   graded_run first{&grading, x.hash, &*x.doc, "", x.r.wall_ms};
   first.first_only = true;
   const entry_score e = score_entry(task.proto, base, first);
@@ -223,12 +224,10 @@ void reward_retime(const grade_env &env, const store &s, const frozen_protocol &
   x.rt.report = x.retime_doc ? &*x.retime_doc : nullptr;
   x.rt.failure = failure;
   x.rt.wall_ms = r.wall_ms;
-  x.retime = {{"cell", to_json(x.rt.cell)},
-              {"nonce", nonce},
-              {"protocol_hash", hash},
-              {"report", dir.empty() ? json(nullptr) : json(dir.string())},
-              {"failure", failure},
-              {"wall_ms", r.wall_ms}};
+  x.retime = {
+      {"cell", to_json(x.rt.cell)}, {"nonce", nonce},
+      {"protocol_hash", hash},      {"report", dir.empty() ? json(nullptr) : json(dir.string())},
+      {"failure", failure},         {"wall_ms", r.wall_ms}};
 }
 
 } // namespace
@@ -259,9 +258,9 @@ json reward(const grade_env &env, const reward_options &o) {
     fs::create_directories(build);
     confine_plan bw = walls(own);
     bw.hidden_files.push_back(env.key_path);
-    const build_result b =
-        build_c_submission(submission_dir(s, task.hash, sub.id), names, build, bw);
-    built = {{"ok", b.ok}, {"log", b.log}};
+    const build_result b = build_c_submission(submission_dir(s, task.hash, sub.id), names, build,
+                                              bw, {env.key_path, s.root()});
+    built = {{"ok", b.ok}, {"log", b.log}, {"sandbox", b.sandbox}};
   }
   const signing_key key = load_or_create_key(env.key_path);
   s.add_key(key.public_part());
@@ -279,8 +278,8 @@ json reward(const grade_env &env, const reward_options &o) {
         run_reward_process(env, s, x.hash, own, walls(own), base_dir, x.r);
     x.doc = read_report(x.report_dir);
     if (x.doc) // beside the first call's folder, not inside it
-      reward_retime(env, s, task, base, grading, body, key, walls,
-                    rewards / (call + ".retime"), base_dir, x);
+      reward_retime(env, s, task, base, grading, body, key, walls, rewards / (call + ".retime"),
+                    base_dir, x);
   }
   graded_run run{&grading, x.hash, x.doc ? &*x.doc : nullptr, x.failure, x.r.wall_ms};
   run.retime = x.retime.is_null() ? nullptr : &x.rt;

@@ -180,8 +180,7 @@ void check_retime(const report_document &baseline, const graded_run &run, const 
     if (found.empty() && f.second.q25 > retime_factor * f.first.q75)
       fail(fmt::format("the second process's lower quartile {:.6g} ms is more than {:g} x the "
                        "first's upper quartile {:.6g} ms (medians {:.6g} and {:.6g} ms)",
-                       f.second.q25, retime_factor, f.first.q75, f.second.median,
-                       f.first.median));
+                       f.second.q25, retime_factor, f.first.q75, f.second.median, f.first.median));
   }
   f.confirmed = e.exclusions.size() == before;
   e.retime = f;

@@ -134,12 +134,11 @@ grading_spec read_grading(const node &n, const protocol &p) {
   g.task = as_hex(f.required("task"), "grading.task", 64);
   g.grade = as_name(f.required("grade"), "grading.grade", 128);
   const node &role = f.required("role");
-  g.role = as_enum<std::string>(
-      role, "grading.role",
-      {{"baseline", "baseline"},
-       {"submission", "submission"},
-       {"reward", "reward"},
-       {"retime", "retime"}});
+  g.role = as_enum<std::string>(role, "grading.role",
+                                {{"baseline", "baseline"},
+                                 {"submission", "submission"},
+                                 {"reward", "reward"},
+                                 {"retime", "retime"}});
   if (const node *s = f.optional("submission"))
     g.submission = as_name(*s, "grading.submission", 128);
   if (g.role == "baseline" && !g.submission.empty())

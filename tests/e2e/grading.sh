@@ -117,6 +117,11 @@ if peek:
         f"a submission sees only its own folder: {detail[-160:]}")
     say({'user-namespace', 'mount-namespace', 'private-scratch', 'others-hidden'} <= set(peek['confinement']['layers']),
         f"its process was confined: {peek['confinement']}")
+csrc = entries.get('csource')
+if csrc:
+    sb = (csrc['build'] or {}).get('sandbox') or {}
+    say(csrc['build']['ok'] and {'key-masked', 'caps-dropped', 'no-new-privs', 'landlock', 'seccomp'} <= set(sb.get('layers', [])),
+        f"the C source was compiled in the measuring process's sandbox: {sb}")
 say(board['heldout']['reveal']['axes'] == {'rows': [256]}, "the leaderboard reveals the held-out shapes")
 sys.exit(0 if ok else 1)
 PY
@@ -183,6 +188,35 @@ expect_exit 0 "reward the dodge" -- "$PREREG" reward "$task" "$subs/retime_dodge
 expect_exit 0 "reward a cheating file" -- "$PREREG" reward "$task" "$subs/nan_output.py" --baseline "$base_part" --out "$out" --json
 "$py" -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['score']==0 and r['excluded'] and r['exclusions'][0]['code']=='correctness', r" "$work/out" \
   && pass "its score is 0, excluded by correctness" || fail "reward: $(head -c 400 "$work/out")"
+
+# --- a C source's compiler is sandboxed: what it may read ---------------------------------------
+# A hostile source that embeds the signing key, or a file outside its submission, at compile
+# time: the build is refused (or fails), the call scores 0 with run-failed, the key never leaks.
+printf '#include "%s"\n#include "corpus_common.h"\n' "$PREREG_KEY" >"$work/include_key.c"
+cat "$subs/honest.c" >>"$work/include_key.c"
+printf '#define OUTSIDE 1\n' >"$PREREG_STORE/outside.h"
+printf '#include "%s"\n' "$PREREG_STORE/outside.h" >"$work/include_outside.c"
+cat "$subs/honest.c" >>"$work/include_outside.c"
+for hostile in include_key include_outside; do
+  expect_exit 0 "reward a C source that includes ${hostile#include_} at compile time" -- \
+    "$PREREG" reward "$task" "$work/$hostile.c" "$subs/corpus_common.h" --baseline "$base_part" --out "$out" --json
+  "$py" - "$work/out" "$hostile" "$PREREG_KEY" "$PREREG_STORE/outside.h" <<'PY' && pass "$hostile: excluded with the build's reason, the key not in it" || fail "$hostile: $(head -c 700 "$work/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+x = r['exclusions'][0]
+key = open(sys.argv[3]).read()
+assert r['score'] == 0 and r['excluded'] and x['code'] == 'run-failed', r
+assert x['detail'].startswith('the C source did not build'), x
+want = sys.argv[3] if sys.argv[2] == 'include_key' else sys.argv[4]
+assert want in x['detail'], x['detail']  # refused by what it read, or the file was not there
+assert 'PRIVATE KEY' not in json.dumps(r) and key.strip()[30:80] not in json.dumps(r)
+print(x['detail'][:200])
+PY
+done
+expect_exit 0 "an honest C source still builds in the sandbox" -- \
+  "$PREREG" reward "$task" "$subs/honest.c" "$subs/corpus_common.h" --baseline "$base_part" --out "$out" --json
+"$py" -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['score']>0 and not r['excluded'], r" "$work/out" \
+  && pass "its score is positive" || fail "reward: $(head -c 600 "$work/out")"
 
 # --- a superseding submission, graded; the others carried over -------------------------------
 expect_exit 0 "a second submission of a name supersedes the first" -- "$PREREG" submit "$task" "$subs/honest_numpy.py" --name numpy
