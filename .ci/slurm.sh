@@ -128,6 +128,7 @@ if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
 import json, sys
 e = {x['name']: x for x in json.load(open(sys.argv[1]))['entries']}
 assert e['numpy']['rank'] == 1 and e['nan']['rank'] is None and e['nan']['excluded'], e
+assert e['numpy']['retime']['confirmed'] is True and e['nan']['retime'] is None, e['numpy']['retime']
 PY
-  echo "slurm CI: grading as a 2-task array: leaderboard $board audits clean, numpy ranked, nan excluded"
+  echo "slurm CI: grading as a 2-task array: leaderboard $board audits clean, numpy ranked (re-timed in its array task), nan excluded"
 fi
