@@ -19,7 +19,9 @@ class Exclusion:
 @dataclasses.dataclass(frozen=True)
 class Reward:
     """`prereg reward --json`: the task's score of one submission, 0 when it failed or is
-    excluded (then `exclusions` say why), its interval and its signed report's folder."""
+    excluded (then `exclusions` say why), its interval, its signed report's folder and its
+    re-timing in a second process (`retime`: cell, nonce, report, both processes' quartiles,
+    `confirmed`; None when the first process already excluded it)."""
 
     score: float
     score_lo: float | None
@@ -27,6 +29,7 @@ class Reward:
     excluded: bool
     exclusions: tuple
     report: pathlib.Path | None
+    retime: dict | None
     baseline: pathlib.Path
     seconds: float
     raw: dict = dataclasses.field(repr=False, compare=False)
@@ -59,6 +62,7 @@ def reward(task, *files, entry=None, heldout=None, baseline=None, out=None, devi
                   exclusions=tuple(Exclusion(x["code"], x["cell"], x["detail"])
                                    for x in j["exclusions"]),
                   report=pathlib.Path(j["report"]) if j["report"] else None,
+                  retime=j.get("retime"),
                   baseline=pathlib.Path(j["baseline"]), seconds=j["seconds"], raw=j)
 
 

@@ -16,8 +16,11 @@ def test_reward_scores_honest_above_zero_and_a_cheat_zero(lab):
     assert honest.score_lo <= honest.score <= honest.score_hi
     assert (honest.report / "report.json").is_file()
     assert prereg_gpu.audit(honest.report, store=lab["store"]).passed
+    assert honest.retime["confirmed"] is True, honest.retime  # its second process agreed
+    assert prereg_gpu.audit(honest.retime["report"], store=lab["store"]).passed
     cheat = prereg_gpu.reward(task, DATA / "nan_output.py", store=lab["store"], key=lab["key"],
                               out=lab["reports"])
     assert cheat.score == 0 and cheat.excluded
     assert cheat.exclusions[0].code == "correctness"
+    assert cheat.retime is None  # excluded by its first process: not re-timed
     assert cheat.baseline == honest.baseline  # measured once, then reused
