@@ -46,6 +46,16 @@ t0=$(date +%s)
 board=$("$prereg" grade "$task" --heldout "$work/heldout.secret.json" --out "$repo/reports" | tail -n 1)
 say "graded in $(($(date +%s) - t0)) s: $board"
 "$prereg" audit "$board" >&2
+python3 - "$board/leaderboard.json" >&2 <<'PY'
+import json, sys
+for e in json.load(open(sys.argv[1]))['entries']:
+    rt = e['retime'] or {}
+    first, second = rt.get('first') or {}, rt.get('second') or {}
+    print(f"{e['name']:>12} rank {e['rank']} score {e['score']:.3g} "
+          f"{(e['exclusions'][0]['code'] if e['exclusions'] else ''):<14} re-timing: "
+          + (f"confirmed={rt.get('confirmed')} median {first.get('median')} -> {second.get('median')} ms"
+             if rt else "none"))
+PY
 
 # The reward in a loop: the first call reuses the leaderboard's baseline; calls per hour.
 base=$board/$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['gradings'][0]['baseline']['path'])" "$board/leaderboard.json")
