@@ -67,6 +67,37 @@ std::vector<fs::path> scratch_folders() {
   return existing; // sorted: a parent comes before what lies below it
 }
 
+/// The Python environment a submission's run will use: $PREREG_PYTHON, else the first `python3`
+/// on PATH, as named (a virtual environment's bin/python3 is a link to the system's, and the
+/// environment is the folder above bin/); empty when there is none. Kept through the private
+/// scratch: a virtual environment made under /tmp must stay usable.
+fs::path python_environment() {
+  fs::path python;
+  std::error_code ec;
+  if (const char *p = std::getenv("PREREG_PYTHON"); p != nullptr && *p == '/') {
+    python = p;
+  } else if (const char *path = std::getenv("PATH"); path != nullptr) {
+    std::string list = path;
+    for (std::size_t start = 0; start <= list.size();) {
+      const std::size_t end = list.find(':', start);
+      const std::string dir = list.substr(start, end == std::string::npos ? end : end - start);
+      if (!dir.empty() && dir.front() == '/' &&
+          ::access((fs::path(dir) / "python3").c_str(), X_OK) == 0) {
+        python = fs::path(dir) / "python3";
+        break;
+      }
+      if (end == std::string::npos)
+        break;
+      start = end + 1;
+    }
+  }
+  if (python.empty())
+    return {};
+  const fs::path bin = python.lexically_normal().parent_path();
+  const fs::path root = bin.filename() == "bin" ? bin.parent_path() : bin;
+  return fs::is_directory(root, ec) && root != "/" ? root : fs::path();
+}
+
 /// New user and mount namespaces with the same uid and gid inside; mounts stay private.
 bool enter_namespaces(confine_facts &f) {
   const uid_t uid = ::geteuid();
@@ -233,11 +264,14 @@ confined_result run_confined(const std::vector<std::string> &argv, const confine
 
 confined_result run_confined_body(const std::function<void()> &body, const confine_plan &plan,
                                   const fs::path &stdout_file, const fs::path &stderr_file) {
+  confine_plan walls = plan;
+  if (const fs::path env = python_environment(); walls.walls && !env.empty())
+    walls.keep.push_back(env);
   pipe_ends facts = open_pipe(on_exec::close);
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork_child([&] {
     facts.read.reset();
-    confined_child(body, plan, stdout_file, stderr_file, facts.write.get());
+    confined_child(body, walls, stdout_file, stderr_file, facts.write.get());
   });
   facts.write.reset();
   const std::string text = read_all(facts.read.get());
