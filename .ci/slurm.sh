@@ -100,3 +100,35 @@ for k in 1 2 3; do [ -s "$work/slurm/shard-$k.path" ] || die "shard $k wrote no 
 grep -q '"kind":"shards"' "$merged/report.json" || die "not a shards merge"
 "$prereg" ledger verify
 echo "slurm CI: 3-task array + merge job: merged report $merged audits clean"
+
+# Grading as a job array (docs/grading.md, "Scale out"): a CPU task (no held-out shapes), two
+# numpy submissions (an honest one and a NaN-writing one), one array task each, the baseline's
+# job before them and the leaderboard's after them; the leaderboard must audit clean and rank
+# the honest one only. Skipped where python3 has no numpy.
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  export PREREG_PYTHON=/usr/bin/python3
+  sed '/heldout:/d' tests/data/grading/task.template.yaml >"$work/task.yaml"
+  task=$("$prereg" freeze "$work/task.yaml" | tail -n 1)
+  "$prereg" submit "$task" tests/data/grading/submissions/honest_numpy.py --name numpy >/dev/null
+  "$prereg" submit "$task" tests/data/grading/submissions/nan_output.py --name nan >/dev/null
+  "$prereg" slurm "$task" --grade --partition ci --out "$work/reports" --work "$work/grade" \
+    --script "$work/grade.sh"
+  bash "$work/grade.sh"
+  read -r base garray gclose <"$work/grade/jobs"
+  for _ in $(seq 240); do
+    [ -s "$work/grade/leaderboard.path" ] && break
+    state=$(squeue -h -j "$base,$garray,$gclose" -o '%T' 2>/dev/null | sort -u | tr '\n' ' ')
+    [ -z "$state" ] && [ ! -s "$work/grade/leaderboard.path" ] && { sleep 2; [ -s "$work/grade/leaderboard.path" ] || die "the grading's jobs ended without a leaderboard"; }
+    sleep 1
+  done
+  [ -s "$work/grade/leaderboard.path" ] || die "no leaderboard after 240 s"
+  board=$(cat "$work/grade/leaderboard.path")
+  "$prereg" audit "$board"
+  /usr/bin/python3 - "$board/leaderboard.json" <<'PY' || die "the leaderboard does not rank as expected"
+import json, sys
+e = {x['name']: x for x in json.load(open(sys.argv[1]))['entries']}
+assert e['numpy']['rank'] == 1 and e['nan']['rank'] is None and e['nan']['excluded'], e
+assert e['numpy']['retime']['confirmed'] is True and e['nan']['retime'] is None, e['numpy']['retime']
+PY
+  echo "slurm CI: grading as a 2-task array: leaderboard $board audits clean, numpy ranked (re-timed in its array task), nan excluded"
+fi

@@ -4,7 +4,11 @@
 
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -344,4 +348,17 @@ TEST_CASE("the guards' defects: input-mutated and off-window-work, at their thre
                                 "call and 2 after it");
     CHECK(d[0].at("evidence") == json{{"detail", *run.cells[3].input_mutated}});
   }
+}
+
+TEST_CASE("defects: the report schema names every code the analysis can write, with its evidence") {
+  std::ifstream in(std::string(PREREG_SOURCE_DIR) + "/docs/schema/report.schema.json");
+  REQUIRE(in);
+  const auto schema = nlohmann::json::parse(in);
+  const auto &defect = schema.at("$defs").at("defect");
+  const auto &allowed = defect.at("properties").at("code").at("enum");
+  for (const std::string_view code : defect_codes()) {
+    CAPTURE(code);
+    CHECK(std::find(allowed.begin(), allowed.end(), std::string(code)) != allowed.end());
+  }
+  CHECK(allowed.size() == defect_codes().size());
 }

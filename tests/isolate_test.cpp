@@ -10,17 +10,20 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <string>
+#include <thread>
 
 using namespace prereg;
 
@@ -194,10 +197,15 @@ json sandboxed_child(const detail::sandbox_paths &paths, const std::filesystem::
       ::close(fd);
     }
     const int w = ::open((paths.store / "planted").c_str(), O_WRONLY | O_CREAT, 0600);
-    const json out = {{"facts", facts.to_json()},
-                      {"key", key_bytes},
-                      {"store_writable", w >= 0},
-                      {"pid", ::getpid()}};
+    // Naming another thread writes /proc/self/task/TID/comm, as the CUDA driver does for the
+    // threads it starts (Landlock allows it there only; /proc/PID/comm stays refused).
+    std::thread worker([] { std::this_thread::sleep_for(std::chrono::milliseconds(50)); });
+    const int named = ::pthread_setname_np(worker.native_handle(), "named");
+    worker.join();
+    const int comm = ::open("/proc/self/comm", O_WRONLY | O_CLOEXEC);
+    const json out = {{"facts", facts.to_json()},   {"key", key_bytes},
+                      {"store_writable", w >= 0},   {"pid", ::getpid()},
+                      {"thread_named", named == 0}, {"proc_comm_writable", comm >= 0}};
     (void)write_all(up.write.get(), out.dump());
     std::_Exit(0);
   });
@@ -273,6 +281,9 @@ TEST_CASE("sandbox: a process behind the walls: the key reads empty, the store i
   CHECK(got.at("key") == "");
   CHECK(got.at("store_writable") == false);
   CHECK(got.at("pid") == 2); // the second process of its own PID namespace
+  CHECK(got.at("thread_named") == true);
+  if (std::find(layers.begin(), layers.end(), "landlock") != layers.end())
+    CHECK(got.at("proc_comm_writable") == false);
   CHECK_FALSE(std::filesystem::exists(root / "project" / ".prereg" / "planted"));
   for (const auto &p : facts.at("probes")) {
     INFO(p.dump());

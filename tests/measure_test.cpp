@@ -563,6 +563,25 @@ TEST_CASE("guards: rotation, spot checks and mutated inputs catch planted cheati
   }
 }
 
+TEST_CASE("guards: a grading's input sets set how many timed samples are spot-checked") {
+  for (const std::int64_t sets : {2, 4, 7}) {
+    INFO(sets);
+    protocol p = guard_protocol(order_mode::interleaved);
+    p.arms = {{"honest", "layernorm.fused", launch_mode::stream, 1},
+              {"caches", "layernorm.fused", launch_mode::stream, 1}};
+    p.grading = grading_spec{std::string(64, 'a'), "GRADE-x", "baseline", "",
+                             std::string(32, '1'), "",        sets};
+    g_cache.clear();
+    recording_progress progress;
+    auto dev = make_cpu_device();
+    const raw_run raw = measure(*dev, dev->probe(), plan_of(p, 21), guard_arm, progress);
+    for (const auto &c : raw.cells)
+      CHECK(c.spot_checks == sets - 1); // distinct repetitions in a grading, the last among them
+    CHECK(record_of(raw, "honest").passed);
+    CHECK_FALSE(record_of(raw, "caches").passed); // one checked window (the last) is enough
+  }
+}
+
 TEST_CASE("guards: an arm that writes zeros fails the gate even under a loose atol") {
   protocol p = guard_protocol(order_mode::interleaved);
   p.arms = {{"zeros", "layernorm.fused", launch_mode::stream, 1}};

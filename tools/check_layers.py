@@ -15,7 +15,7 @@ import sys
 
 RUNNER = pathlib.Path(__file__).resolve().parent.parent / "runner"
 GENERATED = {"prereg/build_info.hpp", "prereg/build_commit.hpp", "prereg/arm_table.hpp",
-             "prereg/python_glue.hpp"}
+             "prereg/python_glue.hpp", "prereg/arm_abi_text.hpp"}
 # Outside runner/: what device/ shares with the CUDA arms (the CUDA-call wrapper, the fill).
 SHARED_WITH_KERNELS = {"device": {"cuda/cuda_call.hpp", "cuda/common.cuh"}}
 

@@ -22,6 +22,7 @@ from .api import (
 )
 from .arms import arm, kernel, protocol_yaml, write_protocol
 from .errors import PreregError
+from .grading import Exclusion, Reward, grade, reward, submit
 from .notices import PreregNotice
 from .progress import Progress
 
@@ -30,20 +31,25 @@ __all__ = [
     "AuditResult",
     "Cell",
     "Defect",
+    "Exclusion",
     "Prediction",
     "PreregError",
     "PreregNotice",
     "Progress",
     "Report",
+    "Reward",
     "arm",
     "audit",
     "binary_path",
     "check",
     "freeze",
+    "grade",
     "kernel",
     "latest_report",
     "protocol_yaml",
+    "reward",
     "run",
+    "submit",
     "try_",
     "verdict",
     "write_protocol",

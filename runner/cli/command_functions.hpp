@@ -30,6 +30,13 @@ int cmd_list(args_t args);
 int cmd_show(args_t args);
 int cmd_ledger(args_t args);
 
+// commands_grade.cpp: grading tasks (docs/grading.md)
+int cmd_seal(args_t args);
+int cmd_submit(args_t args);
+int cmd_submissions(args_t args);
+int cmd_grade(args_t args);
+int cmd_reward(args_t args);
+
 // commands_site.cpp: the history site
 int cmd_site(args_t args);
 

@@ -1,6 +1,8 @@
 // The commands on reports: audit, report, compare.
 #include "cli/command_functions.hpp"
 
+#include "grade/board_audit.hpp"
+
 #include "analysis/compare.hpp"
 #include "audit/audit.hpp"
 #include "base/fs.hpp"
@@ -38,9 +40,10 @@ int cmd_audit(args_t args) {
     return 0;
   const store s = o.open_store();
   const std::vector<std::filesystem::path> cps(checkpoints.begin(), checkpoints.end());
-  const audit_result r = is_merged_report(dir)
-                             ? audit_merged_report(dir, s, resolve_trust(trust, s), cps)
-                             : audit_report(dir, s, resolve_trust(trust, s), cps);
+  const audit_result r =
+      grade::is_leaderboard(dir) ? grade::audit_leaderboard(dir, s, resolve_trust(trust, s), cps)
+      : is_merged_report(dir)    ? audit_merged_report(dir, s, resolve_trust(trust, s), cps)
+                                 : audit_report(dir, s, resolve_trust(trust, s), cps);
   fmt::print("{}", as_json ? render_audit_json(r) : render_audit_text(r));
   return static_cast<int>(r.exit());
 }

@@ -5,6 +5,7 @@
 #include "base/fs.hpp"
 #include "base/process.hpp"
 #include "crypto/keyring.hpp"
+#include "grade/grade_slurm.hpp"
 #include "model/report_model.hpp"
 #include "prereg/error.hpp"
 #include "report/summary_text.hpp"
@@ -134,6 +135,34 @@ int run_on_devices(const run_options &r, const std::vector<int> &devices) {
   return 0;
 }
 
+/// `slurm TASK --grade`: the grading's script (docs/grading.md, "Scale out").
+int write_grade_script(const common_options &o, const frozen_protocol &fp, const slurm_options &so,
+                       bool gpus_given, const std::string &out_dir, const std::string &work,
+                       const std::string &script, const std::string &heldout, bool all) {
+  if (!fp.proto.task)
+    throw invalid_input(fmt::format("slurm --grade: protocol {} is not a task", fp.proto.id));
+  grade::grade_slurm_options g;
+  g.prereg = self_exe();
+  g.task_hash = fp.hash;
+  g.task_id = fp.proto.id;
+  if (!heldout.empty())
+    g.heldout = std::filesystem::absolute(heldout).lexically_normal();
+  g.all = all;
+  g.partition = so.partition;
+  g.gpus_per_task = gpus_given ? so.gpus_per_task : (fp.proto.device == "cuda" ? 1 : 0);
+  g.store = std::filesystem::absolute(store::default_root(o.store_dir)).lexically_normal();
+  g.key = std::filesystem::absolute(default_key_path(o.key_file)).lexically_normal();
+  g.out = std::filesystem::absolute(out_dir).lexically_normal();
+  g.work = std::filesystem::absolute(work.empty() ? "slurm-grade-" + fp.proto.id : work)
+               .lexically_normal();
+  const std::string text = grade::grade_slurm_script(g);
+  if (script.empty())
+    fmt::print("{}", text);
+  else
+    write_file_atomic(script, text);
+  return 0;
+}
+
 /// The summary of the report in `dir` on stderr (docs/cli.md, "The summary of a run"), read back
 /// from its report.json; a report that cannot be read back is a notice (the run completed).
 void print_summary(const std::filesystem::path &dir) {
@@ -193,7 +222,7 @@ int cmd_slurm(args_t args) {
   o.add_store(app);
   o.add_key(app);
   app.add_option("HASH", hash, "hash, unique prefix or id")->required();
-  app.add_option("--shards", so.shards, "N: one task per shard")->required();
+  auto *shards = app.add_option("--shards", so.shards, "N: one task per shard (not with --grade)");
   app.add_option("--partition", so.partition, "the Slurm partition (default: the cluster's)");
   app.add_option("--gpus-per-task", so.gpus_per_task,
                  "GPUs per task (default 1 for a cuda protocol, none for cpu)")
@@ -201,6 +230,12 @@ int cmd_slurm(args_t args) {
   app.add_option("--out", out_dir, "reports folder (default ./reports)");
   app.add_option("--work", work, "folder for logs and results (default ./slurm-<id>)");
   app.add_option("-o,--script", script, "write the script to FILE (else stdout)");
+  bool grade = false, all = false;
+  std::string heldout;
+  app.add_flag("--grade", grade,
+               "a task: grade its pending submissions as a job array (docs/grading.md)");
+  app.add_option("--heldout", heldout, "with --grade: the task's held-out secret");
+  app.add_flag("--all", all, "with --grade: every current submission");
   if (!parse(app, args))
     return 0;
   const store s = o.open_store();
@@ -208,6 +243,12 @@ int cmd_slurm(args_t args) {
   const frozen_protocol fp = s.load(s.resolve(hash, &which));
   if (!which.empty())
     fmt::print(stderr, "prereg: notice: {}\n", which);
+  if (grade && shards->count() > 0)
+    throw invalid_input("slurm: --grade takes no --shards (one array task per submission)");
+  if (grade)
+    return write_grade_script(o, fp, so, gpus_given, out_dir, work, script, heldout, all);
+  if (shards->count() == 0)
+    throw invalid_input("slurm: --shards N is required (or --grade for a task)");
   (void)shard_cells(fp.proto, {1, so.shards});
   if (!gpus_given)
     so.gpus_per_task = fp.proto.device == "cuda" ? 1 : 0;
@@ -245,6 +286,10 @@ int cmd_run(args_t args) {
   app.add_option("--shard", shard, "K/N: run shard K of N only (docs/scale-out.md)");
   app.add_option("--devices", devices,
                  "ORD,ORD,...: one process per listed device, each a shard, merged at the end");
+  std::string instrument_from;
+  app.add_option("--instrument-from", instrument_from,
+                 "DIR: a grading's baseline report whose launch floor and ceiling a submission's "
+                 "run takes (docs/grading.md)");
   if (!parse(app, args))
     return 0;
   if (!shard.empty() && !devices.empty())
@@ -254,6 +299,7 @@ int cmd_run(args_t args) {
   r.store_root = store::default_root(o.store_dir);
   r.key_path = default_key_path(o.key_file);
   r.out_dir = out_dir;
+  r.instrument_from = instrument_from;
   if (!devices.empty())
     return run_on_devices(r, parse_device_list(devices));
   r.make_device = make_default_device;

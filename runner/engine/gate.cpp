@@ -37,6 +37,7 @@ private:
   void check_shape(const cell_key &shape_key);
   void check_group(const std::vector<std::size_t> &g, const shape &s, const host_tensors &t);
   bool check_group_on_device(const std::vector<std::size_t> &g, const shape &s, std::uint64_t seed);
+  [[nodiscard]] bool host_reference_ready();
   void check_cells(const std::vector<std::size_t> &g, const shape &s, const buffer_set &set,
                    const checked_reference &ref);
   void fail_group(const std::vector<std::size_t> &g, const std::exception &e,
@@ -52,6 +53,14 @@ private:
   std::vector<std::vector<std::size_t>> m_groups;
   std::size_t m_total = 0, m_done = 0;
   std::vector<std::optional<correctness_record>> m_records; ///< per plan cell
+  /// The shape's host reference, computed after the shape's first call (host_reference_ready).
+  struct host_reference {
+    host_tensors *t = nullptr;
+    shape s;
+    pass_kind widest = pass_kind::fwd;
+    bool done = false;
+    std::string failure; ///< the reference failed: the detail of every cell checked after
+  } m_host;
 };
 
 std::vector<cell_key> correctness_gate::shapes() const {
@@ -67,7 +76,9 @@ std::vector<cell_key> correctness_gate::shapes() const {
 
 /// A shape's inputs are drawn from one seed, for fwd+bwd when the shape has a fwd+bwd group (its
 /// forward outputs are the fwd pass's): on the device per group where it computes the
-/// reference, else once on the host with the host's reference.
+/// reference, else once on the host, whose float64 reference is computed only after the
+/// shape's first call returned (host_reference), so that nothing of it exists while that call
+/// runs (docs/engine.md, "What is computed where").
 void correctness_gate::check_shape(const cell_key &shape_key) {
   std::vector<const std::vector<std::size_t> *> mine;
   pass_kind widest = pass_kind::fwd;
@@ -82,7 +93,8 @@ void correctness_gate::check_shape(const cell_key &shape_key) {
   const operation_desc &op = m_ctx.op;
   const shape s = key_shape(op, shape_key);
   const std::uint64_t seed = shape_seed(m_ctx.plan.seed, widest, shape_key);
-  std::optional<host_tensors> t; // made when a group needs the host's reference
+  std::optional<host_tensors> t; // drawn when a group needs the host's reference
+  m_host = {};
   for (std::size_t k = 0; k < mine.size(); ++k) {
     try {
       if (m_checks != nullptr && check_group_on_device(*mine[k], s, seed))
@@ -99,18 +111,26 @@ void correctness_gate::check_shape(const cell_key &shape_key) {
     }
     if (!t) {
       t = reference::random_tensors(op, s, m_ctx.proto.type, seed);
-      try {
-        const watched_call w(-1, -1, static_cast<int>(call_phase::reference));
-        op.reference(op, s, widest, *t);  // fills the outputs; the inputs stay
-      } catch (const std::exception &e) { // an operation file's reference: every cell left
-        note_reference_failure(e);
-        for (std::size_t j = k; j < mine.size(); ++j)
-          fail_group(*mine[j], e, "the operation's reference failed");
-        return;
-      }
+      m_host = host_reference{&*t, s, widest, false, {}};
     }
     check_group(*mine[k], s, *t);
   }
+}
+
+/// The shape's host reference, computed on first use (after a call); false once it failed
+/// (an operation file's reference: its message is kept for every cell left).
+bool correctness_gate::host_reference_ready() {
+  if (m_host.failure.empty() && !m_host.done && m_host.t != nullptr) {
+    try {
+      const watched_call w(-1, -1, static_cast<int>(call_phase::reference));
+      m_ctx.op.reference(m_ctx.op, m_host.s, m_host.widest, *m_host.t); // fills the outputs
+      m_host.done = true;
+    } catch (const std::exception &e) {
+      note_reference_failure(e);
+      m_host.failure = fmt::format("the operation's reference failed: {}", describe(e));
+    }
+  }
+  return m_host.failure.empty();
 }
 
 /// The group's inputs drawn on the device and its reference computed there; false when either
@@ -171,6 +191,15 @@ void correctness_gate::check_cells(const std::vector<std::size_t> &g, const shap
       m_ctx.progress.cell_done(++m_done, m_total);
       continue;
     }
+    if (ref.host != nullptr && !m_host.failure.empty()) { // the reference failed: not called
+      correctness_record rec;
+      rec.key = m_ctx.plan.cells[i];
+      rec.detail = m_host.failure;
+      m_ctx.survive(rec.key, rec.detail);
+      m_records[i] = std::move(rec);
+      m_ctx.progress.cell_done(++m_done, m_total);
+      continue;
+    }
     m_records[i] = check_one(i, s, set, ref);
     if (!m_records[i]) // an outside arm that cannot be captured: skipped, with the reason
       m_ctx.record_skip(i);
@@ -214,36 +243,44 @@ std::optional<correctness_record> correctness_gate::check_one(std::size_t i, con
   // Poison every output and saved tensor the pass writes.
   poison_outputs(dev, m_ctx.op, m_ctx.proto.type, key.pass, s, set);
   const auto first_call_start = std::chrono::steady_clock::now();
-  const watched_call watch = m_ctx.watch(i, call_phase::correctness);
   auto alloc = dev.make_arm_allocator();
   std::vector<invocation> inv;
   bool capturing = false;
-  try {
-    inv.push_back(
-        make_invocation(m_ctx.op, set, key, m_ctx.proto.type, key.pass, arm, dev, *alloc));
-    const auto step = [&] { run_step(arm, key.pass, inv, 1, *alloc, dev.stream()); };
-    if (arm.spec->launch == launch_mode::graph) {
-      if (!capture_first_call(i, step, *alloc, capturing))
-        return std::nullopt;
-    } else {
-      step();
-      dev.synchronize();
-      check_released(*alloc);
+  {
+    // The watch ends with the arm's call: the host reference computed after it is not the arm's.
+    const watched_call watch = m_ctx.watch(i, call_phase::correctness);
+    try {
+      inv.push_back(
+          make_invocation(m_ctx.op, set, key, m_ctx.proto.type, key.pass, arm, dev, *alloc));
+      const auto step = [&] { run_step(arm, key.pass, inv, 1, *alloc, dev.stream()); };
+      if (arm.spec->launch == launch_mode::graph) {
+        if (!capture_first_call(i, step, *alloc, capturing))
+          return std::nullopt;
+      } else {
+        step();
+        dev.synchronize();
+        check_released(*alloc);
+      }
+      if (inv.front().bound) { // outputs an outside arm returned rather than wrote
+        inv.front().bound->collect();
+        dev.synchronize();
+      }
+    } catch (const std::exception &e) {
+      rec.detail = fmt::format("the arm failed in its correctness run: {}", describe(e));
+      alloc->release_all(!capturing && !dev.broken()); // a failed capture's blocks never existed
+      m_ctx.survive(key, rec.detail);
+      return rec;
     }
-    if (inv.front().bound) { // outputs an outside arm returned rather than wrote
-      inv.front().bound->collect();
-      dev.synchronize();
-    }
-  } catch (const std::exception &e) {
-    rec.detail = fmt::format("the arm failed in its correctness run: {}", describe(e));
-    alloc->release_all(!capturing && !dev.broken()); // a failed capture's blocks never existed
-    m_ctx.survive(key, rec.detail);
-    return rec;
   }
   m_ctx.first_call_ms[i] =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first_call_start)
           .count();
   alloc->release_all();
+  if (ref.host != nullptr && !host_reference_ready()) {
+    rec.detail = m_host.failure;
+    m_ctx.survive(key, rec.detail);
+    return rec;
+  }
   rec.passed = true;
   check_outputs(m_ctx, key.pass, s, set, ref, rec, "", arm);
   return rec;

@@ -31,8 +31,14 @@ enum class call_phase : int {
 /// "reference"; "call" for any other value.
 [[nodiscard]] std::string_view to_string(call_phase p);
 
-/// Test hooks of the engine; the defaults are what `prereg run` uses.
+/// Test hooks of the engine, and what a grading gives it; the defaults are what `prereg run`
+/// uses.
 struct engine_hooks {
+  /// A grading's submission process (docs/grading.md): the launch floor and the copy ceiling
+  /// measured by its baseline's process, where no submission's code was loaded; the
+  /// instrument phase takes them from here instead of timing them (and prepares no flush
+  /// buffer when the protocol does not flush).
+  std::optional<instrument_record> given_instrument;
   /// Called before each timed sample (outside its window, before the flush) with its cell.
   std::function<void(const cell_key &cell)> on_sample;
   /// Called before each cell's correctness run with its cell.

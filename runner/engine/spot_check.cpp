@@ -13,8 +13,6 @@
 namespace prereg::engine_detail {
 namespace {
 
-/// Timed samples per cell whose outputs and inputs are checked (the last one among them).
-constexpr int spot_checks_per_cell = 3;
 /// Mixed into a group's input seed for the spot checks' choice and inputs.
 constexpr std::uint64_t spot_stream = 0x5907c4ec5ull;
 
@@ -45,17 +43,25 @@ std::string mutation(const operation_desc &op, std::size_t t, dtype et,
 
 } // namespace
 
-/// The spot-checked repetitions of this group (the same for every arm): seeded, and the last.
+/// The spot-checked repetitions of this group (the same for every arm): seeded, and the last;
+/// input_sets() - 1 of them (3 unless a grading asks otherwise). A grading's are distinct.
 void group_timing::choose_spots() {
   // Under a stopping rule the spots lie among the stop.min samples every cell takes.
   const auto &stop = m_ctx.proto.measurement.stop;
   const std::int64_t reps = stop ? stop->min : m_ctx.proto.measurement.repetitions;
-  if (reps > 0) {
-    rng pick(m_group_seed ^ spot_stream);
-    for (int m = 0; m + 1 < spot_checks_per_cell; ++m)
-      m_spots.push_back(static_cast<std::int64_t>(pick.below(static_cast<std::uint64_t>(reps))));
-    m_spots.push_back(reps - 1);
+  const std::int64_t spots = m_ctx.proto.input_sets() - 1;
+  if (reps <= 0)
+    return;
+  rng pick(m_group_seed ^ spot_stream);
+  const bool distinct = m_ctx.proto.grading && spots <= reps; // the validator ensures it
+  while (static_cast<std::int64_t>(m_spots.size()) + 1 < spots) {
+    const auto r = static_cast<std::int64_t>(pick.below(static_cast<std::uint64_t>(reps)));
+    if (distinct &&
+        (r == reps - 1 || std::find(m_spots.begin(), m_spots.end(), r) != m_spots.end()))
+      continue;
+    m_spots.push_back(r);
   }
+  m_spots.push_back(reps - 1);
 }
 
 /// The spot slot of repetition r, or -1.
@@ -81,8 +87,7 @@ const spot_data &group_timing::spot_for(std::int64_t slot) {
       return *m_spot;
     }
     d.ref = reference::random_tensors(op, m_shape, m_ctx.proto.type, seed);
-    const watched_call w(-1, -1, static_cast<int>(call_phase::reference));
-    op.reference(op, m_shape, m_pass, d.ref);
+    d.referenced = false; // computed after the window (reference_spot)
     d.bytes.resize(op.tensors.size());
     for (std::size_t t = 0; t < op.tensors.size(); ++t)
       if (op.tensors[t].role == tensor_role::input && op.used_in(t, m_pass))
@@ -90,6 +95,16 @@ const spot_data &group_timing::spot_for(std::int64_t slot) {
     m_spot = std::move(d);
   }
   return *m_spot;
+}
+
+/// The held slot's host reference, computed once, after its first checked window returned: no
+/// part of it exists in the process while the arm's call runs (docs/engine.md).
+void group_timing::reference_spot() {
+  if (!m_spot || m_spot->referenced)
+    return;
+  const watched_call w(-1, -1, static_cast<int>(call_phase::reference));
+  m_ctx.op.reference(m_ctx.op, m_shape, m_pass, m_spot->ref);
+  m_spot->referenced = true;
 }
 
 /// The spot's inputs drawn on the device and their reference computed there, where the device

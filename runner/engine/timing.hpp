@@ -41,7 +41,8 @@ struct cell_state {
 /// into the window's set on the device).
 struct spot_data {
   std::int64_t slot = -1;
-  host_tensors ref;
+  host_tensors ref;       ///< the host's inputs; its outputs once `referenced`
+  bool referenced = true; ///< the host reference is computed after the slot's first window
   std::vector<std::vector<std::uint8_t>> bytes; ///< per tensor: inputs' packed bytes (host)
   std::unique_ptr<input_copy> inputs;           ///< the inputs on the device
   std::unique_ptr<device_reference> on_device;  ///< their reference on the device
@@ -137,6 +138,7 @@ private:
   void choose_spots();
   [[nodiscard]] std::int64_t spot_slot(std::int64_t r) const;
   const spot_data &spot_for(std::int64_t slot);
+  void reference_spot();
   [[nodiscard]] bool spot_on_device(spot_data &d, std::uint64_t seed);
   void spot_check(cell_state &c, std::int64_t block, const spot_data &d);
   void check_spot_outputs(cell_state &c, const buffer_set &set, const spot_data &d,

@@ -35,56 +35,61 @@ void group_timing::window(std::size_t ci, bool keep, std::int64_t slot) {
       c.first_sample = std::chrono::steady_clock::now();
     const std::int64_t block = c.calls % rotation_blocks;
     const spot_data *d = nullptr;
-    if (slot >= 0) { // an operation file's reference runs here: before the arm's watched call
+    if (slot >= 0) { // the spot's inputs drawn here; its host reference after the window
       const stopwatch sw(m_totals.parts.spot_checks);
       d = &spot_for(slot);
     }
-    const watched_call watch = m_ctx.watch(c.index, keep ? call_phase::sample : call_phase::warmup);
-    if (keep && m_ctx.hooks.on_sample)
-      m_ctx.hooks.on_sample(c.record.key);
-    if (!keep && m_ctx.hooks.on_warmup)
-      m_ctx.hooks.on_warmup(c.record.key);
     {
-      const stopwatch sw(m_totals.parts.input_refresh);
-      load_window(ci, block, d);
+      const watched_call watch =
+          m_ctx.watch(c.index, keep ? call_phase::sample : call_phase::warmup);
+      if (keep && m_ctx.hooks.on_sample)
+        m_ctx.hooks.on_sample(c.record.key);
+      if (!keep && m_ctx.hooks.on_warmup)
+        m_ctx.hooks.on_warmup(c.record.key);
+      {
+        const stopwatch sw(m_totals.parts.input_refresh);
+        load_window(ci, block, d);
+      }
+      ++c.calls;
+      if (m_ctx.proto.measurement.l2_flush)
+        dev.flush();
+      // The scheduling around the window alone: a pread and two clock reads after the flush is
+      // queued, a few microseconds of host time that a device's flush still covers.
+      const bool sched = keep && m_ctx.plan.record_sched;
+      const sched_reading before = sched ? read_sched() : sched_reading{};
+      window_result w;
+      {
+        const stopwatch sw(keep ? m_totals.parts.timed_windows : m_totals.parts.warmup_windows);
+        w = dev.timed(timed_step(ci, block));
+      }
+      const sched_sample scheduled = sched ? sched_between(before, read_sched()) : sched_sample{};
+      if (m_clock_on)
+        m_pending.push_back({ci, false});
+      std::optional<double> drained; // first: host work before it would hide pending work
+      if (keep)
+        drained = dev.drain();
+      if (keep && m_ctx.state_on) { // the device's state as the window left it
+        const stopwatch sw(m_totals.parts.device_state);
+        c.record.states.push_back(dev.read_state());
+      }
+      for (const auto &v : m_args[ci][static_cast<std::size_t>(block)])
+        if (v.bound)
+          v.bound->after_window();
+      if (c.graphs.empty())
+        check_released(*c.alloc);
+      if (!keep) {
+        c.warmup_ms.push_back(w.ms);
+        ++c.record.warmup_calls;
+        return;
+      }
+      record_sample(c, w, drained);
+      if (sched)
+        c.record.sched.push_back(scheduled);
     }
-    ++c.calls;
-    if (m_ctx.proto.measurement.l2_flush)
-      dev.flush();
-    // The scheduling around the window alone: a pread and two clock reads after the flush is
-    // queued, a few microseconds of host time that a device's flush still covers.
-    const bool sched = keep && m_ctx.plan.record_sched;
-    const sched_reading before = sched ? read_sched() : sched_reading{};
-    window_result w;
-    {
-      const stopwatch sw(keep ? m_totals.parts.timed_windows : m_totals.parts.warmup_windows);
-      w = dev.timed(timed_step(ci, block));
-    }
-    const sched_sample scheduled = sched ? sched_between(before, read_sched()) : sched_sample{};
-    if (m_clock_on)
-      m_pending.push_back({ci, false});
-    std::optional<double> drained; // first: host work before it would hide pending work
-    if (keep)
-      drained = dev.drain();
-    if (keep && m_ctx.state_on) { // the device's state as the window left it
-      const stopwatch sw(m_totals.parts.device_state);
-      c.record.states.push_back(dev.read_state());
-    }
-    for (const auto &v : m_args[ci][static_cast<std::size_t>(block)])
-      if (v.bound)
-        v.bound->after_window();
-    if (c.graphs.empty())
-      check_released(*c.alloc);
-    if (!keep) {
-      c.warmup_ms.push_back(w.ms);
-      ++c.record.warmup_calls;
-      return;
-    }
-    record_sample(c, w, drained);
-    if (sched)
-      c.record.sched.push_back(scheduled);
-    if (d != nullptr) {
+    if (d != nullptr) { // an operation file's reference runs here: outside the arm's watch
       const stopwatch sw(m_totals.parts.spot_checks);
+      reference_spot();
+      const watched_call watch = m_ctx.watch(c.index, call_phase::sample);
       spot_check(c, block, *d);
     }
   } catch (const std::exception &e) {

@@ -9,6 +9,7 @@
 #include "base/rng.hpp"
 #include "base/time.hpp"
 #include "crypto/keyring.hpp"
+#include "model/report_model.hpp"
 #include "prereg/error.hpp"
 #include "report/report.hpp"
 #include "report/report_text.hpp"
@@ -168,11 +169,32 @@ frozen_protocol verify_target(const store &s, const run_options &o) {
   return fp;
 }
 
+/// `--instrument-from DIR`: the baseline report's instrument, for a grading's submission (or
+/// reward) protocol of the same task only (docs/grading.md).
+std::optional<instrument_record> given_instrument(const run_options &o, const frozen_protocol &fp) {
+  if (o.instrument_from.empty())
+    return std::nullopt;
+  const auto &g = fp.proto.grading;
+  if (!g || g->role == "baseline")
+    throw invalid_input("--instrument-from is for the protocol of a grading's submission (prereg "
+                        "grade, prereg reward) only");
+  const fs::path file = o.instrument_from / "report.json";
+  const json j = parse_json_strict(read_file(file), file.string());
+  const report_document base =
+      report_from_json(j, file.string(), report_part::protocol | report_part::instrument);
+  const json &bg = base.protocol.body.contains("grading") ? base.protocol.body["grading"] : json();
+  if (!bg.is_object() || bg.value("role", "") != "baseline" || bg.value("task", "") != g->task)
+    throw invalid_input("--instrument-from names no baseline report of this protocol's task",
+                        file.string());
+  return base.instrument;
+}
+
 /// The options of the measuring side: `o` with the frozen protocol's outside arms to load.
 /// The side starts before the key is loaded: with o.isolate it is a forked child that never
 /// holds the key (isolate.hpp).
 run_options measuring_options(const store &s, const run_options &o, const frozen_protocol &fp) {
   run_options measuring = o;
+  measuring.hooks.given_instrument = given_instrument(o, fp);
   measuring.load_outside = [project = s.project_root(), &fp](const arm_spec &spec) {
     const fs::path file = frozen_outside_file(project, fp, spec);
     return spec.source == arm_source::plugin ? load_plugin_arm(file, spec.entry, fp.proto, spec.id)

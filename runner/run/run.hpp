@@ -39,6 +39,10 @@ struct run_options {
   std::function<std::shared_ptr<outside_arm>(const arm_spec &)> load_outside;
   /// The engine's test hooks.
   engine_hooks hooks;
+  /// `--instrument-from DIR` (docs/grading.md): a grading's submission process takes its launch
+  /// floor and copy ceiling from the report in DIR, its grading's baseline; refused for any
+  /// protocol but a grading's submission or reward protocol of the same task.
+  std::filesystem::path instrument_from;
 };
 
 /// Runs the protocol; returns the report folder. Refusals throw `error` with the contract's

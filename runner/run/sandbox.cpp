@@ -170,6 +170,8 @@ void lock_and_probe(const sandbox_paths &paths, const std::vector<int> &keep, in
   probe_targets t{&paths, keep, prereg_pid, prereg_start,
                   std::find(facts.layers.begin(), facts.layers.end(), "landlock") !=
                       facts.layers.end()};
+  if (own_threads_folder() >= 0) // Landlock's own (an O_PATH folder: it reads and writes nothing)
+    t.own_fds.push_back(own_threads_folder());
   facts.probes = run_probes(t, 1);
   if (const std::string why = install_seccomp_filter(); why.empty())
     facts.layers.emplace_back("seccomp");

@@ -43,9 +43,13 @@ bool protect_proc();
 /// (`caps-dropped`); no_new_privs (`no-new-privs`); Landlock over writes (`landlock`).
 void lock_process(isolation_facts &facts);
 
-/// Landlock: writes only below the scratch folders, and to device files under /dev; nothing
+/// Landlock: writes only below the scratch folders, to device files under /dev, and below this
+/// process's own /proc/PID/task (its threads' names, which the CUDA driver writes); nothing else
 /// under /proc. Returns "" when it stands, else why not ("unavailable (...)").
 [[nodiscard]] std::string restrict_writes();
+
+/// The descriptor restrict_writes() keeps open on /proc/self/task (its rule's inode), or -1.
+[[nodiscard]] int own_threads_folder();
 
 /// The system-call filter (libseccomp; sandbox_seccomp.cpp), installed last: "" when it stands,
 /// else why not.

@@ -67,7 +67,28 @@ bool allow(int ruleset, const std::filesystem::path &folder, std::uint64_t right
   return r == 0;
 }
 
+/// A rule on this process's own /proc/PID/task: the CUDA driver names the threads it starts by
+/// writing /proc/self/task/TID/comm, and its initialisation fails (cudaErrorOperatingSystem)
+/// where it cannot. The folder stays open (close-on-exec), so that procfs keeps the very inode
+/// that carries the rule (a folder looked up again could be a new inode, without it). A folder
+/// that cannot be opened leaves the walls as they are (tighter); a CUDA arm then says why.
+int own_threads_fd = -1;
+
+void allow_own_threads(int ruleset, std::uint64_t rights) {
+  const int fd = ::open("/proc/self/task", O_PATH | O_CLOEXEC | O_DIRECTORY);
+  if (fd < 0)
+    return;
+  path_beneath_attr rule{rights, fd};
+  if (::syscall(SYS_landlock_add_rule, ruleset, rule_path_beneath, &rule, 0) != 0) {
+    ::close(fd);
+    return;
+  }
+  own_threads_fd = fd;
+}
+
 } // namespace
+
+int own_threads_folder() { return own_threads_fd; }
 
 std::string restrict_writes() {
   const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, create_ruleset_version);
@@ -97,6 +118,7 @@ std::string restrict_writes() {
     ok = allow(ruleset, folder, rights) && ok;
   // Device files (the GPU's, /dev/null, a terminal) open for writing; nothing is made there.
   ok = allow(ruleset, "/dev", fs_write_file | (abi >= 3 ? fs_truncate : 0)) && ok;
+  allow_own_threads(ruleset, fs_write_file | (abi >= 3 ? fs_truncate : 0));
   std::string why;
   if (!ok)
     why = errno_text("a rule could not be added (landlock_add_rule)");

@@ -242,12 +242,14 @@ std::string id_rows(const std::string &id, const std::vector<const protocol_fact
 
 std::string render_index(const std::map<std::string, protocol_facts> &protocols,
                          const std::vector<const report_facts *> &orphans,
-                         const std::string &ledger_problem, std::string_view reports_href) {
+                         const std::string &ledger_problem, std::string_view reports_href,
+                         const std::string &boards_section) {
   std::string body =
       fmt::format("<h1>prereg history</h1>\n<p>{} frozen protocols.</p>\n", protocols.size());
   if (!ledger_problem.empty())
     body += fmt::format("<div class=\"banner\">The ledger does not verify: {}</div>\n",
                         esc(ledger_problem));
+  body += boards_section;
   body += "<table><thead><tr><th>protocol</th><th>revision</th><th>page</th><th>title</th>"
           "<th>history</th><th>latest audited verdicts</th></tr></thead>\n";
   for (const auto &[id, versions] : versions_by_id(protocols))

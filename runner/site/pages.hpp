@@ -23,14 +23,16 @@ versions_by_id(const std::map<std::string, protocol_facts> &protocols);
 [[nodiscard]] std::string revision_label(const protocol_facts &p,
                                          const std::vector<const protocol_facts *> &versions);
 
-/// index.html: every protocol id with its versions grouped and labelled by revision, their
-/// attempts and reports, the latest verdicts (linked to their report), the ledger's state, and
-/// the report folders that name no protocol of the store. `reports_href` is the reports folder
-/// as a URL relative to the site's folder, ending in "/".
+/// index.html: the leaderboards' section (boards.hpp) when there is one, every protocol id with its
+/// versions grouped and labelled by revision, their attempts and reports, the latest verdicts
+/// (linked to their report), the ledger's state, and the report folders that name no protocol of
+/// the store. `reports_href` is the reports folder as a URL relative to the site's folder, ending
+/// in "/".
 [[nodiscard]] std::string render_index(const std::map<std::string, protocol_facts> &protocols,
                                        const std::vector<const report_facts *> &orphans,
                                        const std::string &ledger_problem,
-                                       std::string_view reports_href);
+                                       std::string_view reports_href,
+                                       const std::string &boards_section = {});
 
 /// A protocol's page: its revision among `versions` (its id's, linked), attempts in order (each
 /// linked to its report), each prediction's verdict over the runs, the steps and jumps found

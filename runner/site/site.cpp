@@ -4,6 +4,7 @@
 
 #include "base/fs.hpp"
 #include "prereg/error.hpp"
+#include "site/boards.hpp"
 #include "site/history.hpp"
 #include "site/pages.hpp"
 #include "site/pages_common.hpp"
@@ -96,8 +97,12 @@ site_summary build_site(const site_options &o) {
   const fs::path cache_dir = o.out_dir / ".cache";
   fs::create_directories(o.out_dir);
   std::size_t audited_now = 0;
-  const std::vector<report_facts> reports = all_report_facts(
-      find_report_dirs(o.reports_root), o.reports_root, s, trust, cache_dir, audited_now);
+  const std::vector<board_facts> boards = find_boards(o.reports_root, s, trust);
+  std::vector<fs::path> report_dirs = find_report_dirs(o.reports_root);
+  for (auto &d : board_part_dirs(boards, o.reports_root)) // a grading's runs are kept there
+    report_dirs.push_back(std::move(d));
+  const std::vector<report_facts> reports =
+      all_report_facts(report_dirs, o.reports_root, s, trust, cache_dir, audited_now);
   sum.audited_now = audited_now;
   for (const report_facts &r : reports)
     sum.unreadable += r.status == "audited" ? 0 : 1;
@@ -119,7 +124,20 @@ site_summary build_site(const site_options &o) {
   for (const auto &[hash, p] : protocols)
     write_page(o.out_dir / page_name(hash), render_protocol(p, versions.at(p.id), href), sum);
   sum.protocols = protocols.size();
-  write_page(o.out_dir / "index.html", render_index(protocols, orphans, ledger_problem, href), sum);
+  std::map<std::string, std::vector<const board_facts *>> by_task;
+  for (const auto &b : boards)
+    if (!b.task_hash.empty())
+      by_task[b.task_hash].push_back(&b);
+  for (auto &[hash, list] : by_task) {
+    std::stable_sort(list.begin(), list.end(), [](const board_facts *a, const board_facts *b) {
+      return a->graded_at < b->graded_at;
+    });
+    write_page(o.out_dir / board_page_name(hash), render_board_page(list), sum);
+  }
+  sum.boards = boards.size();
+  write_page(o.out_dir / "index.html",
+             render_index(protocols, orphans, ledger_problem, href, boards_index_section(boards)),
+             sum);
   return sum;
 }
 

@@ -27,6 +27,7 @@ struct site_summary {
   std::size_t unreadable = 0;  ///< unreadable or failing their audit
   std::size_t pages_written = 0;
   std::size_t pages_kept = 0; ///< pages whose bytes did not change
+  std::size_t boards = 0;     ///< leaderboard folders found under REPORTS
 };
 
 /// The reports folder as the pages link it, ending in "/": `o.reports_url` when given, else the

@@ -30,6 +30,13 @@ protocol validate(const node &root, const kernel_lookup &lookup) {
   const double analysis_s = read_predictions(top, op, p);
   if (const node *r = top.optional("replication"))
     p.replication = read_replication(*r);
+  if (const node *t = top.optional("task"))
+    p.task = read_task(*t, p);
+  if (const node *g = top.optional("grading")) {
+    if (p.task)
+      fail(*g, "a protocol is a task or a grading's protocol, not both: leave grading out");
+    p.grading = read_grading(*g, p);
+  }
   check_analysis_time(top, p, analysis_s);
   return p;
 }

@@ -129,6 +129,37 @@ struct replication_spec {
   std::int64_t threshold = 0; ///< devices that must confirm: N, N/2+1 or K (1 <= K <= N)
 };
 
+/// How a task's score is made from its shapes (docs/grading.md, "The score"): the geometric
+/// mean over every graded cell of the speed-up over the baseline, or the speed-up at one cell.
+enum class score_rule { geomean_speedup, speedup_at };
+
+/// prereg: 2 `task` (docs/grading.md): what makes a protocol a grading task. Its arms are the
+/// baselines; submissions are graded against `baseline`.
+struct task_spec {
+  std::string baseline; ///< the arm id whose time each speed-up divides
+  score_rule score = score_rule::geomean_speedup;
+  /// speedup_at: the one cell, one extent per axis (the operation's axis order) and its pass.
+  std::vector<std::int64_t> at;
+  pass_kind at_pass = pass_kind::fwd;
+  std::string entry;            ///< the function (python) or arm name (plugin, C) submitted
+  std::int64_t input_sets = 4;  ///< checked input sets per shape: the gate's + spot checks
+  double floor_margin = 1.5;    ///< a cell above margin x the copy ceiling is impossible
+  std::optional<double> tflops; ///< a declared compute ceiling [TFLOP/s] for declared FLOPs
+  std::optional<std::string> commitment; ///< SHA-256 hex of the sealed held-out secret
+};
+
+/// prereg: 2 `grading` (docs/grading.md): written by `prereg grade` and `prereg reward` into
+/// the protocol of one measuring process of a grading; never a task.
+struct grading_spec {
+  std::string task;       ///< the task's protocol hash
+  std::string grade;      ///< the grading's id
+  std::string role;       ///< "baseline" | "submission" | "reward" | "retime"
+  std::string submission; ///< the submission's id ("" for the baseline)
+  std::string nonce;      ///< 32 hex digits drawn when the grading started
+  std::string seed;       ///< the revealed held-out seed, 16 hex digits ("" without one)
+  std::int64_t input_sets = 4;
+};
+
 /// A validated protocol; every field holds its explicit or default value.
 struct protocol {
   std::int64_t schema = 1; ///< `prereg`: 1 or 2
@@ -170,7 +201,17 @@ struct protocol {
   correctness_spec correctness;
   std::vector<prediction_spec> predictions;
   std::optional<replication_spec> replication; ///< prereg: 2 only; absent: no rule frozen
+  std::optional<task_spec> task;               ///< prereg: 2 only: a grading task
+  std::optional<grading_spec> grading;         ///< prereg: 2 only: a grading's process
+  /// Checked input sets per shape: the gate's and input_sets - 1 spot-checked timed samples
+  /// (4 unless a grading says otherwise).
+  [[nodiscard]] std::int64_t input_sets() const { return grading ? grading->input_sets : 4; }
 };
+
+/// The names of `p`'s axes: rows and cols, or the operation's named axes.
+[[nodiscard]] std::vector<std::string> axis_names(const protocol &p);
+/// The extents of `p`'s axis i (axis_names order).
+[[nodiscard]] const std::vector<std::int64_t> &axis_extents(const protocol &p, std::size_t i);
 
 /// The arm of `p` with id `id`, or null (the one lookup of an arm by id).
 [[nodiscard]] const arm_spec *find_arm_spec(const protocol &p, std::string_view id);

@@ -85,6 +85,46 @@ json predictions_json(const protocol &p, const std::vector<prediction_spec> &pre
   return out;
 }
 
+std::string_view name_of(score_rule r) {
+  return r == score_rule::geomean_speedup ? "geomean_speedup" : "speedup_at";
+}
+
+// prereg: 2 `task`, every default explicit; `at`, `floor.tflops` and `heldout` absent when unset.
+json task_json(const protocol &p, const task_spec &t) {
+  json floor = {{"margin", t.floor_margin}};
+  if (t.tflops)
+    floor["tflops"] = *t.tflops;
+  json out = {{"baseline", t.baseline},
+              {"score", std::string(name_of(t.score))},
+              {"entry", t.entry},
+              {"input_sets", t.input_sets},
+              {"floor", std::move(floor)}};
+  if (t.score == score_rule::speedup_at) {
+    json at = {{"pass", std::string(to_string(t.at_pass))}};
+    const std::vector<std::string> names = axis_names(p);
+    for (std::size_t i = 0; i < names.size() && i < t.at.size(); ++i)
+      at[names[i]] = t.at[i];
+    out["at"] = std::move(at);
+  }
+  if (t.commitment)
+    out["heldout"] = {{"commitment", *t.commitment}};
+  return out;
+}
+
+// prereg: 2 `grading`; `submission` and `seed` absent when empty.
+json grading_json(const grading_spec &g) {
+  json out = {{"task", g.task},
+              {"grade", g.grade},
+              {"role", g.role},
+              {"nonce", g.nonce},
+              {"input_sets", g.input_sets}};
+  if (!g.submission.empty())
+    out["submission"] = g.submission;
+  if (!g.seed.empty())
+    out["seed"] = g.seed;
+  return out;
+}
+
 } // namespace
 
 json to_json(const protocol &p) {
@@ -140,6 +180,12 @@ json to_json(const protocol &p) {
     out["revision"] = p.revision;
   if (p.replication) // absent when not declared: every earlier hash stays
     out["replication"] = {{"devices", p.replication->devices}, {"rule", p.replication->rule}};
+  if (p.task) // a grading task (docs/grading.md); absent otherwise
+    out["task"] = task_json(p, *p.task);
+  if (p.grading) // a grading's protocol, written by prereg
+    out["grading"] = grading_json(*p.grading);
+  if ((p.task || p.grading) && p.predictions.empty()) // they may have none: the key is absent
+    out.erase("predictions");
   return out;
 }
 

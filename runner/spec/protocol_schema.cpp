@@ -21,6 +21,9 @@ void refuse_other_schema_keys(const node &root, std::int64_t schema) {
              "to axes:)");
   if (const node *k = schema == 1 ? key_node(root, "replication") : nullptr)
     fail(*k, "replication needs prereg: 2");
+  for (const char *key : {"task", "grading"})
+    if (const node *k = schema == 1 ? key_node(root, key) : nullptr)
+      fail(*k, fmt::format("{} needs prereg: 2", key));
   if (const node *k = schema == 2 ? key_node(root, "shapes") : nullptr)
     fail(*k, "shapes is prereg: 1; prereg: 2 names the operation's axes: use axes: {rows: [...], "
              "cols: [...]}");
@@ -54,6 +57,8 @@ std::vector<std::string_view> top_keys(std::int64_t schema) {
   if (schema >= 2) {
     keys.push_back("revision");
     keys.push_back("replication");
+    keys.push_back("task");
+    keys.push_back("grading");
   }
   return keys;
 }

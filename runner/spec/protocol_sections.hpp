@@ -48,8 +48,14 @@ void read_measurement(const fields &top, protocol &p);
 /// prereg: 2 `replication: {devices: N, rule: all | majority | "at least K"}`.
 [[nodiscard]] replication_spec read_replication(const node &n);
 
-/// The predictions; returns a lower bound on the bootstrap's time [s].
+/// The predictions; returns a lower bound on the bootstrap's time [s]. A task or a grading's
+/// protocol may have none (`predictions` absent).
 [[nodiscard]] double read_predictions(const fields &top, const operation_desc &op, protocol &p);
+
+/// prereg: 2 `task` (docs/grading.md), after the arms, axes, passes and measurement.
+[[nodiscard]] task_spec read_task(const node &n, const protocol &p);
+/// prereg: 2 `grading` (docs/grading.md), written by prereg into a grading's protocols.
+[[nodiscard]] grading_spec read_grading(const node &n, const protocol &p);
 /// Refuses an analysis that would take longer than max_estimated_s, at `predictions`.
 void check_analysis_time(const fields &top, const protocol &p, double analysis_s);
 

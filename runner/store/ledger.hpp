@@ -28,6 +28,10 @@ inline constexpr const char *run_aborted = "run-aborted";
 inline constexpr const char *import = "import";
 /// A merged report of shards or replications, written by `prereg merge` (docs/scale-out.md).
 inline constexpr const char *merge = "merge";
+/// A submission pinned to a task by `prereg submit` (docs/grading.md).
+inline constexpr const char *submit = "submit";
+/// A signed leaderboard written by `prereg grade` (docs/grading.md).
+inline constexpr const char *grade = "grade";
 } // namespace ledger_event
 
 /// The SHA-256 `prev` of the first entry: 64 zeros.

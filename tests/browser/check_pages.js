@@ -181,6 +181,31 @@ function checkSiteDom(dom, check, html) {
     check('a page with audited runs links their reports', reportLinks > 0, 'no report link');
 }
 
+// The DOM checks of a leaderboard's page (PREREG_PAGE_KIND=board, tests/browser/check_board.sh;
+// docs/grading.md): the board table has a row per entry; an excluded row shows no rank and comes
+// after every ranked one; each ranked row draws its interval and shows its confirmed re-timing.
+function checkBoardDom(dom, check) {
+  check('the DOM was dumped', dom.includes('</html>'), `${dom.length} bytes`);
+  const table = dom.match(/<table class="board">[\s\S]*?<tbody>([\s\S]*?)<\/tbody>/);
+  const rows = table ? [...table[1].matchAll(/<tr data-name="([^"]*)" data-excluded="(true|false)">([\s\S]*?)<\/tr>/g)] : [];
+  check('the board table lists entries', rows.length > 0, 'no table.board rows');
+  let seenExcluded = false;
+  for (const [, name, excluded, cells] of rows) {
+    const rank = (cells.match(/<td class="rank">([^<]*)<\/td>/) || [, '?'])[1];
+    if (excluded === 'true') {
+      seenExcluded = true;
+      check(`${decode(name)}: an excluded entry has no rank`, rank === '-', `rank ${rank}`);
+    } else {
+      check(`${decode(name)}: a ranked entry after no excluded one`, !seenExcluded, 'order');
+      check(`${decode(name)}: a ranked entry has a rank`, /^[0-9]+$/.test(rank), `rank ${rank}`);
+      check(`${decode(name)}: its interval is drawn`, /<svg class="interval"[\s\S]*?<line /.test(cells),
+            'no svg.interval');
+      check(`${decode(name)}: a ranked entry's timing was confirmed by its re-timing`,
+            /<td class="retime" data-confirmed="yes"/.test(cells), 'no confirmed re-timing');
+    }
+  }
+}
+
 const isPngOfWidth = (png, width) =>
   png.length > 24 && png.subarray(0, 8).equals(Buffer.from([137, 80, 78, 71, 13, 10, 26, 10])) &&
   png.readUInt32BE(16) === width;
@@ -373,6 +398,7 @@ async function main() {
       continue;
     }
     if (process.env.PREREG_PAGE_KIND === 'site') checkSiteDom(seen.dom, r.check, r.page.html);
+    else if (process.env.PREREG_PAGE_KIND === 'board') checkBoardDom(seen.dom, r.check);
     else checkDom(seen.dom, r.check);
     r.console = seen.console;
     r.fetched = seen.requests.filter((u) => !/^(file|data|about|blob):/.test(u));

@@ -53,6 +53,7 @@ one() {
     as=(setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups --reset-env --)
   fi
   "${as[@]}" env PREREG="$shared/bin/prereg" WORK="$w" SRC="$shared/src" \
+    ${PREREG_CPU_LLC_MB:+PREREG_CPU_LLC_MB="$PREREG_CPU_LLC_MB"} \
     PATH=/usr/local/bin:/usr/bin:/bin PREREG_TEST_PYTHON="$py" \
     timeout -k 5 900 bash "$shared/src/tests/attacks/$name/run.sh" >"$w.log" 2>&1
   rc=$?
@@ -73,9 +74,10 @@ results=$work/results
 : >"$results"
 # One case at a time: the flood and signal cases read the run's phases, and two cases beside
 # the suite's other tests on two cores made them miss (the runs themselves are timed by nothing).
+# Each row is shown as it comes (a run cut off by a time limit still says how far it got).
 for name in "${cases[@]}"; do
   for user in "${users[@]}"; do
-    one "$name" "$user" >>"$results"
+    one "$name" "$user" | tee -a "$results" | sed 's/^/  ... /'
   done
 done
 

@@ -99,8 +99,26 @@ head -n 1 "$work/summary" | grep -qE "^prereg: revs revision 2, run $(basename "
   && pass "the summary's header: id, revision, run, attempt, verdicts" || fail "summary: $(cat "$work/err")"
 grep -qE "^  P1  (confirmed|refuted|inconclusive) +The numpy arm is not a hundred times slower than the built-in one, a cla\.\.\.$" "$work/summary" \
   && pass "  ... each prediction: id, verdict, claim cut" || fail "  ... predictions: $(cat "$work/summary")"
-grep -qE "^  caches    flushed before each sample \(a cache read-sweep of [0-9.]+ MiB; the CPU's last-level cache holds [0-9.]+ [KMG]iB\): every sample is a cold-cache time" "$work/summary" \
-  && pass "  ... the cache policy and its size" || fail "  ... caches: $(grep caches "$work/summary")"
+# The suite sets PREREG_CPU_LLC_MB (tests/CMakeLists.txt): the line says the sweep was sized for
+# it, not cold; run alone, without it, the line is the real one.
+if [ -n "${PREREG_CPU_LLC_MB:-}" ]; then
+  grep -qE "^  caches    swept before each sample \(a cache read-sweep of [0-9.]+ MiB\), sized for a last-level cache of [0-9.]+ MiB set by PREREG_CPU_LLC_MB=$PREREG_CPU_LLC_MB where the CPU reports [0-9.]+ [KMG]iB: a sample may run on warm caches, and the ceilings may be cache speeds; a setting for tests, not for claims$" "$work/summary" \
+    && pass "  ... the cache policy and its size (the tests' size, said)" || fail "  ... caches: $(grep caches "$work/summary")"
+  "$py" - "$dir/report.json" "$PREREG_CPU_LLC_MB" <<'PY' && pass "  ... the report records the override and the detected size" || fail "  ... environment's cache size"
+import json, sys
+env = json.load(open(sys.argv[1]))["environment"]
+n = int(sys.argv[2])
+assert env["llc_override"] == f"PREREG_CPU_LLC_MB={n}", env
+assert env["llc_bytes"] == n << 20, env
+assert isinstance(env["llc_bytes_detected"], int), env
+PY
+else
+  grep -qE "^  caches    flushed before each sample \(a cache read-sweep of [0-9.]+ MiB; the CPU's last-level cache holds [0-9.]+ [KMG]iB\): every sample is a cold-cache time" "$work/summary" \
+    && pass "  ... the cache policy and its size" || fail "  ... caches: $(grep caches "$work/summary")"
+fi
+llc_err=$(PREREG_CPU_LLC_MB=0 "$PREREG" try "$work/r2.yaml" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && echo "$llc_err" | grep -qxF "prereg: error: PREREG_CPU_LLC_MB is not a whole number of MiB from 1 to 1048576: '0' (the environment)" \
+  && pass "a bad PREREG_CPU_LLC_MB: one line, exit 2" || fail "bad PREREG_CPU_LLC_MB: rc=$rc $llc_err"
 grep -qE "^  ceiling   measured in this run: [0-9.]+ GB/s$" "$work/summary" && pass "  ... the ceiling, measured" || fail "  ... ceiling: $(grep ceiling "$work/summary")"
 grep -qxF "  report    $dir/report.md" "$work/summary" && pass "  ... report.md's path" || fail "  ... report: $(tail -1 "$work/summary")"
 [ "$(wc -l <"$work/out")" -eq 1 ] && [ -d "$(cat "$work/out")" ] && pass "stdout holds the report folder alone" || fail "stdout: $(cat "$work/out")"

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Validates JSON documents against docs/schema/*.schema.json (Debian's python3-jsonschema).
 
-usage: validate.py SCHEMA_DIR (report|merged|protocol) FILE...   every FILE must validate
+usage: validate.py SCHEMA_DIR (report|merged|protocol|leaderboard) FILE...   every FILE must
+       validate (a leaderboard, docs/grading.md, against leaderboard.schema.json)
        validate.py SCHEMA_DIR --planted REPORT PROTOCOL   planted-bad copies must be rejected
        validate.py SCHEMA_DIR --planted-merged MERGED     planted-bad copies must be rejected
 A run report (report) must also be rejected by merged-report.schema.json, and a merged report
@@ -22,7 +23,7 @@ except ImportError:
 
 def load_schemas(folder):
     schemas = {}
-    for name in ("report", "merged-report", "protocol-v1", "protocol-v2"):
+    for name in ("report", "merged-report", "protocol-v1", "protocol-v2", "leaderboard"):
         with open(os.path.join(folder, name + ".schema.json"), encoding="utf-8") as f:
             s = json.load(f)
         jsonschema.Draft202012Validator.check_schema(s)
@@ -265,6 +266,8 @@ def main(argv):
             v = validators["report"]
         elif kind == "merged":
             v = validators["merged-report"]
+        elif kind == "leaderboard":
+            v = validators["leaderboard"]
         else:
             v = protocol_validator(validators, doc)
         found = problems(v, doc)

@@ -174,6 +174,27 @@ dp_do_main_job() { # the README's main job (tools/main-job.sh), in a store and k
   fi
 }
 
+dp_do_grade() { # SCRIPT [ARGS...]: a grading in the committed store, its leaderboard audited
+  local file=${DP_ARGS[0]} log dir arc line
+  log="$DP_LOGS/$DP_N-grade-$(dp_name "$file").log"
+  dp_timeout PREREG="$DP_BIN/prereg" PATH="$DP_BIN:$PATH" bash "$file" "${DP_ARGS[@]:1}" \
+    >"$log.out" 2>"$log"
+  DP_RC=$?
+  dp_tail "$log" 6
+  while IFS= read -r line; do # every folder it names comes back; the leaderboard is audited
+    dir=${line%/}
+    dir=${dir#"$DP_ROOT"/}
+    [ -n "$dir" ] && [ -d "$dir" ] || continue
+    DP_NEW_REPORTS+=("$dir")
+    [ -f "$dir/leaderboard.json" ] || continue
+    cp "$dir/leaderboard.json" "$dir/leaderboard.md" "$DP_LOGS/" 2>/dev/null
+    "$DP_BIN/prereg" audit "$dir" >"$log.audit.txt" 2>&1
+    arc=$?
+    dp_say "   leaderboard $dir: audit rc=$arc"
+    [ "$DP_RC" -eq 0 ] && [ "$arc" -ne 0 ] && DP_RC=1
+  done <"$log.out"
+}
+
 dp_do_python() { # FILE [ARGS...]: a device-side helper, in the venv's python3 when there is one
   local file=${DP_ARGS[0]} log
   log="$DP_LOGS/$DP_N-python-$(dp_name "$file").log"

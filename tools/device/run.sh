@@ -39,7 +39,7 @@ cd "$DP_ROOT" || exit 2 # every path in a plan is relative to the repository roo
 # ---- the plan -----------------------------------------------------------------------------------
 # One step a line: VERB [OPTION...] ARG...; '#' starts a comment; arguments are split on blanks,
 # '...' and "..." group (no escapes, no expansion).
-DP_VERBS="tests sanitize run try ncu main-job python budget"
+DP_VERBS="tests sanitize run try ncu main-job python grade budget"
 DP_AT=""
 plan_error() { dp_die "$1 ($DP_PLAN_SHOWN:$DP_AT)"; }
 
@@ -142,7 +142,7 @@ add_step() { # TEXT LINE: one step (or directive) of the plan
       else
         plan_error "run: not a protocol hash (8 to 64 hex digits) or a protocol file: $t"
       fi ;;
-    try | ncu | python)
+    try | ncu | python | grade)
       [ "$nargs" -ge 1 ] || plan_error "$verb: missing FILE"
       needs_file "$verb" file "${args[0]}"
       if [ "$verb" = try ] && [ "$nargs" -gt 1 ]; then plan_error "try: one FILE only, then nothing: ${args[1]}"; fi
@@ -159,6 +159,7 @@ add_step() { # TEXT LINE: one step (or directive) of the plan
   if [ -z "$need" ]; then
     need=30
     [ "$verb" = run ] && need=120 # a frozen run cut off is recorded as aborted: start it with room
+    [ "$verb" = grade ] && need=120
   fi
   DP_NSTEPS=$((DP_NSTEPS + 1))
   i=$DP_NSTEPS
@@ -230,7 +231,7 @@ fi
 export PREREG_PYTHON=${PREREG_PYTHON:-python3} PYTHONUNBUFFERED=1
 uses() { [ -n "${first_line_of[$1]:-}" ]; }
 pre_error() { DP_AT=${first_line_of[$1]}; plan_error "$2"; }
-for v in run try ncu main-job; do
+for v in run try ncu main-job grade; do
   uses "$v" && { [ -x "$DP_BIN/prereg" ] || pre_error "$v" "$v: $DP_BIN/prereg is missing (--bin DIR)"; }
 done
 for v in tests sanitize; do
@@ -241,11 +242,13 @@ uses sanitize && { command -v compute-sanitizer >/dev/null || pre_error sanitize
 uses ncu && { command -v ncu >/dev/null || pre_error ncu "ncu: ncu is not on PATH"; }
 uses python && { command -v python3 >/dev/null || pre_error python "python: python3 is not on PATH"; }
 DP_HAS_RUN=0
-if uses run; then
-  [ -f .keys/signing.key ] || pre_error run "run: the project key .keys/signing.key is missing (carry it)"
-  chmod 600 .keys/signing.key
-  DP_HAS_RUN=1
-fi
+for v in run grade; do
+  if uses "$v"; then
+    [ -f .keys/signing.key ] || pre_error "$v" "$v: the project key .keys/signing.key is missing (carry it)"
+    chmod 600 .keys/signing.key
+    DP_HAS_RUN=1
+  fi
+done
 export PREREG_STORE=$DP_ROOT/.prereg # the committed store; its ledger records every run
 [ -f .keys/signing.key ] && export PREREG_KEY=$DP_ROOT/.keys/signing.key
 
@@ -271,7 +274,7 @@ for ((i = 1; i <= DP_NSTEPS; i++)); do
   DP_ARGS=("${DP_ARGS[@]//\{logs\}/$DP_LOGS}")
   DP_ENV=("${DP_ENV[@]//\{logs\}/$DP_LOGS}")
   avail=$(($(dp_left) - DP_RESERVE))
-  if [ "$verb" = run ] && [ -n "$bad_build" ]; then
+  if { [ "$verb" = run ] || [ "$verb" = grade ]; } && [ -n "$bad_build" ]; then
     dp_say "== [$i/$DP_NSTEPS] not started: $(step_text "$i"): $bad_build"
     skipped=$((skipped + 1))
     continue

@@ -22,6 +22,20 @@ std::string cache_policy_text(const report_document &report) {
           ? fmt::format("; the {}'s last-level cache holds {}", device == "cuda" ? "GPU" : "CPU",
                         bytes_text(static_cast<double>(in.llc_bytes)))
           : std::string();
+  const json &env = report.environment;
+  if (env.is_object() && env.contains("llc_override") && env["llc_override"].is_string()) {
+    // The tests' smaller cache (PREREG_CPU_LLC_MB, docs/cpu.md): the sweep may not clear it.
+    const auto detected = env.value("llc_bytes_detected", json(0));
+    return fmt::format(
+        "swept before each sample (a cache {} of {}), sized for a last-level cache of {} set by "
+        "{} where the CPU reports {}: a sample may run on warm caches, and the ceilings may be "
+        "cache speeds; a setting for tests, not for claims",
+        in.flush_method.empty() ? "flush" : in.flush_method,
+        bytes_text(static_cast<double>(in.flush_bytes)),
+        bytes_text(static_cast<double>(in.llc_bytes)), env["llc_override"].get<std::string>(),
+        detected.is_number() && detected.get<double>() > 0 ? bytes_text(detected.get<double>())
+                                                           : std::string("an unknown size"));
+  }
   return fmt::format(
       "flushed before each sample (a {} {} of {}{}): every sample is a cold-cache time, which "
       "is longer than what tools that repeat a call on warm caches report; a protocol with "
