@@ -4,9 +4,12 @@
 #include "base/fs.hpp"
 #include "base/process.hpp"
 #include "run/sandbox.hpp"
+#include "run/scratch.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 namespace prereg {
 namespace fs = std::filesystem;
@@ -33,6 +36,33 @@ int run_one(const sandbox_command &c) {
   return s.exited() ? s.exit_code() : s.signalled() ? 128 + s.signal() : 127;
 }
 
+/// Where a scratch file named under /tmp is made: there when the sandbox's scratch space covers
+/// /tmp, else in the first folder it covers (with something mounted below /tmp, as under the
+/// grading's walls when the store lies in /tmp, the sandbox leaves /tmp read-only: scratch.hpp).
+fs::path placed(const fs::path &p) {
+  const auto &folders = detail::scratch_of_this_process().folders;
+  if (folders.empty() || std::find(folders.begin(), folders.end(), "/tmp") != folders.end() ||
+      p.parent_path() != "/tmp")
+    return p;
+  return fs::path(folders.front()) / p.filename();
+}
+
+/// The commands with each scratch file (a path of `fetch`) placed.
+std::vector<sandbox_command> placed_commands(const sandbox_commands_request &r) {
+  std::vector<sandbox_command> out = r.commands;
+  const auto scratch_file = [&](const fs::path &p) {
+    return std::find(r.fetch.begin(), r.fetch.end(), p) != r.fetch.end();
+  };
+  for (auto &c : out) {
+    for (auto &a : c.argv)
+      if (scratch_file(a))
+        a = placed(a).string();
+    if (scratch_file(c.stderr_file))
+      c.stderr_file = placed(c.stderr_file);
+  }
+  return out;
+}
+
 } // namespace
 
 void run_commands_in_sandbox(const sandbox_commands_request &r, int fd, int prereg_pid) {
@@ -40,16 +70,16 @@ void run_commands_in_sandbox(const sandbox_commands_request &r, int fd, int prer
       detail::enter_sandbox(detail::sandbox_paths_for(r.key, r.store, {}), {fd}, prereg_pid);
   detail::forget_key_variable();
   int status = 0;
-  for (const auto &c : r.commands)
+  for (const auto &c : placed_commands(r))
     if ((status = run_one(c)) != 0)
       break;
   std::string out = json{{"isolation", facts.to_json()}, {"status", status}}.dump() + "\n";
   for (const auto &f : r.fetch) {
     std::error_code ec;
-    if (status != 0 || !fs::is_regular_file(f, ec))
+    if (status != 0 || !fs::is_regular_file(placed(f), ec))
       continue;
-    try {
-      const std::string bytes = read_file(f, std::uintmax_t{256} << 20);
+    try { // sent under the name the caller asked for
+      const std::string bytes = read_file(placed(f), std::uintmax_t{256} << 20);
       out += json{{"file", f.string()}, {"bytes", bytes.size()}}.dump() + "\n" + bytes;
     } catch (const std::exception &) {
       continue;

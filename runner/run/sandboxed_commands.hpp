@@ -14,7 +14,10 @@
 namespace prereg {
 
 /// One command run in the sandbox: execv(argv[0], argv), its stderr to `stderr_file` (a path in
-/// the scratch) when set, else the caller's.
+/// the scratch) when set, else the caller's. A scratch file is named under /tmp; where the
+/// sandbox cannot cover /tmp (it is read-only there then: run/scratch.hpp) it is made in the
+/// first folder the scratch space covers instead: every argument and stderr file equal to a
+/// path of `fetch` is moved there, and the file still comes back under its /tmp name.
 struct sandbox_command {
   std::vector<std::string> argv;
   std::filesystem::path stderr_file;
