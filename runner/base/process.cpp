@@ -140,4 +140,13 @@ void kill_and_wait(pid_t pid) {
   (void)wait_for(pid);
 }
 
+bool write_proc_file(const char *path, std::string_view text) {
+  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
 } // namespace prereg

@@ -81,6 +81,10 @@ struct spawned_child {
 /// Writes all of `bytes` to `fd`, retrying on EINTR; false if the other end is gone.
 [[nodiscard]] bool write_all(int fd, std::string_view bytes);
 
+/// Writes `text` into the existing file `path` with one write(2) (a /proc file such as uid_map
+/// or setgroups, which takes a whole line at once); false on any failure.
+[[nodiscard]] bool write_proc_file(const char *path, std::string_view text);
+
 /// Writes `bytes` to `fd` as far as it goes and never throws: for stderr, which may be a full
 /// disk or a closed pipe (docs/hardening.md, "Faults"). False if not all of it was written.
 bool write_best_effort(int fd, std::string_view bytes) noexcept;

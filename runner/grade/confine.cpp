@@ -27,15 +27,6 @@ std::string errno_text(const std::string &what) {
   return fmt::format("{}: {}", what, std::strerror(errno));
 }
 
-bool write_text(const char *path, const std::string &text) {
-  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0)
-    return false;
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return ok;
-}
-
 bool inside(const fs::path &folder, const fs::path &p) {
   const auto rel = p.lexically_relative(folder);
   return !rel.empty() && *rel.begin() != ".." && rel != ".";
@@ -106,9 +97,9 @@ bool enter_namespaces(confine_facts &f) {
     f.reason = errno_text("user and mount namespaces are not available (unshare)");
     return false;
   }
-  if (!write_text("/proc/self/setgroups", "deny") ||
-      !write_text("/proc/self/uid_map", fmt::format("{} {} 1\n", uid, uid)) ||
-      !write_text("/proc/self/gid_map", fmt::format("{} {} 1\n", gid, gid)) ||
+  if (!write_proc_file("/proc/self/setgroups", "deny") ||
+      !write_proc_file("/proc/self/uid_map", fmt::format("{} {} 1\n", uid, uid)) ||
+      !write_proc_file("/proc/self/gid_map", fmt::format("{} {} 1\n", gid, gid)) ||
       ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     f.reason = errno_text("the new user namespace could not be set up");
     return false;

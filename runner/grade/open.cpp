@@ -20,15 +20,6 @@ namespace prereg::grade {
 namespace fs = std::filesystem;
 namespace {
 
-/// The task, which must be a frozen protocol with a `task` section.
-frozen_protocol load_task(const store &s, const std::string &arg) {
-  frozen_protocol fp = s.load(s.resolve(arg));
-  if (!fp.proto.task)
-    throw invalid_input(fmt::format("protocol {} ({}) is not a task: it has no task: section",
-                                    fp.proto.id, fp.hash.substr(0, 12)));
-  return fp;
-}
-
 /// The held-out secret the task commits to: required exactly when it has a commitment.
 std::optional<heldout_secret> checked_secret(const frozen_protocol &task,
                                              const std::optional<fs::path> &file) {

@@ -21,14 +21,6 @@ namespace prereg::grade {
 namespace fs = std::filesystem;
 namespace {
 
-frozen_protocol load_task(const store &s, const std::string &arg) {
-  frozen_protocol fp = s.load(s.resolve(arg));
-  if (!fp.proto.task)
-    throw invalid_input(fmt::format("protocol {} ({}) is not a task: it has no task: section",
-                                    fp.proto.id, fp.hash.substr(0, 12)));
-  return fp;
-}
-
 std::optional<heldout_secret> reward_secret(const frozen_protocol &task,
                                             const std::optional<fs::path> &file) {
   if (!file)

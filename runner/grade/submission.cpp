@@ -207,4 +207,12 @@ submission submit(const store &s, const frozen_protocol &task, const submit_requ
   return sub;
 }
 
+frozen_protocol load_task(const store &s, const std::string &arg) {
+  frozen_protocol fp = s.load(s.resolve(arg));
+  if (!fp.proto.task)
+    throw invalid_input(fmt::format("protocol {} ({}) is not a task: it has no task: section",
+                                    fp.proto.id, fp.hash.substr(0, 12)));
+  return fp;
+}
+
 } // namespace prereg::grade

@@ -58,6 +58,10 @@ struct submit_request {
   std::string entry; ///< empty: the task's task.entry
 };
 
+/// The task `arg` names in `s` (an id or hash prefix), which must be a frozen protocol with a
+/// `task` section (exit 2 otherwise).
+[[nodiscard]] frozen_protocol load_task(const store &s, const std::string &arg);
+
 /// Validates the request (the name's form, the files' kinds, sizes and names), copies the files
 /// into the submission's folder and appends the signed `submit` entry, all under the store's
 /// lock. Returns the submission as recorded.

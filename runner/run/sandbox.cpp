@@ -4,6 +4,7 @@
 // (sandbox_seccomp.cpp) and the probes (sandbox_probe.cpp). A wall the system refuses is left
 // out with its reason.
 #include "run/sandbox.hpp"
+#include "base/process.hpp"
 
 #include "run/sandbox_detail.hpp"
 #include "run/scratch.hpp"
@@ -43,15 +44,6 @@ void close_inherited(std::vector<int> keep) {
   ::syscall(SYS_close_range, from, ~0u, 0u);
 }
 
-bool write_text(const char *path, const std::string &text) {
-  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0)
-    return false;
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return ok;
-}
-
 /// New user and mount namespaces, the same uid and gid inside; mounts stop propagating out.
 bool enter_user_and_mount(isolation_facts &facts) {
   const uid_t uid = ::geteuid();
@@ -64,9 +56,9 @@ bool enter_user_and_mount(isolation_facts &facts) {
     facts.add_reason(errno_text("user and mount namespaces are not available (unshare)"));
     return false;
   }
-  if (!write_text("/proc/self/setgroups", "deny") ||
-      !write_text("/proc/self/uid_map", fmt::format("{} {} 1\n", uid, uid)) ||
-      !write_text("/proc/self/gid_map", fmt::format("{} {} 1\n", gid, gid)) ||
+  if (!write_proc_file("/proc/self/setgroups", "deny") ||
+      !write_proc_file("/proc/self/uid_map", fmt::format("{} {} 1\n", uid, uid)) ||
+      !write_proc_file("/proc/self/gid_map", fmt::format("{} {} 1\n", gid, gid)) ||
       ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     facts.add_reason(errno_text("the new user namespace could not be set up"));
     return false;

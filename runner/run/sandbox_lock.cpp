@@ -2,6 +2,7 @@
 // bubblewrap's order: a nested user namespace (the mounts now belong to a user namespace in
 // which the process holds nothing), every capability and the bounding set dropped with the
 // securebits locked, no_new_privs, then Landlock over writes.
+#include "base/process.hpp"
 #include "run/sandbox_detail.hpp"
 
 #include <fmt/format.h>
@@ -21,15 +22,6 @@
 namespace prereg::detail {
 namespace {
 
-bool write_text(const char *path, const std::string &text) {
-  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0)
-    return false;
-  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return ok;
-}
-
 /// A user namespace nested in the sandbox's own, the same uid and gid mapped: the mount
 /// namespace (and the PID namespace) stay owned by the outer one, where this process now holds
 /// no capability, so no mount can be unmounted or made writable again from here.
@@ -38,9 +30,9 @@ std::string enter_nested_user_namespace() {
   const gid_t gid = ::getegid();
   if (::unshare(CLONE_NEWUSER) != 0)
     return errno_text("a nested user namespace is not available (unshare)");
-  if (!write_text("/proc/self/setgroups", "deny") ||
-      !write_text("/proc/self/uid_map", fmt::format("{} {} 1\n", uid, uid)) ||
-      !write_text("/proc/self/gid_map", fmt::format("{} {} 1\n", gid, gid)))
+  if (!write_proc_file("/proc/self/setgroups", "deny") ||
+      !write_proc_file("/proc/self/uid_map", fmt::format("{} {} 1\n", uid, uid)) ||
+      !write_proc_file("/proc/self/gid_map", fmt::format("{} {} 1\n", gid, gid)))
     return errno_text("the nested user namespace could not be mapped");
   return {};
 }
