@@ -30,6 +30,12 @@ struct grade_env {
   int device_ordinal = 0;
 };
 
+/// The command line of a part's run: `prereg run HASH --store S --key K --out OWN --device N
+/// --quiet` with this binary (the caller adds what the part needs after it).
+[[nodiscard]] std::vector<std::string> run_argv(const grade_env &env, const store &s,
+                                                const std::string &hash,
+                                                const std::filesystem::path &own);
+
 /// `prereg grade TASK` (or `--open`).
 struct open_options {
   std::string task;                            ///< hash, prefix or id of a frozen task

@@ -88,18 +88,7 @@ json run_process(const grade_env &env, const store &s, const fs::path &work,
                  {"wall_ms", 0},
                  {"confinement", nullptr}};
   const bool baseline = p.sub.id.empty();
-  std::vector<std::string> argv = {env.prereg,
-                                   "run",
-                                   hash,
-                                   "--store",
-                                   fs::absolute(s.root()).string(),
-                                   "--key",
-                                   fs::absolute(env.key_path).string(),
-                                   "--out",
-                                   own.string(),
-                                   "--device",
-                                   std::to_string(env.device_ordinal),
-                                   "--quiet"};
+  std::vector<std::string> argv = run_argv(env, s, hash, own);
   if (!baseline) { // a submission's process: the baseline's floor and ceiling (docs/grading.md)
     const json base = parse_json_strict(read_file(work / "results" / "part-0.json"), "part-0.json");
     if (base.at("report").is_null())
@@ -256,6 +245,22 @@ void run_part(const grade_env &env, const fs::path &work, std::size_t k) {
                          ? retime_part(env, s, work, plan, p, result)
                          : json(nullptr);
   write_file_atomic(results / fmt::format("part-{}.json", k), canonical_json(result));
+}
+
+std::vector<std::string> run_argv(const grade_env &env, const store &s, const std::string &hash,
+                                  const fs::path &own) {
+  return {env.prereg,
+          "run",
+          hash,
+          "--store",
+          fs::absolute(s.root()).string(),
+          "--key",
+          fs::absolute(env.key_path).string(),
+          "--out",
+          own.string(),
+          "--device",
+          std::to_string(env.device_ordinal),
+          "--quiet"};
 }
 
 } // namespace prereg::grade

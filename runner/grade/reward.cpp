@@ -99,22 +99,6 @@ std::pair<fs::path, std::string> run_and_read(const std::vector<std::string> &ar
   return {{}, err.empty() ? fmt::format("prereg run ended with status {}", r.exit_code) : err};
 }
 
-std::vector<std::string> run_argv(const grade_env &env, const store &s, const std::string &hash,
-                                  const fs::path &own) {
-  return {env.prereg,
-          "run",
-          hash,
-          "--store",
-          fs::absolute(s.root()).string(),
-          "--key",
-          fs::absolute(env.key_path).string(),
-          "--out",
-          own.string(),
-          "--device",
-          std::to_string(env.device_ordinal),
-          "--quiet"};
-}
-
 /// The baseline report: given, else the one cached for these axes and this device, else a new
 /// baseline run (cached for the next call).
 fs::path baseline_for(const grade_env &env, const store &s, const frozen_protocol &task,
