@@ -214,6 +214,25 @@ check_loot_lacks() {
   return 0
 }
 
+# The bidirectional controls an attacker plants (U+202E, U+2066, U+2069, U+061C, U+202C), as
+# UTF-8 bytes for grep -P under LC_ALL=C.
+bidi_raw='\xe2\x80\xae|\xe2\x81\xa6|\xe2\x81\xa9|\xd8\x9c|\xe2\x80\xac'
+
+# check_bidi_escaped: the last run's report.md and report.html and prereg's terminal output
+# (without the loot lines) hold no raw bidirectional control, and both pages show the override
+# escaped (\u202e).
+check_bidi_escaped() {
+  local page
+  for page in "$REPORT/report.md" "$REPORT/report.html"; do
+    [ -f "$page" ] || { escape "the run left no ${page##*/}"; continue; }
+    LC_ALL=C grep -qP "$bidi_raw" "$page" && escape "a bidirectional control reached ${page##*/} raw"
+    grep -qF 'u202e' "$page" || escape "${page##*/} does not show the override escaped (\\u202e)"
+  done
+  LC_ALL=C grep -v '^PREREG-LOOT ' "$WORK/out" "$WORK/err" | grep -qP "$bidi_raw" &&
+    escape "a bidirectional control reached prereg's terminal output raw"
+  return 0
+}
+
 # check_run_clean: after the case's last run, nothing is lost: its report audits clean, its
 # isolation level is `sandboxed` where this machine gives user namespaces, and the ledger
 # verifies. Called last, so that what the attack itself got through is the case's line.

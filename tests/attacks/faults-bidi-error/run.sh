@@ -24,13 +24,6 @@ run_prereg freeze "$P/p.yaml" --no-dry-run # the run is under test (the dry run 
 run_prereg run "$(tail -n 1 "$WORK/out")" --out "$REPORTS"
 [ "$rc" -eq 0 ] || escape "the run failed (exit $rc): $(head -n 1 "$WORK/err")"
 check_loot_has '"bidi"'
-raw='\xe2\x80\xae|\xe2\x81\xa6|\xe2\x81\xa9|\xd8\x9c|\xe2\x80\xac'
-for page in "$REPORT/report.md" "$REPORT/report.html"; do
-  [ -f "$page" ] || { escape "the run left no ${page##*/}"; continue; }
-  LC_ALL=C grep -qP "$raw" "$page" && escape "a bidirectional control reached ${page##*/} raw"
-  grep -qF 'u202e' "$page" || escape "${page##*/} does not show the override escaped (\\u202e)"
-done
-LC_ALL=C grep -v '^PREREG-LOOT ' "$WORK/out" "$WORK/err" | grep -qP "$raw" &&
-  escape "a bidirectional control reached prereg's terminal output raw"
+check_bidi_escaped
 check_run_clean
 verdict

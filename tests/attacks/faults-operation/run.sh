@@ -60,7 +60,6 @@ PY
 } >"$P/op.py"
 grep -q '^    _attack()$' "$P/op.py" || { echo "cannot plant the attack in the reference"; exit 2; }
 MEASUREMENT_EXTRA="  call_timeout_s: 2" operation_protocol "$P/p.yaml" attack_faults_operation
-raw='\xe2\x80\xae|\xe2\x81\xa6|\xe2\x81\xa9|\xd8\x9c|\xe2\x80\xac'
 plant() { rm -f "$P/stuck" "$P/bidi" "$P/flood"; [ -z "$1" ] || touch "$P/$1"; }
 
 plant stuck
@@ -71,7 +70,7 @@ plant bidi
 run_prereg check "$P/p.yaml"
 [ "$rc" -eq 2 ] && grep -qF 'u202e' "$WORK/err" ||
   escape "check did not fail on the reference's error, escaped (exit $rc): $(grep -v '^PREREG-LOOT' "$WORK/err" | head -n 1)"
-LC_ALL=C grep -v '^PREREG-LOOT ' "$WORK/err" | grep -qP "$raw" && escape "a bidirectional control reached check's error raw"
+LC_ALL=C grep -v '^PREREG-LOOT ' "$WORK/err" | grep -qP "$bidi_raw" && escape "a bidirectional control reached check's error raw"
 plant flood
 PREREG_ATTACK_WATCHDOG=60 run_prereg check "$P/p.yaml"
 check_loot_has '"flood"'
@@ -92,13 +91,7 @@ run_prereg run "$hash" --out "$REPORTS"
 [ "$rc" -eq 0 ] || escape "the run failed (exit $rc): $(grep -v '^PREREG-LOOT' "$WORK/err" | head -n 1)"
 check_loot_has '"bidi"'
 check_not_confirmed P1
-for page in "$REPORT/report.md" "$REPORT/report.html"; do
-  [ -f "$page" ] || { escape "the run left no ${page##*/}"; continue; }
-  LC_ALL=C grep -qP "$raw" "$page" && escape "a bidirectional control reached ${page##*/} raw"
-  grep -qF 'u202e' "$page" || escape "${page##*/} does not show the override escaped (\\u202e)"
-done
-LC_ALL=C grep -v '^PREREG-LOOT ' "$WORK/out" "$WORK/err" | grep -qP "$raw" &&
-  escape "a bidirectional control reached prereg's terminal output raw"
+check_bidi_escaped
 plant ""
 for f in /tmp/$marker /dev/shm/$marker; do
   [ ! -e "$f" ] || { escape "the filler is left in ${f%/*}"; rm -f "$f"; }

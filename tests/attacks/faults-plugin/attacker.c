@@ -6,6 +6,7 @@
  * The steps of `filler` are an honest copy y = x. */
 #define _GNU_SOURCE
 #include <prereg/arm_abi.h>
+#include "../copy_step.h"
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,21 +15,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static int copy_step(void *state, void *stream, char *error, size_t error_size) {
-  (void)stream;
-  (void)error;
-  (void)error_size;
-  const prereg_cell *c = state;
-  const float *x = NULL;
-  float *y = NULL;
-  for (size_t i = 0; i < c->tensor_count; ++i) {
-    if (strcmp(c->tensor_names[i], "x") == 0) x = c->tensors[i].data;
-    if (strcmp(c->tensor_names[i], "y") == 0) y = c->tensors[i].data;
-  }
-  memcpy(y, x, (size_t)(c->rows * c->cols) * sizeof(float));
-  return 0;
-}
 
 static int plain_setup(const prereg_cell *cell, void **state, char *error, size_t error_size) {
   (void)error;

@@ -38,14 +38,7 @@ for folder in /tmp /dev/shm; do
   got=$(grep -h "^fill $folder: " "$LOOT/plugin.txt" 2>/dev/null | tail -n 1)
   [[ $got == *"stopped by No space left on device"* ]] || escape "the filler was not bounded in $folder: ${got:-no attempt}"
 done
-raw='\xe2\x80\xae|\xe2\x81\xa6|\xe2\x81\xa9|\xd8\x9c|\xe2\x80\xac'
-for page in "$REPORT/report.md" "$REPORT/report.html"; do
-  [ -f "$page" ] || { escape "the run left no ${page##*/}"; continue; }
-  LC_ALL=C grep -qP "$raw" "$page" && escape "a bidirectional control reached ${page##*/} raw"
-  grep -qF 'u202e' "$page" || escape "${page##*/} does not show the override escaped (\\u202e)"
-done
-LC_ALL=C grep -v '^PREREG-LOOT ' "$WORK/out" "$WORK/err" | grep -qP "$raw" &&
-  escape "a bidirectional control reached prereg's terminal output raw"
+check_bidi_escaped
 check_run_clean
 protocol "$P/flood.yaml" attack_flood_plugin "$(arm flood)"
 run_prereg freeze "$P/flood.yaml" --no-dry-run
