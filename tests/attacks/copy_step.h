@@ -14,8 +14,10 @@ static int copy_step(void *state, void *stream, char *error, size_t error_size) 
   const float *x = NULL;
   float *y = NULL;
   for (size_t i = 0; i < c->tensor_count; ++i) {
-    if (strcmp(c->tensor_names[i], "x") == 0) x = c->tensors[i].data;
-    if (strcmp(c->tensor_names[i], "y") == 0) y = c->tensors[i].data;
+    if (strcmp(c->tensor_names[i], "x") == 0)
+      x = c->tensors[i].data;
+    if (strcmp(c->tensor_names[i], "y") == 0)
+      y = c->tensors[i].data;
   }
   memcpy(y, x, (size_t)(c->rows * c->cols) * sizeof(float));
   return 0;
