@@ -1,7 +1,8 @@
 // The parent's side of the measuring process (docs/engine.md, "The measuring process"): it
 // forks the child (and the spares the watchdog may need) before the key is loaded, reads the
 // child's newline-framed JSON messages strictly over a channel that names each byte's sender,
-// enforces the watchdog's limit on every call of arm code, and reaps the child;
+// enforces the watchdog's limit on every call of arm code and the parent's own bounds
+// (run/parent_bound.hpp), and reaps the child;
 // start_measuring chooses that or the measuring side in this process.
 #include "run/isolate.hpp"
 
@@ -13,6 +14,7 @@
 #include "run/channel.hpp"
 #include "run/measuring_child.hpp"
 #include "run/measuring_process.hpp"
+#include "run/parent_bound.hpp"
 #include "run/progress.hpp"
 #include "run/raw_json.hpp"
 #include "run/sandbox.hpp"
@@ -93,11 +95,15 @@ measuring_plan read_plan(const json &j) {
 class forked final : public measuring_side {
 public:
   forked(const run_options &o, const protocol &proto, std::uint64_t seed)
-      : m_proto(proto), m_watchdog(proto), m_spares(detail::watchdog::spares_for(proto)) {
+      : m_proto(proto), m_watchdog(proto), m_spares(detail::watchdog::spares_for(proto)),
+        m_silence_s(detail::silence_limit_s(proto.measurement.call_timeout())),
+        m_calls(detail::calls_bound(proto, proto.arms.size() * proto.shape_count() *
+                                               std::max<std::size_t>(proto.passes.size(), 1))) {
     m_processes = detail::measuring_process::fork_all(o, proto, seed, 1 + m_spares);
     // From here on no other process of this user may read this one's memory, environment or
     // descriptors through /proc or ptrace: the key is loaded only after this (docs/engine.md).
     m_not_dumpable = ::prctl(PR_SET_DUMPABLE, 0) == 0;
+    m_bound.emplace(m_silence_s, m_calls);
     m_processes.front()->start({});
   }
   forked(const forked &) = delete;
@@ -199,6 +205,8 @@ private:
     m_done = m_total = 0;
     if (progress != nullptr)
       progress->phase("restart");
+    m_bound.emplace(m_silence_s, m_calls);
+    m_phases = 0;
     active().start(m_watchdog.excluded());
   }
 
@@ -209,12 +217,21 @@ private:
     else
       detail::throw_if_signalled();
     m_watchdog.check(active().page());
+    if (const std::string why = m_bound->check(active().page()); !why.empty()) {
+      const pid_t pid = active().pid();
+      active().kill();
+      throw io_error(fmt::format("the measuring process (pid {}) {}; it was killed and the run "
+                                 "failed (docs/engine.md, \"The parent's bounds\")",
+                                 pid, why));
+    }
   }
 
   /// The next message that is not progress; progress goes to `progress`.
   json next_message(progress_sink *progress, const char *want) {
     for (;;) {
       const auto line = active().next_line([&] { between(progress); });
+      if (line)
+        m_bound->heard();
       if (!line) {
         const pid_t pid = active().pid();
         const std::string how = active().reap();
@@ -238,6 +255,10 @@ private:
   /// A {phase} or {done, total} message, checked and shown.
   void take_progress(const json &msg, progress_sink &progress) {
     if (msg.contains("phase")) {
+      // Progress is bounded, so that messages cannot keep a process past the parent's silence
+      // limit for ever: a few phases, counts up to the cells planned.
+      if (++m_phases > max_phases)
+        bad_result("phase", fmt::format("is more than the {} phases a run has", max_phases));
       m_phase = child_node(msg["phase"], "phase").str();
       m_done = m_total = 0;
       progress.phase(m_phase);
@@ -246,7 +267,8 @@ private:
     const std::size_t done = strict_count(child_node(msg["done"], "done"));
     const std::size_t total =
         strict_count(child_node(child_node(msg, "message")["total"].value(), "total"));
-    if (done != m_done + 1 || done > total || (m_done != 0 && total != m_total))
+    if (done != m_done + 1 || done > total || total > m_cells.size() ||
+        (m_done != 0 && total != m_total))
       bad_result("done", "is not the next count of finished cells");
     m_done = done;
     m_total = total;
@@ -258,6 +280,11 @@ private:
   std::size_t m_spares;
   std::vector<std::unique_ptr<detail::measuring_process>> m_processes; ///< [0] first, then spares
   std::size_t m_active = 0, m_spares_used = 0;
+  double m_silence_s;                         ///< the parent's silence limit [s]
+  std::size_t m_calls;                        ///< the most calls a process may announce
+  std::optional<detail::parent_bound> m_bound; ///< the active process's bounds
+  static constexpr std::size_t max_phases = 64;
+  std::size_t m_phases = 0; ///< the active process's phase messages
   bool m_not_dumpable = false;
   bool m_have_first = false;           ///< m_first holds the first process's plan
   measuring_plan m_first;              ///< the first process's plan
