@@ -152,9 +152,8 @@ arm_load_result load_arms_here(const protocol &p, const fs::path &protocol_dir,
       std::none_of(p.arms.begin(), p.arms.end(), [](const arm_spec &a) { return a.outside(); }))
     return out;
   const pid_t prereg = ::getpid();
-  detail::loader_channel loader(p, [&](int fd) {
-    child(p, protocol_dir, make_device, walls, dry, prereg, fd);
-  });
+  detail::loader_channel loader(
+      p, [&](int fd) { child(p, protocol_dir, make_device, walls, dry, prereg, fd); });
   const pid_t pid = loader.pid();
   // The arms' code cannot read this process (docs/engine.md).
   const bool not_dumpable = ::prctl(PR_SET_DUMPABLE, 0) == 0;

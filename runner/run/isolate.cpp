@@ -280,8 +280,8 @@ private:
   std::size_t m_spares;
   std::vector<std::unique_ptr<detail::measuring_process>> m_processes; ///< [0] first, then spares
   std::size_t m_active = 0, m_spares_used = 0;
-  double m_silence_s;                         ///< the parent's silence limit [s]
-  std::size_t m_calls;                        ///< the most calls a process may announce
+  double m_silence_s;                          ///< the parent's silence limit [s]
+  std::size_t m_calls;                         ///< the most calls a process may announce
   std::optional<detail::parent_bound> m_bound; ///< the active process's bounds
   static constexpr std::size_t max_phases = 64;
   std::size_t m_phases = 0; ///< the active process's phase messages

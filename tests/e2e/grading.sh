@@ -57,7 +57,9 @@ expect_exit 2 "a submission must be .py, .so or .c" -- "$PREREG" submit "$task" 
 
 # --- grade -------------------------------------------------------------------------------------
 t0=$(date +%s)
-expect_exit 0 "grade the corpus" -- "$PREREG" grade "$task" --heldout "$secret" --out "$out"
+# PREREG_SILENCE_S: the parent's silence limit (docs/engine.md) that ends watch_page.py, 10 s
+# instead of the 600 s call limit of a task that sets none
+expect_exit 0 "grade the corpus" -- env PREREG_SILENCE_S=10 "$PREREG" grade "$task" --heldout "$secret" --out "$out"
 board=$(tail -n 1 "$work/out")
 echo "# the corpus ($(grep -vc '^#' "$data/corpus.tsv") submissions) graded in $(($(date +%s) - t0)) s"
 [ -f "$board/leaderboard.json" ] && pass "a leaderboard is written" || { fail "no leaderboard: $(cat "$work/err")"; finish; }
@@ -117,6 +119,10 @@ if peek:
         f"a submission sees only its own folder: {detail[-160:]}")
     say({'user-namespace', 'mount-namespace', 'private-scratch', 'others-hidden'} <= set(peek['confinement']['layers']),
         f"its process was confined: {peek['confinement']}")
+wp = entries.get('watchpage')
+if wp:
+    detail = ' '.join(x['detail'] for x in wp['exclusions']) + ' ' + (wp.get('failure') or '')
+    say("silence limit" in detail, f"the hang ended at the parent's silence limit: {detail[:200]}")
 csrc = entries.get('csource')
 if csrc:
     sb = (csrc['build'] or {}).get('sandbox') or {}
