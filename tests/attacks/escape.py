@@ -214,6 +214,29 @@ def channel_fd():
     return None
 
 
+def never_return():
+    """Never returns, and swallows whatever interrupts it (a step or reference that hangs)."""
+    import time
+    while True:
+        try:
+            time.sleep(3600)
+        except BaseException:
+            pass
+
+
+def watch_pages():
+    """The addresses of this process's watch pages (docs/engine.md, "The watchdog"): every
+    shared, writable, one-page mapping of /dev/zero in /proc/self/maps."""
+    out = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split()
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            if parts[1][:2] == "rw" and parts[1][3] == "s" and hi - lo == 4096 and "/dev/zero" in line:
+                out.append(lo)
+    return out
+
+
 def layernorm_value(t):
     """The LayerNorm of the arm's inputs, computed now (numpy)."""
     import numpy as np

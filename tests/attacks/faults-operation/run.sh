@@ -47,11 +47,7 @@ if _mode("flood"):
 def _attack():
     if _mode("stuck"):
         escape.loot("operation", {"stuck": "in the reference"})
-        while True:  # never returns, and swallows what interrupts it
-            try:
-                time.sleep(3600)
-            except BaseException:
-                pass
+        escape.never_return()
     if _mode("bidi"):
         escape.loot("operation", {"bidi": "raised"})
         raise RuntimeError("eager is \u202efaster\u202c than \u2066this\u2069 arm\u061c")

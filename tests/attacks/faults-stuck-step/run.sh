@@ -5,18 +5,14 @@
 source "$SRC/tests/attacks/lib.sh"
 attack_config ""
 cat >"$P/arm.py" <<'PY'
-import os, sys, time
+import os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import escape
 
 def attack(t):
     escape.loot("python", {"stuck": "planted"})
     def step():
-        while True:  # never returns, and ignores what it can
-            try:
-                time.sleep(3600)
-            except BaseException:
-                pass
+        escape.never_return()
     return step
 PY
 MEASUREMENT_EXTRA="  call_timeout_s: 2" protocol "$P/p.yaml" attack_stuck "  - id: attacker

@@ -16,32 +16,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import escape
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
-def _pages():
-    """Every shared, writable, one-page anonymous mapping: the watch pages."""
-    out = []
-    with open("/proc/self/maps") as f:
-        for line in f:
-            parts = line.split()
-            lo, hi = (int(x, 16) for x in parts[0].split("-"))
-            if parts[1].startswith("rw") and parts[1][3] == "s" and hi - lo == 4096 and \
-                    "/dev/zero" in line:
-                out.append(lo)
-    return out
-
-def _now_ns():
-    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-
-def _forever():
-    while True:  # never returns, and swallows what interrupts it
-        try:
-            time.sleep(3600)
-        except BaseException:
-            pass
-
 def attack(t):
     mode = "forge" if os.path.exists(os.path.join(_HERE, "forge")) else "clear"
     def step():
-        pages = _pages()
+        pages = escape.watch_pages()
         escape.loot("python", {mode: len(pages)})
         if mode == "clear":
             for p in pages:
@@ -50,10 +28,10 @@ def attack(t):
             def forge():
                 while True:
                     for p in pages:
-                        ctypes.c_int64.from_address(p).value = _now_ns()
+                        ctypes.c_int64.from_address(p).value = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
                     time.sleep(0.02)
             threading.Thread(target=forge, daemon=True).start()
-        _forever()
+        escape.never_return()
     return step
 PY
 MEASUREMENT_EXTRA="  call_timeout_s: 2" protocol "$P/p.yaml" attack_watch_page "  - id: attacker
