@@ -135,3 +135,18 @@ TEST_CASE("a start rewritten on the page ends the process") {
     CHECK(b.check(page).find("started after the parent's now") != std::string::npos);
   }
 }
+
+TEST_CASE("silence counts only while the parent listens: a parent away counts from its return") {
+  shared_watch_page shared;
+  watch_page &page = shared.page();
+  parent_bound b(0.5, 10);
+  CHECK(b.check(page).empty());
+  sleep_s(1.2); // the parent busy elsewhere (the ledger, the store's lock): not the process's
+  CHECK(b.check(page).empty());
+  std::string why;
+  for (int i = 0; i < 40 && why.empty(); ++i) { // then listening, every 50 ms
+    sleep_s(0.05);
+    why = b.check(page);
+  }
+  CHECK(why.find("sent nothing") != std::string::npos);
+}

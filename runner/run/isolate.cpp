@@ -176,6 +176,9 @@ private:
     if (!active().send(go))
       throw io_error(
           fmt::format("the measuring process (pid {}) is gone before measuring", active().pid()));
+    // The child waited for the go byte while this process went on (the ledger, the store's
+    // lock): its silence counts from now.
+    m_bound->heard();
     active().set_limit(detail::message_limit(m_cells.size(), m_proto.measurement.repetitions));
     const json msg = next_message(&progress, "raw");
     if (m_phase != "timing" || m_done != m_total)

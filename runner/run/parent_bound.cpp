@@ -45,6 +45,12 @@ void parent_bound::heard() { m_quiet_since = monotonic_ns(); }
 std::string parent_bound::check(const watch_page &page) {
   const auto call = call_in_progress(page);
   const std::int64_t now = monotonic_ns(); // after the page: an honest start is never later
+  // The reader checks at least every 100 ms while it waits; a longer gap is the parent busy
+  // elsewhere (the ledger, the store's lock, reading a burst), not listening: silence is
+  // counted from its return.
+  if (m_last_check != 0 && now - m_last_check > away_ns)
+    m_quiet_since = now;
+  m_last_check = now;
   if (call) {
     m_quiet_since = now;
     if (call->started_ns == m_last_start)

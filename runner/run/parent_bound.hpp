@@ -28,11 +28,13 @@ class parent_bound {
 public:
   /// Starts now. `silence_s`: silence_limit_s; `calls`: calls_bound.
   parent_bound(double silence_s, std::size_t calls);
-  /// A whole message arrived.
+  /// A whole message arrived, or the parent sent one the process waited for (its wait is not
+  /// silence).
   void heard();
   /// "" while the process keeps within the bounds, else why it does not (the parent then
   /// kills it): a call announced with a start before the last one's or after now, more
-  /// calls than `calls`, or no call shown and nothing heard for longer than `silence_s`.
+  /// calls than `calls`, or no call shown and nothing heard for longer than `silence_s` while
+  /// the parent listened (called at least every second: a longer gap restarts the count).
   [[nodiscard]] std::string check(const watch_page &page);
   [[nodiscard]] double silence_s() const { return m_silence_s; }
 
@@ -42,6 +44,9 @@ private:
   std::size_t m_calls_seen = 0;
   std::int64_t m_last_start = 0; ///< the start of the last call seen (the page's clock)
   std::int64_t m_quiet_since;    ///< when the parent last heard a message or saw a call
+  std::int64_t m_last_check = 0; ///< when check last ran (0: never)
+  /// A gap between two checks longer than this [ns] means the parent was not listening.
+  static constexpr std::int64_t away_ns = 1'000'000'000;
 };
 
 } // namespace prereg::detail
