@@ -118,6 +118,14 @@ check_not_confirmed() {
   [ "$v" != confirmed ] || escape "the false prediction $1 was confirmed"
 }
 
+# check_judged: the last run's first prediction (the built-in arm's) was judged on its samples:
+# confirmed, or inconclusive only because they were unstable (a case takes few samples, on a
+# shared machine that runs other tests beside it).
+check_judged() {
+  [ "$(report_get "[p['verdict'] == 'confirmed' or (p['verdict'] == 'inconclusive' and 'unstable' in p.get('reason', '')) for p in r['predictions']][0]")" = True ] ||
+    escape "the built-in arm's prediction was not judged: $(report_get "r['predictions']")"
+}
+
 # check_last_ledger_event EVENT: the ledger's last entry is EVENT (run-aborted, run-complete).
 check_last_ledger_event() {
   local last

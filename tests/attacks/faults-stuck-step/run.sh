@@ -28,8 +28,7 @@ check_loot_has '"stuck"'
   escape "the report's watchdog does not name the stuck arm: $(report_get "r['run'].get('watchdog')")"
 [ "$(report_get "all(c['error'] for c in r['cells'] if c['arm']=='attacker')")" = True ] ||
   escape "the stuck arm's cells did not fail"
-[ "$(report_get "[p['verdict'] for p in r['predictions']][0]")" = confirmed ] ||
-  escape "the built-in arm's prediction was not judged: $(report_get "r['predictions']")"
+check_judged
 check_no_process "$hash"
 check_run_clean
 verdict
