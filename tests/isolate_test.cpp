@@ -203,9 +203,12 @@ json sandboxed_child(const detail::sandbox_paths &paths, const std::filesystem::
     const int named = ::pthread_setname_np(worker.native_handle(), "named");
     worker.join();
     const int comm = ::open("/proc/self/comm", O_WRONLY | O_CLOEXEC);
+    std::string oom;
+    std::ifstream("/proc/self/oom_score_adj") >> oom;
     const json out = {{"facts", facts.to_json()},   {"key", key_bytes},
                       {"store_writable", w >= 0},   {"pid", ::getpid()},
-                      {"thread_named", named == 0}, {"proc_comm_writable", comm >= 0}};
+                      {"thread_named", named == 0}, {"proc_comm_writable", comm >= 0},
+                      {"oom_score_adj", oom}};
     (void)write_all(up.write.get(), out.dump());
     std::_Exit(0);
   });
@@ -282,6 +285,7 @@ TEST_CASE("sandbox: a process behind the walls: the key reads empty, the store i
   CHECK(got.at("store_writable") == false);
   CHECK(got.at("pid") == 2); // the second process of its own PID namespace
   CHECK(got.at("thread_named") == true);
+  CHECK(got.at("oom_score_adj") == "1000"); // the OOM killer's first choice
   if (std::find(layers.begin(), layers.end(), "landlock") != layers.end())
     CHECK(got.at("proc_comm_writable") == false);
   CHECK_FALSE(std::filesystem::exists(root / "project" / ".prereg" / "planted"));

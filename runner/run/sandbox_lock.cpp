@@ -69,6 +69,10 @@ void step(isolation_facts &facts, const char *layer, const std::string &why) {
 } // namespace
 
 void lock_process(isolation_facts &facts) {
+  // The OOM killer's first choice when the host runs out (docs/engine.md, "What the sandbox does
+  // not bound"): raising one's own score needs no privilege; before Landlock, which refuses it.
+  if (!write_proc_file("/proc/self/oom_score_adj", "1000"))
+    facts.add_reason(errno_text("the OOM killer's score could not be raised (oom_score_adj)"));
   step(facts, "mounts-locked", enter_nested_user_namespace());
   step(facts, "caps-dropped", drop_capabilities());
   step(facts, "no-new-privs",
