@@ -1,6 +1,7 @@
 // The parent's own bounds on a process that runs outside code (run/parent_bound.hpp;
 // docs/engine.md, "The parent's bounds"): what code that writes its own watch page meets.
 #include "base/watch.hpp"
+#include "engine/measure.hpp"
 #include "prereg/error.hpp"
 #include "run/parent_bound.hpp"
 #include "spec/protocol.hpp"
@@ -74,7 +75,7 @@ TEST_CASE("the calls a plan can make grow with its cells, warm-ups and samples")
   p.measurement.warmup = 1;
   p.measurement.repetitions = 3;
   const std::size_t two = detail::calls_bound(p, 2);
-  CHECK(two == 2 * (16 + 8 + 2 * (8 + 1 + 9)));
+  CHECK(two == 2 * (16 + 8 + 2 * (8 + 1 + warmup_settle_extra + 9)));
   CHECK(detail::calls_bound(p, 4) > two);
   p.measurement.repetitions = 100;
   CHECK(detail::calls_bound(p, 2) >= 2 * 300);

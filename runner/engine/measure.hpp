@@ -14,6 +14,10 @@
 
 namespace prereg {
 
+/// Warm-up windows a cell may take beyond the protocol's `warmup` while its times have not
+/// settled (docs/engine.md, "3. The samples", Warm-up); none when the protocol asks for none.
+inline constexpr std::int64_t warmup_settle_extra = 16;
+
 /// What a watched call of arm code is doing (docs/engine.md, "The watchdog"): the `what` of the
 /// measuring process's watch page (base/watch.hpp), whose `who` is the arm's index in the
 /// protocol (-1: no arm, e.g. an operation file's reference) and `where` the plan cell's index.

@@ -2,6 +2,7 @@
 // settles, then its repetitions, per cell in arm order (sequential) or in rounds with the arms
 // shuffled per repetition by the run's seeded generator (interleaved).
 #include "base/stats.hpp"
+#include "engine/measure.hpp"
 #include "engine/timing.hpp"
 #include "spec/stop_rule.hpp"
 
@@ -16,7 +17,7 @@ namespace {
 /// at most settle_cap_extra windows beyond the protocol's warmup.
 constexpr std::size_t settle_window = 3;
 constexpr double settle_spread = 0.5;
-constexpr std::int64_t settle_cap_extra = 16;
+constexpr std::int64_t settle_cap_extra = warmup_settle_extra;
 
 /// Whether a cell's warm-up has settled: at least `settle_window` windows, the last of which
 /// spread (max - min) by at most settle_spread x their median.

@@ -1,6 +1,7 @@
 // The parent's own bounds (parent_bound.hpp).
 #include "run/parent_bound.hpp"
 
+#include "engine/measure.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>
@@ -28,11 +29,13 @@ double silence_limit_s(double call_limit_s) {
 }
 
 std::size_t calls_bound(const protocol &p, std::size_t cells) {
-  const auto warmup = static_cast<std::size_t>(std::max<std::int64_t>(p.measurement.warmup, 0));
+  const std::int64_t w = std::max<std::int64_t>(p.measurement.warmup, 0);
+  const auto warmup = static_cast<std::size_t>(w > 0 ? w + warmup_settle_extra : 0);
   const auto samples =
       static_cast<std::size_t>(std::max<std::int64_t>(p.measurement.repetitions, 0));
   // Per cell: a setup, a capture, a teardown, a correctness run and two references; each
-  // warm-up window; each sample's window, its spot check's reference and the check.
+  // warm-up window (those a warm-up that does not settle adds included); each sample's window,
+  // its spot check's reference and the check.
   const std::size_t per_cell = 8 + warmup + 3 * samples;
   return 2 * (16 + 4 * p.arms.size() + cells * per_cell);
 }
