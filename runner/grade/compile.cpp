@@ -6,6 +6,7 @@
 #include "base/fs.hpp"
 #include "prereg/arm_abi_text.hpp"
 #include "prereg/error.hpp"
+#include "run/parent_bound.hpp"
 #include "run/sandboxed_commands.hpp"
 
 #include <fmt/format.h>
@@ -132,9 +133,13 @@ std::string file_of(const sandbox_commands_result &m, const fs::path &name) {
 
 } // namespace
 
+double build_limit_s(const protocol &p) {
+  return detail::silence_limit_s(p.measurement.call_timeout());
+}
+
 build_result build_c_submission(const fs::path &sources, const std::vector<std::string> &files,
                                 const fs::path &out, confine_plan plan,
-                                const sandbox_walls &sandbox) {
+                                const sandbox_walls &sandbox, double limit_s) {
   build_result r;
   fs::create_directories(out / "include" / "prereg");
   write_file_atomic(out / "include" / "prereg" / "arm_abi.h", arm_abi_source);
@@ -170,7 +175,7 @@ build_result build_c_submission(const fs::path &sources, const std::vector<std::
     throw io_error("cannot create the compiler's message file", message.string());
   const int prereg = ::getpid();
   const confined_result c = run_confined_body([&] { run_commands_in_sandbox(req, fd, prereg); },
-                                              plan, log, log.string() + ".err");
+                                              plan, log, log.string() + ".err", limit_s);
   ::close(fd);
   if (c.facts.half_built())
     throw io_error(
@@ -184,6 +189,12 @@ build_result build_c_submission(const fs::path &sources, const std::vector<std::
   if (text.size() > 4096)
     text = text.substr(text.size() - 4096);
   r.log = text;
+  if (c.timed_out) { // an include of a terminal or a pipe, a file that never ends
+    r.log = fmt::format("refused: the compiler did not finish within {:g} s (the task's silence "
+                        "limit, docs/engine.md \"The parent's bounds\"); it was killed\n{}",
+                        limit_s, r.log);
+    return r;
+  }
   const std::string library = file_of(m, scratch_library);
   r.ok =
       c.exit_code == 0 && !m.head.is_null() && m.head.value("status", 1) == 0 && !library.empty();

@@ -7,6 +7,7 @@
 
 #include "base/json.hpp"
 #include "grade/confine.hpp"
+#include "spec/protocol.hpp"
 
 #include <filesystem>
 #include <string>
@@ -30,15 +31,21 @@ struct sandbox_walls {
   std::filesystem::path store;
 };
 
+/// The longest a build may take [s]: the silence limit of task `p` (run/parent_bound.hpp:
+/// the larger of its call limit and 60 s, or PREREG_SILENCE_S).
+[[nodiscard]] double build_limit_s(const protocol &p);
+
 /// Compiles the .c files of `sources` (a submission's folder) into `out`/libsubmission.so with
 /// `$PREREG_CC` (else `cc`): C11, -O2, -fPIC, -shared, the arm ABI's header (compiled into
 /// prereg) on the include path, -MD, -lm; confined by `plan`, then in the measuring process's
 /// sandbox protecting `sandbox`, writing only in its private scratch. Not ok (with the reason
-/// first in the log) when it fails, or when the files it read (its -MD list) include one
-/// outside `sources`, the ABI's header and the compiler's system include folders.
+/// first in the log) when it fails, when it has not finished after `limit_s` seconds (the
+/// task's silence limit: killed, with everything it started), or when the files it read (its
+/// -MD list) include one outside `sources`, the ABI's header and the compiler's system include
+/// folders.
 [[nodiscard]] build_result build_c_submission(const std::filesystem::path &sources,
                                               const std::vector<std::string> &files,
                                               const std::filesystem::path &out, confine_plan plan,
-                                              const sandbox_walls &sandbox);
+                                              const sandbox_walls &sandbox, double limit_s);
 
 } // namespace prereg::grade

@@ -8,8 +8,10 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <thread>
 
 namespace prereg::grade {
 namespace fs = std::filesystem;
@@ -218,6 +221,25 @@ confine_facts confine_here(const confine_plan &plan) {
   return f;
 }
 
+/// Reaps `pid`, killing it (SIGKILL) once `limit_s` seconds have passed; `killed` says so.
+wait_status wait_within(pid_t pid, double limit_s, bool &killed) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit_s);
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid)
+      return wait_status{true, status};
+    if (r < 0 && errno != EINTR)
+      return wait_for(pid);
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      killed = true;
+      return wait_for(pid);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 /// The child: its output into the files, the walls, their facts up the pipe, then `body`.
 [[noreturn]] void confined_child(const std::function<void()> &body, const confine_plan &plan,
                                  const fs::path &out, const fs::path &err, int facts_fd) {
@@ -254,7 +276,8 @@ confined_result run_confined(const std::vector<std::string> &argv, const confine
 }
 
 confined_result run_confined_body(const std::function<void()> &body, const confine_plan &plan,
-                                  const fs::path &stdout_file, const fs::path &stderr_file) {
+                                  const fs::path &stdout_file, const fs::path &stderr_file,
+                                  double limit_s) {
   confine_plan walls = plan;
   if (const fs::path env = python_environment(); walls.walls && !env.empty())
     walls.keep.push_back(env);
@@ -266,8 +289,8 @@ confined_result run_confined_body(const std::function<void()> &body, const confi
   });
   facts.write.reset();
   const std::string text = read_all(facts.read.get());
-  const wait_status status = wait_for(pid);
   confined_result r;
+  const wait_status status = limit_s > 0 ? wait_within(pid, limit_s, r.timed_out) : wait_for(pid);
   r.wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   r.exit_code = status.exited() ? status.exit_code() : 128 + status.signal();

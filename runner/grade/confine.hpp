@@ -44,7 +44,8 @@ struct confine_facts {
 struct confined_result {
   int exit_code = 1; ///< its exit status; 128 + N when a signal N ended it
   confine_facts facts;
-  double wall_ms = 0; ///< from the fork to its end, on this process's clock
+  double wall_ms = 0;     ///< from the fork to its end, on this process's clock
+  bool timed_out = false; ///< killed at the limit run_confined_body was given
 };
 
 /// Runs `argv` (execv) in a forked child confined by `plan`, its stdout and stderr written to
@@ -56,10 +57,13 @@ struct confined_result {
                                            const std::filesystem::path &stderr_file);
 
 /// The same with `body` run in the confined child instead of an exec: it must end the child
-/// itself (exec or _Exit); if it returns, the child ends with status 127.
+/// itself (exec or _Exit); if it returns, the child ends with status 127. `limit_s` above 0: a
+/// child still running after that many seconds is killed (SIGKILL; what it started in its
+/// sandbox dies with it) and the result says timed_out.
 [[nodiscard]] confined_result run_confined_body(const std::function<void()> &body,
                                                 const confine_plan &plan,
                                                 const std::filesystem::path &stdout_file,
-                                                const std::filesystem::path &stderr_file);
+                                                const std::filesystem::path &stderr_file,
+                                                double limit_s = 0);
 
 } // namespace prereg::grade

@@ -94,8 +94,9 @@ void build_sources(const store &s, const grade_env &env, const frozen_protocol &
     confine_plan walls = build_walls(s, env, task, part.sub, plan.secret_file);
     walls.masks.push_back({s.root() / "builds", {out}});
     fs::create_directories(out);
-    const build_result b = build_c_submission(submission_dir(s, task.hash, part.sub.id), files, out,
-                                              walls, {env.key_path, s.root()});
+    const build_result b =
+        build_c_submission(submission_dir(s, task.hash, part.sub.id), files, out, walls,
+                           {env.key_path, s.root()}, build_limit_s(task.proto));
     part.build = {{"ok", b.ok},
                   {"log", b.log},
                   {"command", b.command},

@@ -234,8 +234,9 @@ json reward(const grade_env &env, const reward_options &o) {
     fs::create_directories(build);
     confine_plan bw = walls(own);
     bw.hidden_files.push_back(env.key_path);
-    const build_result b = build_c_submission(submission_dir(s, task.hash, sub.id), names, build,
-                                              bw, {env.key_path, s.root()});
+    const build_result b =
+        build_c_submission(submission_dir(s, task.hash, sub.id), names, build, bw,
+                           {env.key_path, s.root()}, build_limit_s(task.proto));
     built = {{"ok", b.ok}, {"log", b.log}, {"sandbox", b.sandbox}};
   }
   const signing_key key = load_or_create_key(env.key_path);

@@ -219,6 +219,19 @@ assert 'PRIVATE KEY' not in json.dumps(r) and key.strip()[30:80] not in json.dum
 print(x['detail'][:200])
 PY
 done
+# A source that includes a terminal (/dev/ptmx): the compiler waits for ever on it. The build is
+# bounded by the task's silence limit (PREREG_SILENCE_S=5 here): killed, scored 0 with
+# run-failed. Before, the reward call (and a grading's open) hung.
+if [ -c /dev/ptmx ]; then
+  printf '#include "/dev/ptmx"\n' >"$work/include_tty.c"
+  cat "$subs/honest.c" >>"$work/include_tty.c"
+  expect_exit 0 "reward a C source that includes a terminal at compile time" -- \
+    timeout -k 5 120 env PREREG_SILENCE_S=5 "$PREREG" reward "$task" "$work/include_tty.c" "$subs/corpus_common.h" --baseline "$base_part" --out "$out" --json
+  "$py" -c "import json,sys; r=json.load(open(sys.argv[1])); x=r['exclusions'][0]; assert r['score']==0 and x['code']=='run-failed' and 'did not finish within 5 s' in x['detail'], r" "$work/out" \
+    && pass "its build is killed at the silence limit, scored 0" || fail "reward: $(head -c 600 "$work/out")"
+else
+  echo "# no /dev/ptmx here: the compiler's time limit is not exercised"
+fi
 expect_exit 0 "an honest C source still builds in the sandbox" -- \
   "$PREREG" reward "$task" "$subs/honest.c" "$subs/corpus_common.h" --baseline "$base_part" --out "$out" --json
 "$py" -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['score']>0 and not r['excluded'], r" "$work/out" \
