@@ -11,11 +11,14 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -331,4 +334,26 @@ TEST_CASE("channel: the first sender is traced to the forked process, even after
   REQUIRE(line.has_value());
   CHECK(*line == "hello");
   CHECK(reader.sender() == writer);
+}
+
+TEST_CASE("sandbox: on the CPU device no fault handler can be installed, and asking still works") {
+  const pid_t pid = fork_child([] {
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || !detail::ban_fault_handlers().empty())
+      std::_Exit(10);
+    struct sigaction sa {};
+    sa.sa_handler = SIG_IGN;
+    struct sigaction old {};
+    for (const int sig : {SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGSYS}) {
+      if (::sigaction(sig, &sa, nullptr) == 0 || errno != EPERM)
+        std::_Exit(11); // a handler for a fault went in
+      if (::sigaction(sig, nullptr, &old) != 0)
+        std::_Exit(12); // asking what is installed is refused
+    }
+    if (::sigaction(SIGUSR1, &sa, nullptr) != 0)
+      std::_Exit(13); // other signals keep their handlers
+    std::_Exit(0);
+  });
+  const wait_status st = wait_for(pid);
+  REQUIRE(st.exited());
+  CHECK(st.exit_code() == 0);
 }

@@ -16,6 +16,8 @@
 #include "spec/registry.hpp"
 #include "store/store.hpp"
 
+#include <fmt/format.h>
+
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -212,7 +214,10 @@ std::map<std::string, std::string> read_start(int channel) {
   piped_progress out(channel);
   // The first line, before any outside code is loaded: the walls this process stands in and
   // what their probes found.
-  out.send({{"isolation", enter_sandbox(paths_of(o), {channel}, parent).to_json()}});
+  const isolation_facts facts = enter_sandbox(paths_of(o), {channel}, parent);
+  const bool sandboxed = std::find(facts.layers.begin(), facts.layers.end(), "seccomp") !=
+                         facts.layers.end(); // a filter can be added only where one stands
+  out.send({{"isolation", facts.to_json()}});
   if (const std::string why = scratch_refusal(); !why.empty()) {
     out.send(error_message(io_error(why)));
     std::_Exit(0);
@@ -233,6 +238,11 @@ std::map<std::string, std::string> read_start(int channel) {
                 {"cells", cells},
                 {"skipped", p.skipped},
                 {"scratch", std::move(scratch)}}}});
+    if (proto.device == "cpu" && sandboxed) { // outputs are host memory: no fault handlers
+      outside::install_crash_guard();         // prereg's own, first
+      if (const std::string why = ban_fault_handlers(); !why.empty())
+        throw io_error(fmt::format("the sandbox could not refuse fault handlers: {}", why));
+    }
     side.preload_outside(); // outside code runs from here on
     out.send({{"loaded", true}});
     const auto go = read_go(channel);

@@ -65,6 +65,13 @@ struct isolation_facts {
 [[nodiscard]] isolation_facts enter_sandbox(const sandbox_paths &paths, std::vector<int> keep,
                                             int prereg_pid);
 
+/// On the CPU device, after prereg's own crash handlers and before outside code runs: a second
+/// seccomp filter refuses to install a handler for SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE and
+/// SIGSYS (EPERM), so that outside code cannot take pages away in a timed window and compute
+/// its outputs in a handler when prereg first touches them after it (docs/engine.md, "The
+/// sandbox"). "" when it stands, else why not.
+[[nodiscard]] std::string ban_fault_handlers();
+
 /// The isolation message read strictly (each layer and probe one the report knows, each probe
 /// outcome one of contained, escaped, not-tried); a fault fails through `n`'s.
 [[nodiscard]] report_isolation read_isolation_message(const json_node &n);

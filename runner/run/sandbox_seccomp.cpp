@@ -149,6 +149,26 @@ std::string add_rules(scmp_filter_ctx ctx) {
 
 } // namespace
 
+std::string ban_fault_handlers() {
+  filter ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
+  if (!ctx)
+    return "seccomp: the filter could not be made (seccomp_init)";
+  if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0)
+    return "seccomp: the action for other architectures could not be set";
+  // A handler for a fault (a page taken away, a trap, a truncated mapping) is code the kernel
+  // runs when prereg touches memory after a window: refused; asking what is installed (a null
+  // new action) is not.
+  for (const int sig : {SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGSYS})
+    if (deny(ctx.get(), SCMP_SYS(rt_sigaction),
+             {SCMP_A0(SCMP_CMP_EQ, static_cast<std::uint64_t>(sig)), SCMP_A1(SCMP_CMP_NE, 0)},
+             EPERM) != 0)
+      return "seccomp: the rules for fault handlers could not be added";
+  if (const int rc = seccomp_load(ctx.get()); rc != 0)
+    return fmt::format("seccomp: the filter could not be installed (seccomp_load: {})",
+                       std::strerror(-rc));
+  return {};
+}
+
 std::string install_seccomp_filter() {
   filter ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
   if (!ctx)

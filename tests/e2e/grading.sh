@@ -31,7 +31,7 @@ expect_exit 0 "freeze the task" -- "$PREREG" freeze "$work/task.yaml"
 task=$(tail -n 1 "$work/out")
 
 # --- the corpus, submitted -------------------------------------------------------------------
-for c in read_reference impossible_time timer_patch; do
+for c in read_reference impossible_time timer_patch lazy_fault; do
   "$cc" -O2 -fPIC -shared -I"$inc" -I"$subs" -o "$subs/$c.so" "$subs/$c.c" -lm -ldl 2>"$work/cc.err" ||
     fail "cannot build $c.so: $(head -3 "$work/cc.err")"
 done
