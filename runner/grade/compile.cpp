@@ -131,6 +131,24 @@ std::string file_of(const sandbox_commands_result &m, const fs::path &name) {
   return "";
 }
 
+/// What the compiler read (its -MD list): its own files, the ABI's header and the system's
+/// headers only, else `r` is refused with the first other file.
+void refuse_outside_reads(const sandbox_commands_result &m, const fs::path &sources,
+                          const fs::path &out, build_result &r) {
+  std::vector<fs::path> allowed = search_dirs(file_of(m, scratch_search));
+  allowed.push_back(fs::absolute(sources).lexically_normal());
+  allowed.push_back(fs::absolute(out / "include").lexically_normal());
+  const std::string deps = file_of(m, scratch_deps);
+  const std::string bad = deps.empty() ? std::string("(the compiler listed no files it read)")
+                                       : outside_read(dep_files(deps), allowed);
+  if (!bad.empty()) {
+    r.ok = false;
+    r.log = fmt::format("refused: the C source made the compiler read {}, which is neither in "
+                        "the submission nor among the compiler's system headers\n{}",
+                        bad, r.log);
+  }
+}
+
 } // namespace
 
 double build_limit_s(const protocol &p) {
@@ -198,20 +216,8 @@ build_result build_c_submission(const fs::path &sources, const std::vector<std::
   const std::string library = file_of(m, scratch_library);
   r.ok =
       c.exit_code == 0 && !m.head.is_null() && m.head.value("status", 1) == 0 && !library.empty();
-  if (r.ok) { // what it read: its own files, the ABI's header and the system's headers only
-    std::vector<fs::path> allowed = search_dirs(file_of(m, scratch_search));
-    allowed.push_back(fs::absolute(sources).lexically_normal());
-    allowed.push_back(fs::absolute(out / "include").lexically_normal());
-    const std::string deps = file_of(m, scratch_deps);
-    const std::string bad = deps.empty() ? std::string("(the compiler listed no files it read)")
-                                         : outside_read(dep_files(deps), allowed);
-    if (!bad.empty()) {
-      r.ok = false;
-      r.log = fmt::format("refused: the C source made the compiler read {}, which is neither in "
-                          "the submission nor among the compiler's system headers\n{}",
-                          bad, r.log);
-    }
-  }
+  if (r.ok)
+    refuse_outside_reads(m, sources, out, r);
   if (r.ok)
     write_file_atomic(r.library, library, 0555);
   if (!r.ok && r.log.empty())

@@ -75,6 +75,7 @@ confine_plan build_walls(const store &s, const grade_env &env, const frozen_prot
   confine_plan p;
   p.keep = {submission_dir(s, task.hash, sub.id)};
   p.masks.push_back({s.root() / "submissions" / task.hash, {submission_dir(s, task.hash, sub.id)}});
+  p.masks.push_back({s.root() / "protocols", {}}); // held-out shapes and seeds lie there
   p.hidden_files = {env.key_path};
   if (!secret.empty())
     p.hidden_files.push_back(secret);

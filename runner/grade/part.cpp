@@ -59,10 +59,12 @@ std::string failure_of(const store &s, const std::string &hash, std::int64_t aft
   return line.empty() ? fmt::format("prereg run ended with status {}", exit_code) : line;
 }
 
-/// The walls of submission k's run: the task's other submissions, builds and runs hidden; its
-/// own shown; the store, the key and its run folder kept.
+/// The walls of submission k's run of protocol `hash`: the task's other submissions, builds and
+/// runs hidden, and every other frozen protocol (earlier gradings' and rewards' hold held-out
+/// shapes and seeds); its own shown; the store, the key and its run folder kept.
 confine_plan run_walls(const grade_env &env, const store &s, const fs::path &work,
-                       const grading_plan &plan, const plan_part &p, const fs::path &own_run) {
+                       const grading_plan &plan, const plan_part &p, const fs::path &own_run,
+                       const std::string &hash) {
   confine_plan w;
   const fs::path own_sub = submission_dir(s, plan.task_hash, p.sub.id);
   const fs::path own_build = s.root() / "builds" / plan.grade_id / p.sub.id;
@@ -70,6 +72,7 @@ confine_plan run_walls(const grade_env &env, const store &s, const fs::path &wor
   w.masks.push_back({s.root() / "submissions" / plan.task_hash, {own_sub}});
   w.masks.push_back({s.root() / "builds", {own_build}});
   w.masks.push_back({work, {own_run}});
+  w.masks.push_back({s.root() / "protocols", {s.protocol_dir(hash)}});
   if (!plan.secret_file.empty())
     w.hidden_files.push_back(plan.secret_file);
   return w;
@@ -100,7 +103,7 @@ json run_process(const grade_env &env, const store &s, const fs::path &work,
     argv.insert(argv.end(), {"--instrument-from", copy.parent_path().string()});
   }
   const std::int64_t head = s.get_ledger().head().first;
-  confine_plan walls = baseline ? confine_plan{} : run_walls(env, s, work, plan, p, own);
+  confine_plan walls = baseline ? confine_plan{} : run_walls(env, s, work, plan, p, own, hash);
   walls.walls = !baseline;
   const confined_result r = run_confined(argv, walls, own / "stdout.log", own / "stderr.log");
   if (r.facts.half_built())

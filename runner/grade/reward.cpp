@@ -131,17 +131,23 @@ fs::path baseline_for(const grade_env &env, const store &s, const frozen_protoco
   return dir;
 }
 
-/// The walls of a reward call's process writing under `own`: the store, the key and `own` kept;
-/// the task's other submissions, other builds and other calls hidden; the secret too.
+/// The walls of a reward call's process writing under `own` and running protocol `hash` (none:
+/// the build): the store, the key and `own` kept; the task's other submissions, other builds,
+/// other calls and every other frozen protocol (held-out shapes and seeds lie in earlier
+/// calls') hidden; the secret too.
 confine_plan reward_walls(const grade_env &env, const store &s, const frozen_protocol &task,
                           const submission &sub, const fs::path &build, const fs::path &rewards,
-                          const fs::path &own, const reward_options &o) {
+                          const fs::path &own, const std::string &hash, const reward_options &o) {
   confine_plan walls;
   walls.keep = {s.root(), env.key_path, own, fs::path(env.prereg)};
   walls.masks.push_back(
       {s.root() / "submissions" / task.hash, {submission_dir(s, task.hash, sub.id)}});
   walls.masks.push_back({s.root() / "builds", {build}});
   walls.masks.push_back({rewards, {own}});
+  std::vector<fs::path> shown;
+  if (!hash.empty())
+    shown.push_back(s.protocol_dir(hash));
+  walls.masks.push_back({s.root() / "protocols", shown});
   if (o.secret)
     walls.hidden_files.push_back(fs::absolute(*o.secret));
   return walls;
@@ -184,8 +190,8 @@ struct reward_runs {
 void reward_retime(const grade_env &env, const store &s, const frozen_protocol &task,
                    const report_document &base, const protocol &grading, const json &body,
                    const signing_key &key,
-                   const std::function<confine_plan(const fs::path &)> &walls, const fs::path &own,
-                   const fs::path &base_dir, reward_runs &x) {
+                   const std::function<confine_plan(const fs::path &, const std::string &)> &walls,
+                   const fs::path &own, const fs::path &base_dir, reward_runs &x) {
   graded_run first{&grading, x.hash, &*x.doc, "", x.r.wall_ms};
   first.first_only = true;
   const entry_score e = score_entry(task.proto, base, first);
@@ -195,7 +201,7 @@ void reward_retime(const grade_env &env, const store &s, const frozen_protocol &
   const std::string nonce = random_hex(16);
   const std::string hash = freeze_grading(s, retime_body(body, x.rt.cell, nonce), key);
   confined_result r;
-  const auto [dir, failure] = run_reward_process(env, s, hash, own, walls(own), base_dir, r);
+  const auto [dir, failure] = run_reward_process(env, s, hash, own, walls(own, hash), base_dir, r);
   x.retime_doc = read_report(dir);
   x.rt.report = x.retime_doc ? &*x.retime_doc : nullptr;
   x.rt.failure = failure;
@@ -223,8 +229,8 @@ json reward(const grade_env &env, const reward_options &o) {
   const fs::path own = rewards / call;
   fs::create_directories(own);
   const fs::path build = s.root() / "builds" / call / sub.id;
-  const auto walls = [&](const fs::path &dir) {
-    return reward_walls(env, s, task, sub, build, rewards, dir, o);
+  const auto walls = [&](const fs::path &dir, const std::string &hash) {
+    return reward_walls(env, s, task, sub, build, rewards, dir, hash, o);
   };
   json built = nullptr;
   if (sub.kind == submission_kind::c_source) {
@@ -232,7 +238,7 @@ json reward(const grade_env &env, const reward_options &o) {
     for (const auto &f : sub.files)
       names.push_back(f.name);
     fs::create_directories(build);
-    confine_plan bw = walls(own);
+    confine_plan bw = walls(own, "");
     bw.hidden_files.push_back(env.key_path);
     const build_result b =
         build_c_submission(submission_dir(s, task.hash, sub.id), names, build, bw,
@@ -252,7 +258,7 @@ json reward(const grade_env &env, const reward_options &o) {
   } else {
     x.hash = freeze_grading(s, body, key);
     std::tie(x.report_dir, x.failure) =
-        run_reward_process(env, s, x.hash, own, walls(own), base_dir, x.r);
+        run_reward_process(env, s, x.hash, own, walls(own, x.hash), base_dir, x.r);
     x.doc = read_report(x.report_dir);
     if (x.doc) // beside the first call's folder, not inside it
       reward_retime(env, s, task, base, grading, body, key, walls, rewards / (call + ".retime"),

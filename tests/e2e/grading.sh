@@ -232,6 +232,20 @@ if [ -c /dev/ptmx ]; then
 else
   echo "# no /dev/ptmx here: the compiler's time limit is not exercised"
 fi
+# Held-out shapes and seeds lie in the frozen protocols of earlier gradings and reward calls:
+# a submission sees only its own (a red-team pass read them all and raised them into its
+# reward's result, before any reveal).
+cat >"$work/peek_store.py" <<PY
+import glob, json
+def rmsnorm(t):
+    seen = sorted(glob.glob("$PREREG_STORE/protocols/*/protocol.json"))
+    seeds = [json.load(open(f)).get("grading", {}).get("seed", "") for f in seen]
+    raise RuntimeError(f"SEEN {len(seen)} protocols, seeds {seeds}")
+PY
+expect_exit 0 "reward a submission that reads the store's protocols" -- \
+  "$PREREG" reward "$task" "$work/peek_store.py" --baseline "$base_part" --out "$out" --json
+"$py" -c "import json,sys; r=json.load(open(sys.argv[1])); d=r['exclusions'][0]['detail']; assert 'SEEN 1 protocols' in d, d; print(d[-160:])" "$work/out" \
+  && pass "it sees its own frozen protocol only" || fail "reward: $(head -c 600 "$work/out")"
 expect_exit 0 "an honest C source still builds in the sandbox" -- \
   "$PREREG" reward "$task" "$subs/honest.c" "$subs/corpus_common.h" --baseline "$base_part" --out "$out" --json
 "$py" -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['score']>0 and not r['excluded'], r" "$work/out" \
