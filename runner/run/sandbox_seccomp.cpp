@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 
@@ -149,27 +150,10 @@ std::string add_rules(scmp_filter_ctx ctx) {
 
 } // namespace
 
-std::string ban_fault_handlers() {
-  filter ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
-  if (!ctx)
-    return "seccomp: the filter could not be made (seccomp_init)";
-  if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0)
-    return "seccomp: the action for other architectures could not be set";
-  // A handler for a fault (a page taken away, a trap, a truncated mapping) is code the kernel
-  // runs when prereg touches memory after a window: refused; asking what is installed (a null
-  // new action) is not.
-  for (const int sig : {SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGSYS})
-    if (deny(ctx.get(), SCMP_SYS(rt_sigaction),
-             {SCMP_A0(SCMP_CMP_EQ, static_cast<std::uint64_t>(sig)), SCMP_A1(SCMP_CMP_NE, 0)},
-             EPERM) != 0)
-      return "seccomp: the rules for fault handlers could not be added";
-  if (const int rc = seccomp_load(ctx.get()); rc != 0)
-    return fmt::format("seccomp: the filter could not be installed (seccomp_load: {})",
-                       std::strerror(-rc));
-  return {};
-}
+namespace {
 
-std::string install_seccomp_filter() {
+/// A filter that allows by default with the rules `add` adds, loaded: "" when it stands.
+std::string load_filter(const std::function<std::string(scmp_filter_ctx)> &add) {
   filter ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
   if (!ctx)
     return "seccomp: the filter could not be made (seccomp_init)";
@@ -177,12 +161,30 @@ std::string install_seccomp_filter() {
   // end the process instead.
   if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0)
     return "seccomp: the action for other architectures could not be set";
-  if (std::string why = add_rules(ctx.get()); !why.empty())
+  if (std::string why = add(ctx.get()); !why.empty())
     return "seccomp: " + why;
   if (const int rc = seccomp_load(ctx.get()); rc != 0)
     return fmt::format("seccomp: the filter could not be installed (seccomp_load: {})",
                        std::strerror(-rc));
   return {};
 }
+
+} // namespace
+
+std::string ban_fault_handlers() {
+  return load_filter([](scmp_filter_ctx ctx) -> std::string {
+    // A handler for a fault (a page taken away, a trap, a truncated mapping) is code the kernel
+    // runs when prereg touches memory after a window: refused; asking what is installed (a
+    // null new action) is not.
+    for (const int sig : {SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGSYS})
+      if (deny(ctx, SCMP_SYS(rt_sigaction),
+               {SCMP_A0(SCMP_CMP_EQ, static_cast<std::uint64_t>(sig)), SCMP_A1(SCMP_CMP_NE, 0)},
+               EPERM) != 0)
+        return "the rules for fault handlers could not be added";
+    return {};
+  });
+}
+
+std::string install_seccomp_filter() { return load_filter(add_rules); }
 
 } // namespace prereg::detail
