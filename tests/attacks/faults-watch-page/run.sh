@@ -4,12 +4,12 @@
 # sees its call run long. `clear`: its step zeroes the page, then never returns; `forge`: a thread
 # of its own writes a fresh start on the page every 20 ms while its step never returns. Both hung
 # the run (and `check`'s dry run) for ever before the parent's own bounds (docs/engine.md, "The
-# parent's bounds"): the silence limit (PREREG_SILENCE_S=3 here) ends `clear`, the count of calls
+# parent's bounds"): the silence limit (PREREG_SILENCE_S=8 here) ends `clear`, the count of calls
 # the plan can make ends `forge`. Each time: `check` fails with exit 2, the run with exit 1 and a
 # run-aborted entry naming the bound, no report, nothing of the attacker's left running.
 source "$SRC/tests/attacks/lib.sh"
 attack_config ""
-export PREREG_SILENCE_S=3
+export PREREG_SILENCE_S=8 # above any honest stretch of the built-in arm's run on a loaded 2-core machine
 cat >"$P/arm.py" <<'PY'
 import ctypes, os, sys, threading, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
