@@ -222,7 +222,8 @@ done
 # A source that includes a terminal (/dev/ptmx): the compiler waits for ever on it. The build is
 # bounded by the task's silence limit (PREREG_SILENCE_S=5 here): killed, scored 0 with
 # run-failed. Before, the reward call (and a grading's open) hung.
-if [ -c /dev/ptmx ]; then
+timeout 2 head -c 1 /dev/ptmx >/dev/null 2>&1
+if [ $? -eq 124 ]; then # a read of it waits here (a terminal's master with nothing written)
   printf '#include "/dev/ptmx"\n' >"$work/include_tty.c"
   cat "$subs/honest.c" >>"$work/include_tty.c"
   expect_exit 0 "reward a C source that includes a terminal at compile time" -- \
@@ -230,7 +231,7 @@ if [ -c /dev/ptmx ]; then
   "$py" -c "import json,sys; r=json.load(open(sys.argv[1])); x=r['exclusions'][0]; assert r['score']==0 and x['code']=='run-failed' and 'did not finish within 5 s' in x['detail'], r" "$work/out" \
     && pass "its build is killed at the silence limit, scored 0" || fail "reward: $(head -c 600 "$work/out")"
 else
-  echo "# no /dev/ptmx here: the compiler's time limit is not exercised"
+  echo "# /dev/ptmx cannot be read and waited on here: the compiler's time limit is not exercised"
 fi
 # Held-out shapes and seeds lie in the frozen protocols of earlier gradings and reward calls:
 # a submission sees only its own (a red-team pass read them all and raised them into its
