@@ -72,13 +72,18 @@ TEST_CASE("the silence limit: the larger of the call limit and 60 s, or PREREG_S
 TEST_CASE("the calls a plan can make grow with its cells, warm-ups and samples") {
   protocol p;
   p.arms.resize(2);
+  p.rows = {16};
+  p.cols = {256};
+  p.passes = {pass_kind::fwd};
   p.measurement.warmup = 1;
   p.measurement.repetitions = 3;
-  const std::size_t two = detail::calls_bound(p, 2);
+  const std::size_t two = detail::calls_bound(p); // 2 arms x 1 shape x 1 pass
   CHECK(two == 2 * (16 + 8 + 2 * (8 + 1 + warmup_settle_extra + 9)));
-  CHECK(detail::calls_bound(p, 4) > two);
+  p.rows = {16, 32};
+  CHECK(detail::calls_bound(p) > two); // 4 cells
+  p.rows = {16};
   p.measurement.repetitions = 100;
-  CHECK(detail::calls_bound(p, 2) >= 2 * 300);
+  CHECK(detail::calls_bound(p) >= 2 * 300);
 }
 
 TEST_CASE("an honest sequence of calls, with short gaps between them, keeps within the bounds") {

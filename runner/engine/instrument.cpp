@@ -12,14 +12,20 @@
 namespace prereg::engine_detail {
 namespace {
 
-/// The timer's resolution, the cache size and the flush buffer.
-void prepare_timer_and_flush(run_context &ctx, const instrument_plan &ip) {
+/// The timer's resolution and the cache size, measured in this process.
+void take_timer(run_context &ctx, const instrument_plan &ip) {
   instrument_record &in = ctx.raw.instrument;
   const auto res = ctx.dev.timer_resolution();
   in.timer_resolution_ms = res.ms;
   if (!res.source.empty())
     ctx.raw.environment["timer_resolution_source"] = res.source;
   in.llc_bytes = ip.llc_bytes;
+}
+
+/// The timer's resolution, the cache size and the flush buffer.
+void prepare_timer_and_flush(run_context &ctx, const instrument_plan &ip) {
+  instrument_record &in = ctx.raw.instrument;
+  take_timer(ctx, ip);
   ctx.progress.tick();
   ctx.dev.prepare_flush();
   ctx.progress.tick();
@@ -32,11 +38,7 @@ void prepare_timer_and_flush(run_context &ctx, const instrument_plan &ip) {
 /// given.
 void take_given(run_context &ctx, const instrument_plan &ip, const instrument_record &given) {
   instrument_record &in = ctx.raw.instrument;
-  const auto res = ctx.dev.timer_resolution();
-  in.timer_resolution_ms = res.ms;
-  if (!res.source.empty())
-    ctx.raw.environment["timer_resolution_source"] = res.source;
-  in.llc_bytes = ip.llc_bytes;
+  take_timer(ctx, ip);
   const bool flush = ctx.proto.measurement.l2_flush;
   if (flush)
     ctx.dev.prepare_flush();

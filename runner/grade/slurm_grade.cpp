@@ -7,18 +7,10 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
-
 namespace prereg::grade {
 
 std::string grade_slurm_script(const grade_slurm_options &o) {
-  if (o.gpus_per_task < 0 || o.gpus_per_task > 64)
-    throw invalid_input(fmt::format("--gpus-per-task must be 0 to 64, got {}", o.gpus_per_task));
-  for (const char c : o.partition)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == ',' ||
-          c == '.'))
-      throw invalid_input(
-          fmt::format("--partition '{}' is not a partition name", message_excerpt(o.partition)));
+  check_slurm_resources(o.gpus_per_task, o.partition);
   const std::string job = "prereg-grade-" + o.task_id;
   std::string common = o.partition.empty() ? "" : " --partition=" + o.partition;
   const std::string gpus =

@@ -97,8 +97,7 @@ public:
   forked(const run_options &o, const protocol &proto, std::uint64_t seed)
       : m_proto(proto), m_watchdog(proto), m_spares(detail::watchdog::spares_for(proto)),
         m_silence_s(detail::silence_limit_s(proto.measurement.call_timeout())),
-        m_calls(detail::calls_bound(proto, proto.arms.size() * proto.shape_count() *
-                                               std::max<std::size_t>(proto.passes.size(), 1))) {
+        m_calls(detail::calls_bound(proto)) {
     m_processes = detail::measuring_process::fork_all(o, proto, seed, 1 + m_spares);
     // From here on no other process of this user may read this one's memory, environment or
     // descriptors through /proc or ptrace: the key is loaded only after this (docs/engine.md).

@@ -8,16 +8,12 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdlib>
 
 namespace prereg::detail {
 
 loader_channel::loader_channel(const protocol &p, const std::function<void(int fd)> &body)
-    : m_limit_s(p.measurement.call_timeout()),
-      m_bound(silence_limit_s(m_limit_s),
-              calls_bound(p, p.arms.size() * p.shape_count() *
-                                 std::max<std::size_t>(p.passes.size(), 1))) {
+    : m_limit_s(p.measurement.call_timeout()), m_bound(silence_limit_s(m_limit_s), calls_bound(p)) {
   channel_ends ends = open_channel();
   watch_page *page = &m_page.page();
   m_pid = fork_child([&] {

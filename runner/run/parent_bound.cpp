@@ -28,7 +28,9 @@ double silence_limit_s(double call_limit_s) {
   return s;
 }
 
-std::size_t calls_bound(const protocol &p, std::size_t cells) {
+std::size_t calls_bound(const protocol &p) {
+  const std::size_t cells =
+      p.arms.size() * p.shape_count() * std::max<std::size_t>(p.passes.size(), 1);
   const std::int64_t w = std::max<std::int64_t>(p.measurement.warmup, 0);
   const auto warmup = static_cast<std::size_t>(w > 0 ? w + warmup_settle_extra : 0);
   const auto samples =

@@ -19,10 +19,11 @@ namespace prereg::detail {
 /// larger of the call limit and 60 s. A bad value throws invalid_input ("the environment").
 [[nodiscard]] double silence_limit_s(double call_limit_s);
 
-/// The most outermost calls of outside code a process may announce for protocol `p` with
-/// `cells` cells (loads, setups, captures, correctness runs, references, warm-ups, samples and
-/// their spot checks, teardowns), twice over: more means the page was written by other code.
-[[nodiscard]] std::size_t calls_bound(const protocol &p, std::size_t cells);
+/// The most outermost calls of outside code a process may announce for protocol `p` (loads,
+/// setups, captures, correctness runs, references, warm-ups, samples and their spot checks,
+/// teardowns) over every cell it can plan (arms x shapes x passes), twice over: more means the
+/// page was written by other code.
+[[nodiscard]] std::size_t calls_bound(const protocol &p);
 
 class parent_bound {
 public:

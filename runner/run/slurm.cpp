@@ -20,16 +20,20 @@ std::string shell_quote(const std::string &s) {
   return out + "'";
 }
 
-std::string slurm_script(const slurm_options &o) {
-  if (o.shards < 1 || o.shards > 10000)
-    throw invalid_input(fmt::format("--shards must be 1 to 10000, got {}", o.shards));
-  if (o.gpus_per_task < 0 || o.gpus_per_task > 64)
-    throw invalid_input(fmt::format("--gpus-per-task must be 0 to 64, got {}", o.gpus_per_task));
-  for (const char c : o.partition)
+void check_slurm_resources(std::int64_t gpus_per_task, const std::string &partition) {
+  if (gpus_per_task < 0 || gpus_per_task > 64)
+    throw invalid_input(fmt::format("--gpus-per-task must be 0 to 64, got {}", gpus_per_task));
+  for (const char c : partition)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == ',' ||
           c == '.'))
       throw invalid_input(
-          fmt::format("--partition '{}' is not a partition name", message_excerpt(o.partition)));
+          fmt::format("--partition '{}' is not a partition name", message_excerpt(partition)));
+}
+
+std::string slurm_script(const slurm_options &o) {
+  if (o.shards < 1 || o.shards > 10000)
+    throw invalid_input(fmt::format("--shards must be 1 to 10000, got {}", o.shards));
+  check_slurm_resources(o.gpus_per_task, o.partition);
   const std::string n = std::to_string(o.shards);
   std::string common;
   if (!o.partition.empty())

@@ -26,6 +26,10 @@ struct slurm_options {
 /// task K writes its report folder to WORK/shard-K.path, the merge job to WORK/merged.path.
 [[nodiscard]] std::string slurm_script(const slurm_options &o);
 
+/// Throws invalid_input unless `gpus_per_task` is 0 to 64 and `partition` is empty or a
+/// partition name (letters, digits, `_ - , .`): what every written script checks first.
+void check_slurm_resources(std::int64_t gpus_per_task, const std::string &partition);
+
 /// `s` single-quoted for a POSIX shell.
 [[nodiscard]] std::string shell_quote(const std::string &s);
 
