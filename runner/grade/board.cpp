@@ -29,14 +29,23 @@ json submission_json(const submission &s) {
   return j;
 }
 
-/// The entry's re-timing: what ran, and what the score judged of it.
+/// The entry's re-timings: the last one (what ran, and what the score judged of it), the
+/// earlier ones under its `earlier`; null when none ran.
 json retime_json(const board_entry &e, const entry_score &sc) {
-  if (!e.retime)
+  if (e.retimes.empty())
     return nullptr;
-  json j = e.retime->to_json();
-  const json facts = retime_facts_json(sc);
-  for (const char *k : {"first", "second", "factor", "confirmed"})
-    j[k] = facts.is_null() ? json(nullptr) : facts.at(k);
+  const auto one = [&](std::size_t i) {
+    json j = e.retimes[i].to_json();
+    const json facts = i < sc.retimes.size() ? retime_facts_json(sc.retimes[i]) : json(nullptr);
+    for (const char *k : {"first", "second", "factor", "confirmed"})
+      j[k] = facts.is_null() ? json(nullptr) : facts.at(k);
+    return j;
+  };
+  json earlier = json::array();
+  for (std::size_t i = 0; i + 1 < e.retimes.size(); ++i)
+    earlier.push_back(one(i));
+  json j = one(e.retimes.size() - 1);
+  j["earlier"] = std::move(earlier);
   return j;
 }
 
@@ -114,13 +123,11 @@ json build_leaderboard(const board_inputs &in, const json &meta, const json &too
     run.report = e.run ? &e.run->doc : nullptr;
     run.failure = e.failure;
     run.wall_ms = e.wall_ms;
-    retime_run rt;
-    if (e.retime) {
-      rt.cell = e.retime->cell;
-      rt.report = e.retime->run ? &e.retime->run->doc : nullptr;
-      rt.failure = e.retime->failure;
-      rt.wall_ms = e.retime->wall_ms;
-      run.retime = &rt;
+    std::vector<retime_run> rts(e.retimes.size());
+    for (std::size_t i = 0; i < rts.size(); ++i) {
+      const board_retime &b = e.retimes[i];
+      rts[i] = {b.cell, b.run ? &b.run->doc : nullptr, b.failure, b.wall_ms};
+      run.retimes.push_back(&rts[i]);
     }
     scores.push_back(score_entry(in.task, g.baseline.doc, run));
   }

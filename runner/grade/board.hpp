@@ -32,7 +32,7 @@ struct board_grading {
   board_part baseline;
 };
 
-/// The second process that re-timed a submission (docs/grading.md, "The re-timing").
+/// A process that re-timed a submission (docs/grading.md, "The re-timing").
 struct board_retime {
   std::string nonce;         ///< 32 hex digits drawn after the first process ended
   std::string protocol_hash; ///< its re-timing protocol's hash
@@ -57,9 +57,9 @@ struct board_entry {
   std::string failure; ///< why it left no report ("" when it did)
   int exit_code = 0;
   double wall_ms = 0;
-  json confinement = nullptr;         ///< the walls of its process (confine_facts)
-  json build = nullptr;               ///< C source: how it was built
-  std::optional<board_retime> retime; ///< its re-timing, if one ran
+  json confinement = nullptr;        ///< the walls of its process (confine_facts)
+  json build = nullptr;              ///< C source: how it was built
+  std::vector<board_retime> retimes; ///< its re-timings in the order they ran (the last decides)
 };
 
 /// Everything leaderboard.json is made from.

@@ -149,17 +149,16 @@ std::string check_protocols(board_audit &a) {
     if (!e.protocol_hash.empty())
       (void)a.s.load(e.protocol_hash); // frozen, and intact
     ++n;
-    if (!e.retime)
-      continue;
-    const std::string again =
-        protocol_hash(retime_body(to_json(e.grading), e.retime->cell, e.retime->nonce));
-    if (e.retime->protocol_hash != again)
-      fail(fmt::format("{}'s re-timing protocol_hash is not the re-timing protocol's {}",
-                       e.sub.name, again.substr(0, 12)));
-    if (e.retime->run && e.retime->run->doc.protocol.hash != again)
-      fail(fmt::format("{}'s re-timing report ran another protocol", e.sub.name));
-    (void)a.s.load(again);
-    ++n;
+    for (const auto &rt : e.retimes) {
+      const std::string again = protocol_hash(retime_body(to_json(e.grading), rt.cell, rt.nonce));
+      if (rt.protocol_hash != again)
+        fail(fmt::format("{}'s re-timing protocol_hash is not the re-timing protocol's {}",
+                         e.sub.name, again.substr(0, 12)));
+      if (rt.run && rt.run->doc.protocol.hash != again)
+        fail(fmt::format("{}'s re-timing report ran another protocol", e.sub.name));
+      (void)a.s.load(again);
+      ++n;
+    }
   }
   return fmt::format("{} grading protocol(s) rebuilt from the task, the reveal and each "
                      "grading's nonce hash as recorded and are frozen",
@@ -185,8 +184,9 @@ std::string check_parts(board_audit &a) {
   for (const auto &e : a.inputs->entries) {
     if (e.run)
       audit_one(*e.run);
-    if (e.retime && e.retime->run)
-      audit_one(*e.retime->run);
+    for (const auto &rt : e.retimes)
+      if (rt.run)
+        audit_one(*rt.run);
   }
   return fmt::format("{} report(s) kept under parts/ each pass every audit check", n);
 }
@@ -220,10 +220,11 @@ std::string check_submissions(board_audit &a) {
         pinned_sha(a.s.load(e.protocol_hash)) != e.sub.files.front().sha256)
       fail(fmt::format("{}'s grading protocol pins another file than the submitted {}", e.sub.id,
                        e.sub.files.front().name));
-    if (e.retime && e.sub.kind != submission_kind::c_source &&
-        pinned_sha(a.s.load(e.retime->protocol_hash)) != e.sub.files.front().sha256)
-      fail(fmt::format("{}'s re-timing protocol pins another file than the submitted {}", e.sub.id,
-                       e.sub.files.front().name));
+    for (const auto &rt : e.retimes)
+      if (e.sub.kind != submission_kind::c_source &&
+          pinned_sha(a.s.load(rt.protocol_hash)) != e.sub.files.front().sha256)
+        fail(fmt::format("{}'s re-timing protocol pins another file than the submitted {}",
+                         e.sub.id, e.sub.files.front().name));
   }
   return fmt::format("{} submission(s), each its ledger's submit entry, its file pinned by its "
                      "grading protocol",
@@ -271,8 +272,9 @@ void check_failure(const ledger &l, const board_entry &e) {
   };
   if (!e.run && !e.protocol_hash.empty())
     check(e.protocol_hash, e.failure, "first");
-  if (e.retime && !e.retime->run)
-    check(e.retime->protocol_hash, e.retime->failure, "re-timing's");
+  for (const auto &rt : e.retimes)
+    if (!rt.run)
+      check(rt.protocol_hash, rt.failure, "re-timing's");
 }
 
 std::string check_ledger(const board_audit &a) {

@@ -83,7 +83,8 @@ std::string retime_state(const json &e) {
   return r.at("confirmed").get<bool>() ? "yes" : "no";
 }
 
-/// "confirmed: median 0.95 ms, then 0.91 ms in a second process (fwd 256x4096)".
+/// "confirmed: median 0.95 ms, then 0.91 ms in a second process (fwd 256x4096)", and when it
+/// was repeated ", the last of 2 re-timings".
 std::string retime_text(const json &e) {
   const json &r = e.at("retime");
   if (r.is_null())
@@ -93,10 +94,12 @@ std::string retime_text(const json &e) {
   const auto median = [](const json &side) {
     return side.is_null() ? std::string("-") : num(side.at("median"), "{:.4g}");
   };
-  return fmt::format("{}: median {} ms, then {} ms in a second process ({} {})",
-                     r.at("confirmed").get<bool>() ? "confirmed" : "not confirmed",
-                     median(r.at("first")), median(r.at("second")), r.at("cell").value("pass", ""),
-                     shape_of(r.at("cell")));
+  const std::size_t earlier = r.at("earlier").size();
+  return fmt::format(
+      "{}: median {} ms, then {} ms in a second process ({} {}){}",
+      r.at("confirmed").get<bool>() ? "confirmed" : "not confirmed", median(r.at("first")),
+      median(r.at("second")), r.at("cell").value("pass", ""), shape_of(r.at("cell")),
+      earlier == 0 ? std::string() : fmt::format(", the last of {} re-timings", earlier + 1));
 }
 
 /// The score's interval as a bar on a common axis [0, top].

@@ -56,9 +56,13 @@ board_entry entry_from_json(const json &e, const json &board, const fs::path &di
   out.confinement = e.at("confinement");
   out.build = e.at("build");
   if (const json &rt = e.at("retime"); !rt.is_null()) {
-    out.retime = board_retime::from_json(rt);
-    if (!rt.at("run").is_null())
-      out.retime->run = part_from_json(rt.at("run"), dir);
+    std::vector<json> all(rt.at("earlier").begin(), rt.at("earlier").end());
+    all.push_back(rt);
+    for (const json &a : all) {
+      board_retime &b = out.retimes.emplace_back(board_retime::from_json(a));
+      if (!a.at("run").is_null())
+        b.run = part_from_json(a.at("run"), dir);
+    }
   }
   return out;
 }

@@ -101,8 +101,12 @@ board_entry entry_of(const grading_plan &plan, std::size_t k, const fs::path &wo
   };
   e.run = audited(r.at("report"), e.failure);
   if (const json &rt = r.at("retime"); !rt.is_null()) {
-    e.retime = board_retime::from_json(rt);
-    e.retime->run = audited(rt.at("report"), e.retime->failure);
+    std::vector<json> all(rt.at("earlier").begin(), rt.at("earlier").end());
+    all.push_back(rt);
+    for (const json &a : all) {
+      board_retime &b = e.retimes.emplace_back(board_retime::from_json(a));
+      b.run = audited(a.at("report"), b.failure);
+    }
   }
   return e;
 }
@@ -140,8 +144,9 @@ void carry_over(const fs::path &prev_dir, const frozen_protocol &task, board_inp
     needed.insert(e.grade_id);
     if (e.run)
       copies[e.run->path] = prev_dir / e.run->path;
-    if (e.retime && e.retime->run)
-      copies[e.retime->run->path] = prev_dir / e.retime->run->path;
+    for (const auto &rt : e.retimes)
+      if (rt.run)
+        copies[rt.run->path] = prev_dir / rt.run->path;
     in.entries.push_back(std::move(e));
   }
   for (auto &g : old.gradings)

@@ -5,12 +5,15 @@
 #include "base/fs.hpp"
 #include "crypto/keyring.hpp"
 #include "grade/protocols.hpp"
+#include "grade/retime.hpp"
 #include "grade/score.hpp"
 #include "prereg/error.hpp"
 #include "store/ledger.hpp"
 #include "store/store.hpp"
 
 #include <fmt/format.h>
+
+#include <deque>
 
 namespace prereg::grade {
 namespace fs = std::filesystem;
@@ -21,10 +24,11 @@ fs::path runs_dir(const fs::path &work, const plan_part &p) {
   return work / "runs" / (p.sub.id.empty() ? std::string("baseline") : p.sub.id);
 }
 
-/// The folder a submission's re-timing writes under: beside its first run's, not inside it, so
-/// that the second process cannot see or touch the first's report.
-fs::path retime_dir(const fs::path &work, const plan_part &p) {
-  return work / "runs" / (p.sub.id + ".retime");
+/// The folder a submission's re-timing `i` writes under: beside its first run's, not inside it,
+/// so that the second process cannot see or touch the first's report (nor a later re-timing an
+/// earlier one's).
+fs::path retime_dir(const fs::path &work, const plan_part &p, std::size_t i) {
+  return work / "runs" / (p.sub.id + ".retime" + (i == 0 ? "" : std::to_string(i + 1)));
 }
 
 /// The last line of a file, without its newline ("" for none).
@@ -128,10 +132,10 @@ report_document read_doc(const fs::path &dir) {
   return report_from_json(parse_json_strict(read_file(file), file.string()), file.string());
 }
 
-/// The re-timing of a submission whose first process (`first`, its result) excludes nothing:
-/// a protocol for the cell of its largest speed-up with a fresh nonce, frozen and run in a
-/// second confined process of its own (docs/grading.md, "The re-timing"). Null when the first
-/// process already excludes it.
+/// The re-timings of a submission whose first process (`first`, its result) excludes nothing:
+/// protocols for the cell of its largest speed-up, each with a fresh nonce, frozen and run in a
+/// confined process of its own (docs/grading.md, "The re-timing"). The last one's result, the
+/// earlier ones' under its `earlier`; null when the first process already excludes it.
 json retime_part(const grade_env &env, const store &s, const fs::path &work,
                  const grading_plan &plan, const plan_part &p, const json &first) {
   const frozen_protocol task = s.load(plan.task_hash);
@@ -139,21 +143,38 @@ json retime_part(const grade_env &env, const store &s, const fs::path &work,
   const json base = parse_json_strict(read_file(work / "results" / "part-0.json"), "part-0.json");
   const report_document baseline = read_doc(work / base.at("report").get<std::string>());
   const report_document doc = read_doc(work / first.at("report").get<std::string>());
-  graded_run run{&fp.proto, fp.hash, &doc, "", first.at("wall_ms").get<double>()};
-  run.first_only = true;
-  const entry_score e = score_entry(task.proto, baseline, run);
-  if (e.excluded())
-    return nullptr;
-  const cell_key cell = retime_cell(*task.proto.task, e);
-  const std::string nonce = random_hex(16);
   const signing_key key = load_or_create_key(env.key_path);
   s.add_key(key.public_part());
-  const std::string hash = freeze_grading(s, retime_body(fp.body, cell, nonce), key);
-  json r = run_process(env, s, work, plan, p, hash, retime_dir(work, p));
-  r["nonce"] = nonce;
-  r["cell"] = to_json(cell);
-  r["protocol_hash"] = hash;
-  return r;
+  std::deque<report_document> docs;
+  std::deque<retime_run> runs;
+  json attempts = json::array();
+  const auto attempt = [&](std::size_t i, const cell_key &cell) {
+    const std::string nonce = random_hex(16);
+    const std::string hash = freeze_grading(s, retime_body(fp.body, cell, nonce), key);
+    json r = run_process(env, s, work, plan, p, hash, retime_dir(work, p, i));
+    r["nonce"] = nonce;
+    r["cell"] = to_json(cell);
+    r["protocol_hash"] = hash;
+    retime_run &rt = runs.emplace_back();
+    rt.cell = cell;
+    rt.failure = r.value("failure", "");
+    rt.wall_ms = r.at("wall_ms").get<double>();
+    if (!r.at("report").is_null())
+      try {
+        rt.report = &docs.emplace_back(read_doc(work / r.at("report").get<std::string>()));
+      } catch (const std::exception &) { // the closing step judges it (audit_problem)
+        rt.report = nullptr;
+      }
+    attempts.push_back(std::move(r));
+    return &rt;
+  };
+  graded_run run{&fp.proto, fp.hash, &doc, "", first.at("wall_ms").get<double>()};
+  if (retime_until(task.proto, baseline, run, attempt) == 0)
+    return nullptr;
+  json last = attempts.back();
+  attempts.erase(attempts.end() - 1);
+  last["earlier"] = std::move(attempts);
+  return last;
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 #include "grade/compile.hpp"
 #include "grade/heldout.hpp"
 #include "grade/protocols.hpp"
+#include "grade/retime.hpp"
 #include "grade/score.hpp"
 #include "prereg/error.hpp"
 
@@ -15,6 +16,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <deque>
 #include <functional>
 
 namespace prereg::grade {
@@ -174,42 +176,64 @@ std::optional<report_document> read_report(const fs::path &dir) {
                           dir.string());
 }
 
-/// What a reward call's processes left: the first, and the re-timing when one ran.
+/// What a reward call's processes left: the first, and the re-timings when any ran.
 struct reward_runs {
   std::string hash, failure;
   fs::path report_dir;
   std::optional<report_document> doc;
   confined_result r;
-  json retime = nullptr; ///< {cell, nonce, protocol_hash, report, failure, wall_ms}
-  std::optional<report_document> retime_doc;
-  retime_run rt;
+  json retimes = json::array(); ///< each {cell, nonce, protocol_hash, report, failure, wall_ms}
+  std::deque<report_document> retime_docs;
+  std::deque<retime_run> rts;
 };
 
-/// The re-timing of a reward call whose first process excludes nothing (docs/grading.md, "The
-/// re-timing"): a second confined process at the cell of its largest speed-up, a fresh nonce.
+/// The re-timings of a reward call whose first process excludes nothing (docs/grading.md, "The
+/// re-timing"): confined processes at the cell of its largest speed-up, each a fresh nonce, the
+/// i-th in `own` + suffix (beside the first call's folder, not inside it).
 void reward_retime(const grade_env &env, const store &s, const frozen_protocol &task,
                    const report_document &base, const protocol &grading, const json &body,
                    const signing_key &key,
                    const std::function<confine_plan(const fs::path &, const std::string &)> &walls,
                    const fs::path &own, const fs::path &base_dir, reward_runs &x) {
-  graded_run first{&grading, x.hash, &*x.doc, "", x.r.wall_ms};
-  first.first_only = true;
-  const entry_score e = score_entry(task.proto, base, first);
-  if (e.excluded())
-    return;
-  x.rt.cell = retime_cell(*task.proto.task, e);
-  const std::string nonce = random_hex(16);
-  const std::string hash = freeze_grading(s, retime_body(body, x.rt.cell, nonce), key);
-  confined_result r;
-  const auto [dir, failure] = run_reward_process(env, s, hash, own, walls(own, hash), base_dir, r);
-  x.retime_doc = read_report(dir);
-  x.rt.report = x.retime_doc ? &*x.retime_doc : nullptr;
-  x.rt.failure = failure;
-  x.rt.wall_ms = r.wall_ms;
-  x.retime = {
-      {"cell", to_json(x.rt.cell)}, {"nonce", nonce},
-      {"protocol_hash", hash},      {"report", dir.empty() ? json(nullptr) : json(dir.string())},
-      {"failure", failure},         {"wall_ms", r.wall_ms}};
+  const auto attempt = [&](std::size_t i, const cell_key &cell) {
+    const std::string nonce = random_hex(16);
+    const std::string hash = freeze_grading(s, retime_body(body, cell, nonce), key);
+    const fs::path dir_i = own.string() + (i == 0 ? "" : std::to_string(i + 1));
+    confined_result r;
+    const auto [dir, failure] =
+        run_reward_process(env, s, hash, dir_i, walls(dir_i, hash), base_dir, r);
+    retime_run &rt = x.rts.emplace_back();
+    rt.cell = cell;
+    if (auto doc = read_report(dir))
+      rt.report = &x.retime_docs.emplace_back(std::move(*doc));
+    rt.failure = failure;
+    rt.wall_ms = r.wall_ms;
+    x.retimes.push_back({{"cell", to_json(cell)},
+                         {"nonce", nonce},
+                         {"protocol_hash", hash},
+                         {"report", dir.empty() ? json(nullptr) : json(dir.string())},
+                         {"failure", failure},
+                         {"wall_ms", r.wall_ms}});
+    return &rt;
+  };
+  (void)retime_until(task.proto, base, {&grading, x.hash, &*x.doc, "", x.r.wall_ms}, attempt);
+}
+
+/// The reward's `retime`: the last re-timing with its judged facts, the earlier ones under its
+/// `earlier`; null when none ran.
+json reward_retime_json(const reward_runs &x, const entry_score &e) {
+  if (x.retimes.empty())
+    return nullptr;
+  json all = x.retimes;
+  for (std::size_t i = 0; i < all.size() && i < e.retimes.size(); ++i) {
+    const json facts = retime_facts_json(e.retimes[i]);
+    for (const char *k : {"first", "second", "factor", "confirmed"})
+      all[i][k] = facts.at(k);
+  }
+  json last = all.back();
+  all.erase(all.end() - 1);
+  last["earlier"] = std::move(all);
+  return last;
 }
 
 } // namespace
@@ -265,12 +289,10 @@ json reward(const grade_env &env, const reward_options &o) {
                     base_dir, x);
   }
   graded_run run{&grading, x.hash, x.doc ? &*x.doc : nullptr, x.failure, x.r.wall_ms};
-  run.retime = x.retime.is_null() ? nullptr : &x.rt;
+  for (const auto &rt : x.rts)
+    run.retimes.push_back(&rt);
   const entry_score e = score_entry(task.proto, base, run);
-  json retime = x.retime;
-  if (const json facts = retime_facts_json(e); !retime.is_null() && !facts.is_null())
-    for (const char *k : {"first", "second", "factor", "confirmed"})
-      retime[k] = facts.at(k);
+  const json retime = reward_retime_json(x, e);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {{"score", e.score},

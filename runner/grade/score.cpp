@@ -142,31 +142,24 @@ retime_side side_of(const report_cell *c) {
   return out;
 }
 
-/// The re-timing's exclusions (docs/grading.md, "The re-timing"), after a first process that
-/// excludes nothing: the second process must have measured the chosen cell, left a report that
-/// the first's checks pass at it, and not be slower beyond the rule.
-void check_retime(const report_document &baseline, const graded_run &run, const cell_key &want,
-                  entry_score &e) {
-  retime_facts f;
-  f.cell = want;
-  f.first = side_of(find_cell(*run.report, want.arm, want));
-  const std::size_t before = e.exclusions.size();
-  const auto fail = [&](const std::string &why) {
-    e.exclusions.push_back({"not-confirmed", want, why});
-  };
-  if (run.retime == nullptr) {
-    fail("its first process's timing was not re-timed in a second process");
-  } else if (!(run.retime->cell == want)) {
-    fail(fmt::format("the re-timing measured {} instead of {}, the cell of the largest speed-up",
-                     cell_label(run.retime->cell), cell_label(want)));
-  } else if (run.retime->report == nullptr) {
-    fail("the re-timing left no report: " +
-         (run.retime->failure.empty() ? std::string("its run failed") : run.retime->failure));
+/// One re-timing's failures at `want` (none: it confirms the first process's timing), its
+/// facts in `f`: the second process must have measured the cell, left a report that the
+/// first's checks pass at it, and not be slower beyond the rule.
+std::vector<std::string> judge_retime(const report_document &baseline, const entry_score &e,
+                                      const retime_run &rt, const cell_key &want, retime_facts &f) {
+  std::vector<std::string> fails;
+  if (!(rt.cell == want)) {
+    fails.push_back(
+        fmt::format("the re-timing measured {} instead of {}, the cell of the largest speed-up",
+                    cell_label(rt.cell), cell_label(want)));
+  } else if (rt.report == nullptr) {
+    fails.push_back("the re-timing left no report: " +
+                    (rt.failure.empty() ? std::string("its run failed") : rt.failure));
   } else {
-    const report_document &second = *run.retime->report;
+    const report_document &second = *rt.report;
     std::vector<exclusion> found;
     check_instrument(baseline, second, found);
-    check_wall(second, run.retime->wall_ms, found);
+    check_wall(second, rt.wall_ms, found);
     const report_cell *c = find_cell(second, want.arm, want);
     for (const auto &g : e.cells)
       if (g.key == want) {
@@ -175,15 +168,51 @@ void check_retime(const report_document &baseline, const graded_run &run, const 
         cell_exclusions(second, g2, c, found);
       }
     for (const auto &x : found)
-      fail(fmt::format("the re-timing: {}: {}", x.code, x.detail));
+      fails.push_back(fmt::format("the re-timing: {}: {}", x.code, x.detail));
     f.second = side_of(c);
-    if (found.empty() && f.second.q25 > retime_factor * f.first.q75)
-      fail(fmt::format("the second process's lower quartile {:.6g} ms is more than {:g} x the "
-                       "first's upper quartile {:.6g} ms (medians {:.6g} and {:.6g} ms)",
-                       f.second.q25, retime_factor, f.first.q75, f.second.median, f.first.median));
+    if (found.empty() && f.second.q25 > retime_factor * f.first.q75) {
+      fails.push_back(fmt::format("the second process's lower quartile {:.6g} ms is more than "
+                                  "{:g} x the first's upper quartile {:.6g} ms (medians {:.6g} "
+                                  "and {:.6g} ms)",
+                                  f.second.q25, retime_factor, f.first.q75, f.second.median,
+                                  f.first.median));
+      f.slower_only = true;
+    }
   }
-  f.confirmed = e.exclusions.size() == before;
-  e.retime = f;
+  f.confirmed = fails.empty();
+  return fails;
+}
+
+/// The re-timings' exclusions (docs/grading.md, "The re-timing"), after a first process that
+/// excludes nothing: the last re-timing decides; each earlier one must have failed the factor
+/// rule alone (the reason to re-time), and at most retime_attempts ran.
+void check_retime(const report_document &baseline, const graded_run &run, const cell_key &want,
+                  entry_score &e) {
+  retime_facts base;
+  base.cell = want;
+  base.first = side_of(find_cell(*run.report, want.arm, want));
+  const auto fail = [&](const std::string &why) {
+    e.exclusions.push_back({"not-confirmed", want, why});
+  };
+  if (run.retimes.empty()) {
+    e.retimes.push_back(base);
+    fail("its first process's timing was not re-timed in a second process");
+    return;
+  }
+  const std::size_t n = run.retimes.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    retime_facts f = base;
+    const std::vector<std::string> fails = judge_retime(baseline, e, *run.retimes[i], want, f);
+    e.retimes.push_back(f);
+    if (i + 1 == n)
+      for (const auto &why : fails)
+        fail(n == 1 ? why : fmt::format("re-timing {} of {}: {}", n, n, why));
+    else if (!f.slower_only)
+      fail(fmt::format("re-timing {} of {} was followed by another though it {}", i + 1, n,
+                       fails.empty() ? std::string("confirmed") : "failed: " + fails.front()));
+  }
+  if (n > retime_attempts)
+    fail(fmt::format("{} re-timings ran, more than the {} a grading makes", n, retime_attempts));
 }
 
 /// The score of speed-ups `s` by the task's rule (geometric mean, or the `at` cell's).
@@ -387,20 +416,25 @@ json exclusions_json(const entry_score &e) {
   return out;
 }
 
-json retime_facts_json(const entry_score &e) {
-  if (!e.retime)
-    return nullptr;
+bool retime_again(const entry_score &e) {
+  if (e.retimes.empty() || !e.retimes.back().slower_only || e.retimes.size() >= retime_attempts)
+    return false;
+  return std::all_of(e.retimes.begin(), e.retimes.end(),
+                     [](const retime_facts &f) { return f.slower_only; }) &&
+         e.exclusions.size() == 1 && e.exclusions[0].code == "not-confirmed";
+}
+
+json retime_facts_json(const retime_facts &f) {
   const auto side = [](const retime_side &s) {
     return json{{"n", s.n},
                 {"q25", finite_or_null(s.q25)},
                 {"median", finite_or_null(s.median)},
                 {"q75", finite_or_null(s.q75)}};
   };
-  return {{"cell", to_json(e.retime->cell)},
-          {"first", side(e.retime->first)},
-          {"second", side(e.retime->second)},
+  return {{"first", side(f.first)},
+          {"second", side(f.second)},
           {"factor", retime_factor},
-          {"confirmed", e.retime->confirmed}};
+          {"confirmed", f.confirmed}};
 }
 
 } // namespace prereg::grade

@@ -36,9 +36,11 @@ struct exclusion {
 /// The re-timing's rule (docs/grading.md, "The re-timing"): the first process's timing is not
 /// confirmed when the second process's lower quartile exceeds retime_factor x the first's upper
 /// quartile at the re-timed cell. The second process takes retime_samples timed samples (at
-/// least input_sets - 1).
+/// least input_sets - 1). A re-timing that fails that rule alone is repeated in a fresh process,
+/// up to retime_attempts re-timings in all (a noisy machine's stretch is not a fabrication).
 inline constexpr double retime_factor = 4;
 inline constexpr std::int64_t retime_samples = 10;
+inline constexpr std::size_t retime_attempts = 3;
 
 /// A re-timing's quartiles of one process's samples at the re-timed cell.
 struct retime_side {
@@ -48,18 +50,21 @@ struct retime_side {
   double q75 = std::numeric_limits<double>::quiet_NaN();
 };
 
-/// What the re-timing found: the cell, both processes' quartiles, whether it confirmed.
+/// What one re-timing found: the cell, both processes' quartiles, whether it confirmed.
 struct retime_facts {
   cell_key cell;
   retime_side first, second; ///< second.n == 0: the second process left no samples there
   bool confirmed = false;
+  bool slower_only = false; ///< its one failure was the factor rule: the grading re-times again
 };
 
 /// A submission's graded facts. A submission with any exclusion scores 0 (interval 0..0).
 struct entry_score {
   std::vector<graded_cell> cells;
   std::vector<exclusion> exclusions;
-  std::optional<retime_facts> retime; ///< set when a re-timing was judged
+  /// Each re-timing judged, in the order they ran (the last one decides); empty when the first
+  /// process excluded the submission. With none recorded, one entry: no second process.
+  std::vector<retime_facts> retimes;
   double score = 0, lo = 0, hi = 0;
   [[nodiscard]] bool excluded() const { return !exclusions.empty(); }
 };
@@ -80,9 +85,9 @@ struct graded_run {
   std::string failure;                     ///< why not (the run's error line), else ""
   /// The whole process's wall time on the parent's clock [ms] (NaN: not known).
   double wall_ms = std::numeric_limits<double>::quiet_NaN();
-  /// The re-timing; null when none ran (then a first process that excludes nothing is excluded
-  /// as `not-confirmed`, unless first_only).
-  const retime_run *retime = nullptr;
+  /// The re-timings in the order they ran; none (then a first process that excludes nothing is
+  /// excluded as `not-confirmed`, unless first_only).
+  std::vector<const retime_run *> retimes{};
   /// Score the first process alone (the grading deciding whether to re-time): no `not-confirmed`.
   bool first_only = false;
 };
@@ -96,6 +101,10 @@ struct graded_run {
 /// Throws invalid_input when the baseline report lacks a cell or failed at one.
 [[nodiscard]] entry_score score_entry(const protocol &task, const report_document &baseline,
                                       const graded_run &run);
+
+/// Whether the grading re-times `e` again: its last re-timing failed the factor rule alone and
+/// fewer than retime_attempts ran.
+[[nodiscard]] bool retime_again(const entry_score &e);
 
 /// The cell a re-timing measures after a first process that excludes nothing (`first`): the
 /// `at` cell of a `speedup_at` task, else the graded cell of the largest speed-up (the first in
@@ -115,8 +124,7 @@ struct graded_run {
 /// An entry's cells and exclusions as the leaderboard writes them.
 [[nodiscard]] json cells_json(const entry_score &e);
 [[nodiscard]] json exclusions_json(const entry_score &e);
-/// The re-timing's judged facts: {cell, first, second: {n, q25, median, q75}, factor,
-/// confirmed}; null when none was judged.
-[[nodiscard]] json retime_facts_json(const entry_score &e);
+/// One re-timing's judged facts: {first, second: {n, q25, median, q75}, factor, confirmed}.
+[[nodiscard]] json retime_facts_json(const retime_facts &f);
 
 } // namespace prereg::grade

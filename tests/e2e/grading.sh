@@ -108,6 +108,11 @@ if dodge:  # only the re-timing catches it: nothing else excludes it
     say([x['code'] for x in dodge['exclusions']] == ['not-confirmed'] and rt.get('confirmed') is False
         and rt['second']['median'] > rt['first']['median'],
         f"the dodge is excluded by the re-timing alone: {rt.get('first')} then {rt.get('second')}")
+    tries = rt.get('earlier', []) + [rt]
+    say(len(tries) == 3 and all(t['confirmed'] is False and t['second']['q25'] > 4 * t['first']['q75'] for t in tries)
+        and len({t['nonce'] for t in tries}) == 3 and len({t['run']['path'] for t in tries}) == 3,
+        f"each of its 3 re-timings, a fresh process with a fresh nonce, is slower beyond the factor: "
+        f"{[t['second']['median'] for t in tries]}")
 order = [e['name'] for e in board['entries']]
 say(all(order.index(n) < order.index(h) for n in order for h in order
         if entries[n]['rank'] is not None and entries[h]['rank'] is None),
@@ -182,6 +187,12 @@ grep -q "^FAIL scores: the leaderboard differs from the one rebuilt" "$work/out"
 dir=$(tamper noretime "e=[x for x in b['entries'] if x['name']=='numpy'][0]; e['retime']['nonce']='0'*32")
 expect_exit 4 "a re-timing under another nonce fails the audit" -- "$PREREG" audit "$dir"
 grep -q "^FAIL protocols: numpy's re-timing protocol_hash" "$work/out" && pass "the protocols check rebuilds the re-timing's protocol" || fail "audit: $(grep FAIL "$work/out")"
+dir=$(tamper earlier "e=[x for x in b['entries'] if x['name']=='dodge'][0]; e['retime']['earlier'][0]['nonce']='0'*32")
+expect_exit 4 "an earlier re-timing under another nonce fails the audit" -- "$PREREG" audit "$dir"
+grep -q "^FAIL protocols: dodge's re-timing protocol_hash" "$work/out" && pass "the protocols check rebuilds every re-timing's protocol" || fail "audit: $(grep FAIL "$work/out")"
+dir=$(tamper dropped "e=[x for x in b['entries'] if x['name']=='dodge'][0]; e['retime']['earlier']=[]")
+expect_exit 4 "a leaderboard that drops earlier re-timings fails the audit" -- "$PREREG" audit "$dir"
+grep -q "^FAIL scores: the leaderboard differs from the one rebuilt" "$work/out" && pass "the scores check names it" || fail "audit: $(grep FAIL "$work/out")"
 
 # --- the reward call -----------------------------------------------------------------------------
 base_part=$board/$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['gradings'][0]['baseline']['path'])" "$board/leaderboard.json")
@@ -189,8 +200,8 @@ expect_exit 0 "reward an honest file" -- "$PREREG" reward "$task" "$subs/honest_
 "$py" -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['score']>0 and not r['excluded'] and r['report'] and r['retime']['confirmed'], r" "$work/out" \
   && pass "its score is positive, with a report, confirmed by a re-timing" || fail "reward: $(head -c 400 "$work/out")"
 expect_exit 0 "reward the dodge" -- "$PREREG" reward "$task" "$subs/retime_dodge.py" --baseline "$base_part" --out "$out" --json
-"$py" -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['score']==0 and [x['code'] for x in r['exclusions']]==['not-confirmed'], r" "$work/out" \
-  && pass "its score is 0, excluded by the re-timing" || fail "reward: $(head -c 600 "$work/out")"
+"$py" -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['score']==0 and [x['code'] for x in r['exclusions']]==['not-confirmed'] and len(r['retime']['earlier'])==2, r" "$work/out" \
+  && pass "its score is 0, excluded by the re-timing, after 3 re-timings" || fail "reward: $(head -c 600 "$work/out")"
 expect_exit 0 "reward a cheating file" -- "$PREREG" reward "$task" "$subs/nan_output.py" --baseline "$base_part" --out "$out" --json
 "$py" -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['score']==0 and r['excluded'] and r['exclusions'][0]['code']=='correctness', r" "$work/out" \
   && pass "its score is 0, excluded by correctness" || fail "reward: $(head -c 400 "$work/out")"

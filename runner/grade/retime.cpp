@@ -1,0 +1,30 @@
+// The re-timings' loop (retime.hpp).
+#include "grade/retime.hpp"
+
+#include <thread>
+
+namespace prereg::grade {
+
+std::size_t
+retime_until(const protocol &task, const report_document &baseline, const graded_run &first,
+             const std::function<const retime_run *(std::size_t, const cell_key &)> &attempt,
+             std::chrono::milliseconds pause) {
+  graded_run run = first;
+  run.first_only = true;
+  const entry_score e = score_entry(task, baseline, run);
+  if (e.excluded())
+    return 0;
+  const cell_key cell = retime_cell(*task.task, e);
+  run.first_only = false;
+  run.retimes.clear();
+  for (std::size_t i = 0; i < retime_attempts; ++i) {
+    if (i > 0)
+      std::this_thread::sleep_for(pause);
+    run.retimes.push_back(attempt(i, cell));
+    if (!retime_again(score_entry(task, baseline, run)))
+      break;
+  }
+  return run.retimes.size();
+}
+
+} // namespace prereg::grade
