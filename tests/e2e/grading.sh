@@ -174,25 +174,26 @@ tamper() { # NAME PYTHON-EXPRESSION-ON-b: a copy of the leaderboard with b chang
   canon "$dir/leaderboard.json" && resign "$dir"
   echo "$dir"
 }
-dir=$(tamper reveal "b['heldout']['reveal']['axes']['rows']=[512]")
-expect_exit 4 "a tampered reveal fails the audit" -- "$PREREG" audit "$dir"
-grep -q "^FAIL reveal: the revealed secret hashes to" "$work/out" && pass "the reveal check names it" || fail "audit: $(grep FAIL "$work/out")"
+audit_fails() { # NAME EXPR WHAT PATTERN NAMED: a tampered copy fails the audit, PATTERN saying why
+  local dir
+  dir=$(tamper "$1" "$2")
+  expect_exit 4 "$3" -- "$PREREG" audit "$dir"
+  grep -q "$4" "$work/out" && pass "$5" || fail "audit: $(grep FAIL "$work/out")"
+}
+audit_fails reveal "b['heldout']['reveal']['axes']['rows']=[512]" "a tampered reveal fails the audit" \
+  "^FAIL reveal: the revealed secret hashes to" "the reveal check names it"
 grep -q "^PASS envelope" "$work/out" && pass "(the re-signed envelope itself verifies)" || fail "envelope: $(grep envelope "$work/out")"
-dir=$(tamper forged "e=[x for x in b['entries'] if x['name']=='timer'][0]; e.update(score=9.0, score_lo=8.0, score_hi=10.0, excluded=False, exclusions=[], rank=1)")
-expect_exit 4 "a forged score fails the audit" -- "$PREREG" audit "$dir"
-grep -q "^FAIL scores: the leaderboard differs from the one rebuilt" "$work/out" && pass "the scores check names it" || fail "audit: $(grep FAIL "$work/out")"
-dir=$(tamper confirmed "e=[x for x in b['entries'] if x['name']=='dodge'][0]; e['retime'].update(confirmed=True); e['retime']['second'].update(q25=e['retime']['first']['q25'], median=e['retime']['first']['median'], q75=e['retime']['first']['q75']); e.update(excluded=False, exclusions=[], score=1.0, score_lo=0.9, score_hi=1.1, rank=1)")
-expect_exit 4 "a forged re-timing fails the audit" -- "$PREREG" audit "$dir"
-grep -q "^FAIL scores: the leaderboard differs from the one rebuilt" "$work/out" && pass "the scores check re-derives the re-timing from both processes' samples" || fail "audit: $(grep FAIL "$work/out")"
-dir=$(tamper noretime "e=[x for x in b['entries'] if x['name']=='numpy'][0]; e['retime']['nonce']='0'*32")
-expect_exit 4 "a re-timing under another nonce fails the audit" -- "$PREREG" audit "$dir"
-grep -q "^FAIL protocols: numpy's re-timing protocol_hash" "$work/out" && pass "the protocols check rebuilds the re-timing's protocol" || fail "audit: $(grep FAIL "$work/out")"
-dir=$(tamper earlier "e=[x for x in b['entries'] if x['name']=='dodge'][0]; e['retime']['earlier'][0]['nonce']='0'*32")
-expect_exit 4 "an earlier re-timing under another nonce fails the audit" -- "$PREREG" audit "$dir"
-grep -q "^FAIL protocols: dodge's re-timing protocol_hash" "$work/out" && pass "the protocols check rebuilds every re-timing's protocol" || fail "audit: $(grep FAIL "$work/out")"
-dir=$(tamper dropped "e=[x for x in b['entries'] if x['name']=='dodge'][0]; e['retime']['earlier']=[]")
-expect_exit 4 "a leaderboard that drops earlier re-timings fails the audit" -- "$PREREG" audit "$dir"
-grep -q "^FAIL scores: the leaderboard differs from the one rebuilt" "$work/out" && pass "the scores check names it" || fail "audit: $(grep FAIL "$work/out")"
+rebuilt="^FAIL scores: the leaderboard differs from the one rebuilt"
+audit_fails forged "e=[x for x in b['entries'] if x['name']=='timer'][0]; e.update(score=9.0, score_lo=8.0, score_hi=10.0, excluded=False, exclusions=[], rank=1)" \
+  "a forged score fails the audit" "$rebuilt" "the scores check names it"
+audit_fails confirmed "e=[x for x in b['entries'] if x['name']=='dodge'][0]; e['retime'].update(confirmed=True); e['retime']['second'].update(q25=e['retime']['first']['q25'], median=e['retime']['first']['median'], q75=e['retime']['first']['q75']); e.update(excluded=False, exclusions=[], score=1.0, score_lo=0.9, score_hi=1.1, rank=1)" \
+  "a forged re-timing fails the audit" "$rebuilt" "the scores check re-derives the re-timing from both processes' samples"
+audit_fails noretime "e=[x for x in b['entries'] if x['name']=='numpy'][0]; e['retime']['nonce']='0'*32" \
+  "a re-timing under another nonce fails the audit" "^FAIL protocols: numpy's re-timing protocol_hash" "the protocols check rebuilds the re-timing's protocol"
+audit_fails earlier "e=[x for x in b['entries'] if x['name']=='dodge'][0]; e['retime']['earlier'][0]['nonce']='0'*32" \
+  "an earlier re-timing under another nonce fails the audit" "^FAIL protocols: dodge's re-timing protocol_hash" "the protocols check rebuilds every re-timing's protocol"
+audit_fails dropped "e=[x for x in b['entries'] if x['name']=='dodge'][0]; e['retime']['earlier']=[]" \
+  "a leaderboard that drops earlier re-timings fails the audit" "$rebuilt" "the scores check names it"
 
 # --- the reward call -----------------------------------------------------------------------------
 base_part=$board/$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['gradings'][0]['baseline']['path'])" "$board/leaderboard.json")
