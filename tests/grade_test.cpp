@@ -430,20 +430,24 @@ TEST_CASE("the leaderboard is built in rank order and rendered") {
     p.doc.correctness[0].passed = correct;
     e.run = p;
     e.wall_ms = 1e9;
-    if (correct) { // a second process at the first cell (equal speed-ups): as fast
+    const auto retime = [&](char nonce, double at_ms) { // a process at the first cell
       board_retime r;
-      r.nonce = std::string(32, '3');
+      r.nonce = std::string(32, nonce);
       r.cell = all_cells(e.grading).at(0);
       const json rb = retime_body(to_json(e.grading), r.cell, r.nonce);
       r.protocol_hash = protocol_hash(rb);
       board_part rp;
-      rp.path = "parts/tgrade-grade/" + name + ".retime";
-      rp.run_id = name + ".retime";
-      rp.doc = report_of(protocol_from_json(rb, "retime"), name, ms);
+      rp.path = "parts/tgrade-grade/" + name + ".retime" + nonce;
+      rp.run_id = name + ".retime" + nonce;
+      rp.doc = report_of(protocol_from_json(rb, "retime"), name, at_ms);
       r.run = rp;
       r.wall_ms = 1e9;
       e.retimes.push_back(r);
-    }
+    };
+    if (correct && name == "slow") // a stretch of the machine, then as fast: re-timed twice
+      retime('2', ms * 100);
+    if (correct) // equal speed-ups: the first cell, as fast
+      retime('3', ms);
     return e;
   };
   in.entries = {entry("slow", 0.02, true), entry("cheat", 0.0001, false),
@@ -459,6 +463,11 @@ TEST_CASE("the leaderboard is built in rank order and rendered") {
   CHECK(b["entries"][2]["rank"].is_null());
   CHECK(b["entries"][2]["score"] == 0);
   CHECK(b["entries"][0]["retime"]["confirmed"] == true);
+  CHECK_FALSE(b["entries"][0]["retime"].contains("earlier")); // one re-timing: no `earlier`
+  CHECK(b["entries"][1]["retime"]["confirmed"] == true);
+  REQUIRE(b["entries"][1]["retime"]["earlier"].size() == 1);
+  CHECK(b["entries"][1]["retime"]["earlier"][0]["confirmed"] == false);
+  CHECK(b["entries"][1]["retime"]["earlier"][0]["nonce"] == std::string(32, '2'));
   CHECK(b["entries"][2]["retime"].is_null());
   CHECK(build_leaderboard(in, b["grade"], b["tool"]) == b); // a pure function of its inputs
   const std::string html = render_board_html(b);
@@ -466,6 +475,7 @@ TEST_CASE("the leaderboard is built in rank order and rendered") {
   CHECK(html.find("data-name=\"cheat\" data-excluded=\"true\"") != std::string::npos);
   CHECK(render_board_markdown(b).find("| 1 | fast |") != std::string::npos);
   CHECK(html.find("<td class=\"retime\" data-confirmed=\"yes\"") != std::string::npos);
+  CHECK(html.find("the last of 2 re-timings") != std::string::npos);
   if (const char *dir = std::getenv("PREREG_BOARD_SAMPLES")) { // tests/browser/check_board.sh
     fs::create_directories(dir);
     write_file_atomic(fs::path(dir) / "leaderboard.html", html);

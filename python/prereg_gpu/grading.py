@@ -21,8 +21,8 @@ class Reward:
     """`prereg reward --json`: the task's score of one submission, 0 when it failed or is
     excluded (then `exclusions` say why), its interval, its signed report's folder and its
     re-timing in a second process (`retime`: cell, nonce, report, both processes' quartiles,
-    `confirmed`, and under `earlier` the re-timings before it when one slower alone was
-    repeated; None when the first process already excluded it)."""
+    `confirmed`, and under `earlier`, present when one slower alone was repeated, the
+    re-timings before it; None when the first process already excluded it)."""
 
     score: float
     score_lo: float | None

@@ -30,7 +30,7 @@ json submission_json(const submission &s) {
 }
 
 /// The entry's re-timings: the last one (what ran, and what the score judged of it), the
-/// earlier ones under its `earlier`; null when none ran.
+/// earlier ones under its `earlier` (when there are any); null when none ran.
 json retime_json(const board_entry &e, const entry_score &sc) {
   if (e.retimes.empty())
     return nullptr;
@@ -45,7 +45,8 @@ json retime_json(const board_entry &e, const entry_score &sc) {
   for (std::size_t i = 0; i + 1 < e.retimes.size(); ++i)
     earlier.push_back(one(i));
   json j = one(e.retimes.size() - 1);
-  j["earlier"] = std::move(earlier);
+  if (!earlier.empty()) // absent when one re-timing ran: a leaderboard of before keeps its bytes
+    j["earlier"] = std::move(earlier);
   return j;
 }
 

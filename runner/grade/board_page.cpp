@@ -94,7 +94,7 @@ std::string retime_text(const json &e) {
   const auto median = [](const json &side) {
     return side.is_null() ? std::string("-") : num(side.at("median"), "{:.4g}");
   };
-  const std::size_t earlier = r.at("earlier").size();
+  const std::size_t earlier = r.value("earlier", json::array()).size();
   return fmt::format(
       "{}: median {} ms, then {} ms in a second process ({} {}){}",
       r.at("confirmed").get<bool>() ? "confirmed" : "not confirmed", median(r.at("first")),

@@ -56,7 +56,8 @@ board_entry entry_from_json(const json &e, const json &board, const fs::path &di
   out.confinement = e.at("confinement");
   out.build = e.at("build");
   if (const json &rt = e.at("retime"); !rt.is_null()) {
-    std::vector<json> all(rt.at("earlier").begin(), rt.at("earlier").end());
+    const json earlier = rt.value("earlier", json::array());
+    std::vector<json> all(earlier.begin(), earlier.end());
     all.push_back(rt);
     for (const json &a : all) {
       board_retime &b = out.retimes.emplace_back(board_retime::from_json(a));

@@ -101,7 +101,8 @@ board_entry entry_of(const grading_plan &plan, std::size_t k, const fs::path &wo
   };
   e.run = audited(r.at("report"), e.failure);
   if (const json &rt = r.at("retime"); !rt.is_null()) {
-    std::vector<json> all(rt.at("earlier").begin(), rt.at("earlier").end());
+    const json earlier = rt.value("earlier", json::array());
+    std::vector<json> all(earlier.begin(), earlier.end());
     all.push_back(rt);
     for (const json &a : all) {
       board_retime &b = e.retimes.emplace_back(board_retime::from_json(a));

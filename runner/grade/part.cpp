@@ -135,7 +135,8 @@ report_document read_doc(const fs::path &dir) {
 /// The re-timings of a submission whose first process (`first`, its result) excludes nothing:
 /// protocols for the cell of its largest speed-up, each with a fresh nonce, frozen and run in a
 /// confined process of its own (docs/grading.md, "The re-timing"). The last one's result, the
-/// earlier ones' under its `earlier`; null when the first process already excludes it.
+/// earlier ones' under its `earlier` (when there are any); null when the first process already
+/// excludes it.
 json retime_part(const grade_env &env, const store &s, const fs::path &work,
                  const grading_plan &plan, const plan_part &p, const json &first) {
   const frozen_protocol task = s.load(plan.task_hash);
@@ -173,7 +174,8 @@ json retime_part(const grade_env &env, const store &s, const fs::path &work,
     return nullptr;
   json last = attempts.back();
   attempts.erase(attempts.end() - 1);
-  last["earlier"] = std::move(attempts);
+  if (!attempts.empty())
+    last["earlier"] = std::move(attempts);
   return last;
 }
 

@@ -220,7 +220,7 @@ void reward_retime(const grade_env &env, const store &s, const frozen_protocol &
 }
 
 /// The reward's `retime`: the last re-timing with its judged facts, the earlier ones under its
-/// `earlier`; null when none ran.
+/// `earlier` (when there are any); null when none ran.
 json reward_retime_json(const reward_runs &x, const entry_score &e) {
   if (x.retimes.empty())
     return nullptr;
@@ -232,7 +232,8 @@ json reward_retime_json(const reward_runs &x, const entry_score &e) {
   }
   json last = all.back();
   all.erase(all.end() - 1);
-  last["earlier"] = std::move(all);
+  if (!all.empty())
+    last["earlier"] = std::move(all);
   return last;
 }
 
