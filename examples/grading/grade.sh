@@ -54,7 +54,7 @@ for e in json.load(open(sys.argv[1]))['entries']:
     print(f"{e['name']:>12} rank {e['rank']} score {e['score']:.3g} "
           f"{(e['exclusions'][0]['code'] if e['exclusions'] else ''):<14} re-timing: "
           + (f"confirmed={rt.get('confirmed')} median {first.get('median')} -> {second.get('median')} ms"
-             if rt else "none"))
+             f" ({len(rt.get('earlier', [])) + 1} re-timing(s))" if rt else "none"))
 PY
 
 # The reward in a loop: the first call reuses the leaderboard's baseline; calls per hour.
