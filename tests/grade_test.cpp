@@ -366,6 +366,21 @@ TEST_CASE("a slower re-timing is repeated, up to three; the last decides") {
                                               "it failed: the re-timing: correctness"));
 }
 
+TEST_CASE("re-timings nest as the last one with the earlier ones under it, and flatten back") {
+  CHECK(nest_retimes({}).is_null());
+  CHECK(flat_retimes(nullptr).empty());
+  const json one = nest_retimes({json{{"nonce", "a"}}});
+  CHECK(one == json{{"nonce", "a"}}); // one re-timing: no `earlier`, the form of before
+  const json three = nest_retimes({{{"nonce", "a"}}, {{"nonce", "b"}}, {{"nonce", "c"}}});
+  CHECK(three["nonce"] == "c");
+  CHECK(three["earlier"] == json::parse(R"([{"nonce": "a"}, {"nonce": "b"}])"));
+  const std::vector<json> back = flat_retimes(three);
+  REQUIRE(back.size() == 3);
+  CHECK(back[0]["nonce"] == "a");
+  CHECK(back[2] == json{{"nonce", "c"}});
+  CHECK(flat_retimes(one) == std::vector<json>{one});
+}
+
 TEST_CASE("the re-timings' loop stops at the first that does not fail the factor alone") {
   graded g;
   report_document sub = report_of(g.grading, "alice", 0.005);

@@ -3,6 +3,7 @@
 
 #include "base/fs.hpp"
 #include "crypto/crypto.hpp"
+#include "grade/retime.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>
@@ -32,22 +33,15 @@ json submission_json(const submission &s) {
 /// The entry's re-timings: the last one (what ran, and what the score judged of it), the
 /// earlier ones under its `earlier` (when there are any); null when none ran.
 json retime_json(const board_entry &e, const entry_score &sc) {
-  if (e.retimes.empty())
-    return nullptr;
-  const auto one = [&](std::size_t i) {
+  std::vector<json> all;
+  for (std::size_t i = 0; i < e.retimes.size(); ++i) {
     json j = e.retimes[i].to_json();
     const json facts = i < sc.retimes.size() ? retime_facts_json(sc.retimes[i]) : json(nullptr);
     for (const char *k : {"first", "second", "factor", "confirmed"})
       j[k] = facts.is_null() ? json(nullptr) : facts.at(k);
-    return j;
-  };
-  json earlier = json::array();
-  for (std::size_t i = 0; i + 1 < e.retimes.size(); ++i)
-    earlier.push_back(one(i));
-  json j = one(e.retimes.size() - 1);
-  if (!earlier.empty()) // absent when one re-timing ran: a leaderboard of before keeps its bytes
-    j["earlier"] = std::move(earlier);
-  return j;
+    all.push_back(std::move(j));
+  }
+  return nest_retimes(std::move(all));
 }
 
 json entry_json(const board_entry &e, const entry_score &sc, std::int64_t rank) {

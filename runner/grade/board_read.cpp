@@ -2,6 +2,7 @@
 #include "grade/board_read.hpp"
 
 #include "grade/protocols.hpp"
+#include "grade/retime.hpp"
 #include "prereg/error.hpp"
 
 #include <fmt/format.h>
@@ -55,15 +56,10 @@ board_entry entry_from_json(const json &e, const json &board, const fs::path &di
   out.wall_ms = e.at("wall_ms").get<double>();
   out.confinement = e.at("confinement");
   out.build = e.at("build");
-  if (const json &rt = e.at("retime"); !rt.is_null()) {
-    const json earlier = rt.value("earlier", json::array());
-    std::vector<json> all(earlier.begin(), earlier.end());
-    all.push_back(rt);
-    for (const json &a : all) {
-      board_retime &b = out.retimes.emplace_back(board_retime::from_json(a));
-      if (!a.at("run").is_null())
-        b.run = part_from_json(a.at("run"), dir);
-    }
+  for (const json &a : flat_retimes(e.at("retime"))) {
+    board_retime &b = out.retimes.emplace_back(board_retime::from_json(a));
+    if (!a.at("run").is_null())
+      b.run = part_from_json(a.at("run"), dir);
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include "crypto/keyring.hpp"
 #include "grade/board.hpp"
 #include "grade/board_read.hpp"
+#include "grade/retime.hpp"
 #include "prereg/build_info.hpp"
 #include "prereg/error.hpp"
 #include "store/ledger.hpp"
@@ -100,14 +101,9 @@ board_entry entry_of(const grading_plan &plan, std::size_t k, const fs::path &wo
     return out;
   };
   e.run = audited(r.at("report"), e.failure);
-  if (const json &rt = r.at("retime"); !rt.is_null()) {
-    const json earlier = rt.value("earlier", json::array());
-    std::vector<json> all(earlier.begin(), earlier.end());
-    all.push_back(rt);
-    for (const json &a : all) {
-      board_retime &b = e.retimes.emplace_back(board_retime::from_json(a));
-      b.run = audited(a.at("report"), b.failure);
-    }
+  for (const json &a : flat_retimes(r.at("retime"))) {
+    board_retime &b = e.retimes.emplace_back(board_retime::from_json(a));
+    b.run = audited(a.at("report"), b.failure);
   }
   return e;
 }

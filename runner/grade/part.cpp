@@ -148,7 +148,7 @@ json retime_part(const grade_env &env, const store &s, const fs::path &work,
   s.add_key(key.public_part());
   std::deque<report_document> docs;
   std::deque<retime_run> runs;
-  json attempts = json::array();
+  std::vector<json> attempts;
   const auto attempt = [&](std::size_t i, const cell_key &cell) {
     const std::string nonce = random_hex(16);
     const std::string hash = freeze_grading(s, retime_body(fp.body, cell, nonce), key);
@@ -170,13 +170,8 @@ json retime_part(const grade_env &env, const store &s, const fs::path &work,
     return &rt;
   };
   graded_run run{&fp.proto, fp.hash, &doc, "", first.at("wall_ms").get<double>()};
-  if (retime_until(task.proto, baseline, run, attempt) == 0)
-    return nullptr;
-  json last = attempts.back();
-  attempts.erase(attempts.end() - 1);
-  if (!attempts.empty())
-    last["earlier"] = std::move(attempts);
-  return last;
+  (void)retime_until(task.proto, baseline, run, attempt);
+  return nest_retimes(std::move(attempts));
 }
 
 } // namespace

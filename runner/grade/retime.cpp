@@ -27,4 +27,25 @@ retime_until(const protocol &task, const report_document &baseline, const graded
   return run.retimes.size();
 }
 
+json nest_retimes(std::vector<json> in_order) {
+  if (in_order.empty())
+    return nullptr;
+  json last = std::move(in_order.back());
+  in_order.pop_back();
+  if (!in_order.empty())
+    last["earlier"] = std::move(in_order);
+  return last;
+}
+
+std::vector<json> flat_retimes(const json &retime) {
+  if (retime.is_null())
+    return {};
+  std::vector<json> out;
+  if (retime.contains("earlier"))
+    out.assign(retime.at("earlier").begin(), retime.at("earlier").end());
+  out.push_back(retime);
+  out.back().erase("earlier");
+  return out;
+}
+
 } // namespace prereg::grade

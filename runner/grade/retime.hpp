@@ -4,11 +4,13 @@
 // parts and the reward share; each caller runs its own processes.
 #pragma once
 
+#include "base/json.hpp"
 #include "grade/score.hpp"
 
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 namespace prereg::grade {
 
@@ -22,5 +24,13 @@ std::size_t
 retime_until(const protocol &task, const report_document &baseline, const graded_run &first,
              const std::function<const retime_run *(std::size_t, const cell_key &)> &attempt,
              std::chrono::milliseconds pause = retime_pause);
+
+/// The JSON form of re-timings in the order they ran (a grading part's and leaderboard entry's
+/// `retime`, the reward's): the last one, the earlier ones under its `earlier` when there are
+/// any (so that one re-timing has the form it had before re-timings were repeated); null for
+/// none.
+[[nodiscard]] json nest_retimes(std::vector<json> in_order);
+/// The re-timings of such a `retime` in the order they ran (none for null).
+[[nodiscard]] std::vector<json> flat_retimes(const json &retime);
 
 } // namespace prereg::grade

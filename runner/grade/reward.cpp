@@ -182,7 +182,7 @@ struct reward_runs {
   fs::path report_dir;
   std::optional<report_document> doc;
   confined_result r;
-  json retimes = json::array(); ///< each {cell, nonce, protocol_hash, report, failure, wall_ms}
+  std::vector<json> retimes; ///< each {cell, nonce, protocol_hash, report, failure, wall_ms}
   std::deque<report_document> retime_docs;
   std::deque<retime_run> rts;
 };
@@ -222,19 +222,13 @@ void reward_retime(const grade_env &env, const store &s, const frozen_protocol &
 /// The reward's `retime`: the last re-timing with its judged facts, the earlier ones under its
 /// `earlier` (when there are any); null when none ran.
 json reward_retime_json(const reward_runs &x, const entry_score &e) {
-  if (x.retimes.empty())
-    return nullptr;
-  json all = x.retimes;
+  std::vector<json> all = x.retimes;
   for (std::size_t i = 0; i < all.size() && i < e.retimes.size(); ++i) {
     const json facts = retime_facts_json(e.retimes[i]);
     for (const char *k : {"first", "second", "factor", "confirmed"})
       all[i][k] = facts.at(k);
   }
-  json last = all.back();
-  all.erase(all.end() - 1);
-  if (!all.empty())
-    last["earlier"] = std::move(all);
-  return last;
+  return nest_retimes(std::move(all));
 }
 
 } // namespace
