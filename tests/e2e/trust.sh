@@ -308,7 +308,12 @@ killed=$(grep "run-start" "$PREREG_STORE/ledger.jsonl" | grep "$shash" | tail -n
 mkdir -p "$out/tiny_slow/.$killed.partial" && echo half >"$out/tiny_slow/.$killed.partial/report.json"
 "$PREREG" run "$shash" --out "$out" --quiet >/dev/null 2>"$work/err" &
 again=$!
-for _ in $(seq 100); do [ ! -e "$out/tiny_slow/.$killed.partial" ] && break; sleep 0.1; done
+# Wait for the removal and its line (printed after it: a kill between the two, as under ASan on
+# a 2-core machine once, would lose the line, not the removal).
+for _ in $(seq 300); do
+  [ ! -e "$out/tiny_slow/.$killed.partial" ] && grep -q "removed .*\.$killed\.partial" "$work/err" && break
+  sleep 0.1
+done
 kill -9 $again; wait $again 2>/dev/null
 [ ! -e "$out/tiny_slow/.$killed.partial" ] && pass "the killed run's .partial folder is removed" || fail "the .partial folder stays"
 expect_err "removed .*\.$killed\.partial" "and it says so"
