@@ -97,11 +97,23 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
   [ "$(grep -c '"event":"run-start"' "$PREREG_STORE/ledger.jsonl")" -eq "$starts" ] && pass "no run recorded" || fail "exit-5 run was recorded"
 fi
 
+# Waits until the ledger holds one more run-start than $starts, then 2 s more (about when the
+# fixed sleeps of before signalled): a signal is sent to a run under way, not at a fixed time
+# that a busy machine may not have reached.
+wait_run_start() {
+  for _ in $(seq 300); do
+    [ "$(grep -c '"event":"run-start"' "$PREREG_STORE/ledger.jsonl")" -gt "$starts" ] && break
+    sleep 0.1
+  done
+  sleep 2
+}
+
 # SIGINT: the run ends with a run-aborted entry and leaves no report folder.
 before=$(count_reports)
+starts=$(grep -c '"event":"run-start"' "$PREREG_STORE/ledger.jsonl")
 "$PREREG" run "$hash" --out "$out" --quiet >"$work/int.out" 2>"$work/int.err" &
 pid=$!
-sleep 4
+wait_run_start
 kill -INT $pid
 wait $pid; rc=$?
 [ "$rc" -ne 0 ] && pass "interrupted run exits non-zero ($rc)" || fail "interrupted run exited 0"
@@ -110,9 +122,10 @@ grep -q "interrupted by SIGINT" "$work/int.err" && pass "says it was interrupted
 tail -n 1 "$PREREG_STORE/ledger.jsonl" | grep -q '"event":"run-aborted"' && pass "run-aborted entry" || fail "no run-aborted entry"
 
 # SIGKILL: the next run notices the vanished run and records it as aborted.
+starts=$(grep -c '"event":"run-start"' "$PREREG_STORE/ledger.jsonl")
 "$PREREG" run "$hash" --out "$out" --quiet >/dev/null 2>&1 &
 pid=$!
-sleep 3
+wait_run_start
 kill -KILL $pid; wait $pid 2>/dev/null
 aborted=$(grep -c '"event":"run-aborted"' "$PREREG_STORE/ledger.jsonl")
 sed 's/^id: cpu_smoke/id: tiny/; s/rows: \[64, 4096\]/rows: [64]/; s/rows: 4096, cols: 1024, pass: fwd/rows: 64, cols: 1024, pass: fwd/' "$src" > "$work/tiny.yaml"
