@@ -34,14 +34,9 @@ json submission_json(const submission &s) {
 /// earlier ones under its `earlier` (when there are any); null when none ran.
 json retime_json(const board_entry &e, const entry_score &sc) {
   std::vector<json> all;
-  for (std::size_t i = 0; i < e.retimes.size(); ++i) {
-    json j = e.retimes[i].to_json();
-    const json facts = i < sc.retimes.size() ? retime_facts_json(sc.retimes[i]) : json(nullptr);
-    for (const char *k : {"first", "second", "factor", "confirmed"})
-      j[k] = facts.is_null() ? json(nullptr) : facts.at(k);
-    all.push_back(std::move(j));
-  }
-  return nest_retimes(std::move(all));
+  for (const auto &rt : e.retimes)
+    all.push_back(rt.to_json());
+  return judged_retimes(std::move(all), sc);
 }
 
 json entry_json(const board_entry &e, const entry_score &sc, std::int64_t rank) {

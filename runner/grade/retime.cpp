@@ -37,6 +37,15 @@ json nest_retimes(std::vector<json> in_order) {
   return last;
 }
 
+json judged_retimes(std::vector<json> in_order, const entry_score &sc) {
+  for (std::size_t i = 0; i < in_order.size(); ++i) {
+    const json facts = i < sc.retimes.size() ? retime_facts_json(sc.retimes[i]) : json(nullptr);
+    for (const char *k : {"first", "second", "factor", "confirmed"})
+      in_order[i][k] = facts.is_null() ? json(nullptr) : facts.at(k);
+  }
+  return nest_retimes(std::move(in_order));
+}
+
 std::vector<json> flat_retimes(const json &retime) {
   if (retime.is_null())
     return {};

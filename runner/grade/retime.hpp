@@ -30,6 +30,10 @@ retime_until(const protocol &task, const report_document &baseline, const graded
 /// any (so that one re-timing has the form it had before re-timings were repeated); null for
 /// none.
 [[nodiscard]] json nest_retimes(std::vector<json> in_order);
+/// nest_retimes of re-timings in the order they ran, each with what `sc` judged of it (`first`,
+/// `second`, `factor`, `confirmed`; null where it judged none): the leaderboard's and the
+/// reward's `retime`.
+[[nodiscard]] json judged_retimes(std::vector<json> in_order, const entry_score &sc);
 /// The re-timings of such a `retime` in the order they ran (none for null).
 [[nodiscard]] std::vector<json> flat_retimes(const json &retime);
 

@@ -219,18 +219,6 @@ void reward_retime(const grade_env &env, const store &s, const frozen_protocol &
   (void)retime_until(task.proto, base, {&grading, x.hash, &*x.doc, "", x.r.wall_ms}, attempt);
 }
 
-/// The reward's `retime`: the last re-timing with its judged facts, the earlier ones under its
-/// `earlier` (when there are any); null when none ran.
-json reward_retime_json(const reward_runs &x, const entry_score &e) {
-  std::vector<json> all = x.retimes;
-  for (std::size_t i = 0; i < all.size() && i < e.retimes.size(); ++i) {
-    const json facts = retime_facts_json(e.retimes[i]);
-    for (const char *k : {"first", "second", "factor", "confirmed"})
-      all[i][k] = facts.at(k);
-  }
-  return nest_retimes(std::move(all));
-}
-
 } // namespace
 
 json reward(const grade_env &env, const reward_options &o) {
@@ -287,7 +275,7 @@ json reward(const grade_env &env, const reward_options &o) {
   for (const auto &rt : x.rts)
     run.retimes.push_back(&rt);
   const entry_score e = score_entry(task.proto, base, run);
-  const json retime = reward_retime_json(x, e);
+  const json retime = judged_retimes(x.retimes, e);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {{"score", e.score},

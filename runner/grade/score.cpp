@@ -417,11 +417,9 @@ json exclusions_json(const entry_score &e) {
 }
 
 bool retime_again(const entry_score &e) {
-  if (e.retimes.empty() || !e.retimes.back().slower_only || e.retimes.size() >= retime_attempts)
-    return false;
-  return std::all_of(e.retimes.begin(), e.retimes.end(),
-                     [](const retime_facts &f) { return f.slower_only; }) &&
-         e.exclusions.size() == 1 && e.exclusions[0].code == "not-confirmed";
+  return !e.retimes.empty() && e.retimes.size() < retime_attempts &&
+         std::all_of(e.retimes.begin(), e.retimes.end(),
+                     [](const retime_facts &f) { return f.slower_only; });
 }
 
 json retime_facts_json(const retime_facts &f) {

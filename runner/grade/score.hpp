@@ -102,8 +102,8 @@ struct graded_run {
 [[nodiscard]] entry_score score_entry(const protocol &task, const report_document &baseline,
                                       const graded_run &run);
 
-/// Whether the grading re-times `e` again: its last re-timing failed the factor rule alone and
-/// fewer than retime_attempts ran.
+/// Whether the grading re-times `e` again: each re-timing so far failed the factor rule alone
+/// (then that is its one exclusion) and fewer than retime_attempts ran.
 [[nodiscard]] bool retime_again(const entry_score &e);
 
 /// The cell a re-timing measures after a first process that excludes nothing (`first`): the
